@@ -1,0 +1,3 @@
+"""The ``builtin_tools`` plugin: registers the built-in tools and the local backends."""
+
+from __future__ import annotations

@@ -1,0 +1,98 @@
+"""Objects hooks receive and return (DESIGN §2). Add fields freely: implementations read only
+what they use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_core.messages import AgentToolResult, AssistantMessage, ToolCall
+    from pi_core.operations import BashOperations, FileOperations
+    from pi_core.tools import AgentTool
+
+
+@dataclass
+class BeforeToolCallResult:
+    """Returned by ``pi_before_tool_call``: ``block=True`` stops the call; ``reason`` becomes the
+    error result's text (``Tool execution was blocked`` when empty); ``terminate=True`` also marks
+    the blocked result as terminating (spec §2.7)."""
+
+    block: bool = False
+    reason: str | None = None
+    terminate: bool | None = None
+
+
+@dataclass
+class AfterToolCallResult:
+    """Returned by ``pi_after_tool_call``: each field that is not ``None`` replaces the result's
+    field (spec §2.9). Replacing ``content`` without ``structured_content`` clears the old
+    ``structured_content``."""
+
+    content: list[Any] | None = None
+    details: Any = None
+    is_error: bool | None = None
+    terminate: bool | None = None
+    usage: dict[str, Any] | None = None
+    structured_content: Any = None
+
+
+@dataclass
+class RegisterToolsContext:
+    """What ``pi_register_tools`` gets: the session ``cwd``, the loaded ``config`` (a dict of the
+    TOML file, ``{}`` without one) and the backends chosen by ``pi_bash_operations`` and
+    ``pi_file_operations`` (``None`` when no plugin provides one)."""
+
+    cwd: str
+    config: dict[str, Any] = field(default_factory=dict)
+    bash_operations: BashOperations | None = None
+    file_operations: FileOperations | None = None
+
+
+@dataclass
+class BackendContext:
+    """What ``pi_bash_operations`` and ``pi_file_operations`` get: ``cwd`` and ``config``."""
+
+    cwd: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BeforeToolCallContext:
+    """What ``pi_before_tool_call`` gets: the original ``tool_call`` (raw arguments), ``args``
+    (validated and coerced; mutating it in place changes what ``execute`` receives), the
+    ``tool``, the ``assistant_message`` that asked for the call and the loop ``context``."""
+
+    tool_call: ToolCall
+    args: Any
+    tool: AgentTool
+    assistant_message: AssistantMessage
+    context: Any = None
+
+
+@dataclass
+class AfterToolCallContext(BeforeToolCallContext):
+    """What ``pi_after_tool_call`` gets: the above plus ``result`` and ``is_error``."""
+
+    result: AgentToolResult | None = None
+    is_error: bool = False
+
+
+@dataclass
+class BashSpawnContext:
+    """What ``pi_bash_spawn_context`` gets and may return changed: ``command``, ``cwd``, ``env``."""
+
+    command: str
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+
+
+__all__ = [
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "BackendContext",
+    "BashSpawnContext",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "RegisterToolsContext",
+]

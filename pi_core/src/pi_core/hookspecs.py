@@ -1,0 +1,182 @@
+"""Every hook of pi (DESIGN §2), grouped by lifecycle phase.
+
+Each spec states when it is called, its call mode (how several implementations combine), whether
+``async def`` implementations are allowed, its parameters and its return value. Implementations
+name only the parameters they use. Async implementations are awaited by pi's own hook caller
+(:mod:`pi_core.hook_caller`), never by pluggy's ``__call__``; no spec uses ``firstresult``.
+
+Call modes:
+
+* **collect**: every implementation is called; returns are ignored (registration hooks).
+* **first block**: called in order until one returns a blocking result.
+* **chain**: each implementation gets the value the previous one returned (``None``: unchanged).
+* **first non-None**: called in order until one returns something other than ``None``.
+* **notify**: every implementation is called; an exception is reported on stderr, stops nothing.
+
+The order is pluggy's: later-registered first, ``tryfirst``/``trylast`` honoured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pi_core.markers import hookspec
+
+if TYPE_CHECKING:
+    from pi_core.hook_types import (
+        AfterToolCallContext,
+        AfterToolCallResult,
+        BackendContext,
+        BashSpawnContext,
+        BeforeToolCallContext,
+        BeforeToolCallResult,
+        RegisterToolsContext,
+    )
+    from pi_core.operations import BashOperations, FileOperations
+
+# ---------------------------------------------------------------------------------------------
+# Session set-up: backends, tools and model providers
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def pi_bash_operations(context: BackendContext) -> BashOperations | None:
+    """Provide the backend that runs bash commands.
+
+    **When**: once, when the bash tool is created for a session.
+    **Call mode**: first non-None; sync implementations only. The built-in local backend is
+    ``trylast``, so any other plugin returning a backend wins.
+    **Params**: ``context``: :class:`~pi_core.hook_types.BackendContext` (``cwd``, ``config``).
+    **Returns**: a :class:`~pi_core.operations.BashOperations`, or ``None`` to pass.
+    """
+
+
+@hookspec
+def pi_file_operations(context: BackendContext) -> FileOperations | None:
+    """Provide the backend the file tools (read, write, edit, ls, find, grep) use.
+
+    **When**: once, when the file tools are created for a session.
+    **Call mode**: first non-None; sync implementations only. The local backend is ``trylast``.
+    **Params**: ``context``: :class:`~pi_core.hook_types.BackendContext` (``cwd``, ``config``).
+    **Returns**: a :class:`~pi_core.operations.FileOperations`, or ``None`` to pass.
+    """
+
+
+@hookspec
+def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsContext) -> None:
+    """Register tools for a session.
+
+    **When**: when a session builds its tool registry (``pi tools``, ``pi call``, ``pi replay``,
+    ``pi run``, :class:`~pi_core.Agent` from a plugin manager).
+    **Call mode**: collect; sync implementations only. A tool name registered twice is a
+    :class:`~pi_core.errors.PluginError` naming both plugins.
+    **Params**: ``register(tool)`` accepts an ``AgentTool``, a ``ToolDefinition`` or a ``@tool``
+    function; ``context``: :class:`~pi_core.hook_types.RegisterToolsContext` (``cwd``,
+    ``config``, ``bash_operations``, ``file_operations``).
+    **Returns**: nothing.
+    """
+
+
+@hookspec
+def pi_register_providers(register: Callable[[Any], None]) -> None:
+    """Register model providers.
+
+    **When**: when the CLI or an ``Agent`` resolves ``--model PROVIDER:MODEL``.
+    **Call mode**: collect; sync implementations only.
+    **Params**: ``register(provider)`` takes an object with a ``name`` (the ``PROVIDER`` part)
+    and ``create(model: str, options: dict) -> ModelProvider``.
+    **Returns**: nothing.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Per tool call, in pipeline order (seed §五–§八)
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def pi_prepare_arguments(tool_name: str, arguments: Any) -> Any:
+    """Rewrite a call's raw arguments before schema validation.
+
+    **When**: for every tool call of a registered tool, after the tool's own
+    ``prepare_arguments`` and before JSON Schema validation.
+    **Call mode**: chain; sync or async. Each implementation receives the arguments the previous
+    one produced.
+    **Params**: ``tool_name``; ``arguments``: the arguments so far (untrusted JSON: any type).
+    **Returns**: new arguments, or ``None`` for unchanged. An exception becomes the call's error
+    result (its message is the text).
+    """
+
+
+@hookspec
+def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult | None:
+    """Inspect a validated call and block it (policies).
+
+    **When**: after validation, before ``execute``.
+    **Call mode**: first block; sync or async. Implementations are called in order until one
+    returns ``BeforeToolCallResult(block=True)``; a result that does not block counts as
+    ``None``, so no plugin can wave a call past a later policy.
+    **Params**: ``context``: :class:`~pi_core.hook_types.BeforeToolCallContext` (``tool_call``,
+    ``args``, ``tool``, ``assistant_message``, ``context``).
+    **Returns**: ``BeforeToolCallResult(block=True, reason=...)`` or ``None``. A block gives the
+    error result ``reason`` (``Tool execution was blocked`` without one); an exception gives its
+    message.
+    """
+
+
+@hookspec
+def pi_after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult | None:
+    """Rewrite a call's result after it ran.
+
+    **When**: after ``execute`` returned or failed, before ``tool_execution_end``. Not called for
+    calls that never executed (unknown tool, invalid arguments, blocked).
+    **Call mode**: chain; sync or async. Applied in order, field by field; each implementation
+    sees ``context.result`` and ``context.is_error`` as left by the previous one.
+    **Params**: ``context``: :class:`~pi_core.hook_types.AfterToolCallContext`.
+    **Returns**: ``AfterToolCallResult`` (any of ``content``, ``details``, ``is_error``,
+    ``terminate``, ``usage``, ``structured_content``) or ``None``. An exception replaces the whole
+    result by an error result with its message.
+    """
+
+
+@hookspec
+def pi_bash_spawn_context(context: BashSpawnContext) -> BashSpawnContext | None:
+    """Change the command, working directory or environment of a bash command.
+
+    **When**: before each bash command runs.
+    **Call mode**: chain; sync implementations only.
+    **Params**: ``context``: :class:`~pi_core.hook_types.BashSpawnContext` (``command``, ``cwd``,
+    ``env``).
+    **Returns**: a modified ``BashSpawnContext``, or ``None`` for unchanged.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Observation
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def pi_on_event(event: Any) -> None:
+    """Observe every agent event (logging, audit, telemetry).
+
+    **When**: for every event, in order, after the loop emitted it.
+    **Call mode**: notify; sync or async. An exception is reported on stderr and stops nothing.
+    **Params**: ``event``: an event model of :mod:`pi_core.events` (``event.type`` is Pi's name).
+    **Returns**: ignored.
+    """
+
+
+HOOK_CALL_MODES: dict[str, tuple[str, bool]] = {
+    "pi_bash_operations": ("first_non_none", False),
+    "pi_file_operations": ("first_non_none", False),
+    "pi_register_tools": ("collect", False),
+    "pi_register_providers": ("collect", False),
+    "pi_prepare_arguments": ("chain", True),
+    "pi_before_tool_call": ("first_block", True),
+    "pi_after_tool_call": ("chain", True),
+    "pi_bash_spawn_context": ("chain", False),
+    "pi_on_event": ("notify", True),
+}
+"""Each hook's call mode and whether ``async def`` implementations are allowed."""
