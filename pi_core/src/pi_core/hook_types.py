@@ -95,4 +95,37 @@ __all__ = [
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "RegisterToolsContext",
+    "apply_after_tool_call_result",
 ]
+
+
+def apply_after_tool_call_result(
+    result: AgentToolResult, is_error: bool, override: AfterToolCallResult | None
+) -> tuple[AgentToolResult, bool]:
+    """Rebuild ``result`` field by field from an after-hook's ``override`` (spec §2.9).
+
+    ``None`` means "not provided" for every field (so ``details=None`` keeps the old details).
+    Replacing ``content`` without ``structured_content`` clears ``structured_content``. Other
+    fields of ``result`` are kept. Returns ``(new_result, new_is_error)``; ``result`` is not
+    mutated.
+    """
+    if override is None:
+        return result, is_error
+    update: dict[str, Any] = {}
+    if override.content is not None:
+        update["content"] = list(override.content)
+    if override.details is not None:
+        update["details"] = override.details
+    if override.usage is not None:
+        update["usage"] = override.usage
+    if override.terminate is not None:
+        update["terminate"] = override.terminate
+    if override.structured_content is not None:
+        update["structured_content"] = override.structured_content
+    elif override.content is not None:
+        update["structured_content"] = None
+    new_result = result.model_copy(update=update)
+    if "structured_content" in update and update["structured_content"] is None:
+        new_result.__pydantic_fields_set__.discard("structured_content")
+    new_is_error = override.is_error if override.is_error is not None else is_error
+    return new_result, new_is_error
