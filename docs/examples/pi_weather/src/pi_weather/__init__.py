@@ -1,0 +1,1 @@
+"""pi-weather: an example pi plugin."""

@@ -1,0 +1,1 @@
+"""pytest plugin for plugin authors (fixtures arrive with the plugin system)."""
