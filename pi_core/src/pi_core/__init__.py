@@ -6,9 +6,11 @@ named for what they hold.
 
 from __future__ import annotations
 
+from pi_core.agent import Agent
 from pi_core.errors import CommandTimeout, ToolAborted
 from pi_core.hook_types import AfterToolCallResult, BeforeToolCallResult
 from pi_core.markers import hookimpl, hookspec
+from pi_core.loop import run_agent_loop
 from pi_core.messages import (
     AgentToolResult,
     AssistantMessage,
@@ -18,11 +20,13 @@ from pi_core.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from pi_core.mutation_queue import with_file_mutation_queue
 from pi_core.operations import BashOperations, FileOperations
-from pi_core.tools import AgentTool, ToolDefinition, tool
+from pi_core.tools import AgentTool, ToolDefinition, tool, wrap_tool_definition
 
 __all__ = [
     "AfterToolCallResult",
+    "Agent",
     "AgentTool",
     "AgentToolResult",
     "AssistantMessage",
@@ -39,5 +43,8 @@ __all__ = [
     "UserMessage",
     "hookimpl",
     "hookspec",
+    "run_agent_loop",
     "tool",
+    "with_file_mutation_queue",
+    "wrap_tool_definition",
 ]

@@ -13,7 +13,10 @@ Call modes:
 * **first non-None**: called in order until one returns something other than ``None``.
 * **notify**: every implementation is called; an exception is reported on stderr, stops nothing.
 
-The order is pluggy's: later-registered first, ``tryfirst``/``trylast`` honoured.
+The order is pluggy's: later-registered first, ``tryfirst``/``trylast`` honoured. Hook wrappers
+(``wrapper=True``, ``hookwrapper=True``) are not supported: pi's caller awaits implementations one
+by one, which a wrapper cannot follow, so a plugin declaring one fails to load with a
+:class:`~pi_core.errors.PluginError`, as does an ``async def`` implementation of a sync-only hook.
 """
 
 from __future__ import annotations

@@ -1,0 +1,439 @@
+"""The ``bash`` tool (seed §十五 and §十六; spec §7.4; port decision 6; DESIGN §2–§3).
+
+The tool never starts a process itself: it runs commands through a
+:class:`~pi_core.BashOperations` backend (the local one, SSH, a container...). Per call:
+
+1. the timeout is validated (§10 row 15);
+2. ``command_prefix`` (if configured) is put before the command, on its own line;
+3. the spawn context is built: the process environment without stale ``PI_SESSION_ID``,
+   ``PI_SESSION_FILE``, ``PI_PROVIDER``, ``PI_MODEL``, ``PI_REASONING_LEVEL``, then those set
+   from the session context when exposing it is allowed; ``spawn_hook`` (the
+   ``pi_bash_spawn_context`` chain) may replace command, cwd and env;
+4. output streams into an :class:`~pi_builtin_tools.output_accumulator.OutputAccumulator`;
+   ``on_update`` gets ``{content: []}`` at once, then snapshots at most every 100 ms, and a
+   final flush;
+5. the result: exit 0 → normal result; exit N ≠ 0 → error result (``is_error``, not raised)
+   ending ``Command exited with code N``; no exit code → error result ending ``Command
+   terminated without an exit code``; timeout → raises ``…Command timed out after S seconds``;
+   cancellation → raises :class:`~pi_core.ToolAborted` with ``…Command aborted`` after the
+   backend's shielded cleanup.
+
+Model-facing text is the tail (2000 lines / 50KB) of the output with ANSI escape sequences
+removed, plus Pi's notice naming the full-output file when truncated. ``structured_content`` is
+``{"output", "truncated", "exit_code", "full_output_path"}``: the last 1 MiB of the (ANSI-free)
+output, whether that budget cut anything, the exit code and the full-output file (or ``None``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import trio
+from pi_core.errors import CommandTimeout, ConfigError, ToolAborted, ToolError
+from pi_core.hook_types import BashSpawnContext
+from pi_core.messages import AgentToolResult, TextContent
+from pi_core.operations import BashOperations
+from pi_core.tools import OnUpdate, ToolDefinition
+
+from pi_builtin_tools._trio_util import unwrap_exception_group
+from pi_builtin_tools.output_accumulator import OutputAccumulator, OutputSnapshot
+from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
+
+DESCRIPTION = (
+    "Execute a bash command in the current working directory. Returns stdout and stderr. "
+    f"Output is truncated to last {DEFAULT_MAX_LINES} lines or "
+    f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). If truncated, full output is saved "
+    "to a temp file. Optionally provide a timeout in seconds."
+)
+PROMPT_SNIPPET = "Execute bash commands (ls, grep, find, etc.)"
+SESSION_ENV_GUIDELINE = (
+    "You can inspect PI_* environment variables for current model and session details."
+)
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "Bash command to execute"},
+        "timeout": {
+            "type": "number",
+            "description": "Timeout in seconds (optional, no default timeout)",
+        },
+    },
+    "required": ["command"],
+}
+
+SESSION_ENV_VARS = (
+    "PI_SESSION_ID",
+    "PI_SESSION_FILE",
+    "PI_PROVIDER",
+    "PI_MODEL",
+    "PI_REASONING_LEVEL",
+)
+"""Variables removed from the inherited environment (stale values of a parent Pi) and set again
+from the current session when exposing it is allowed (seed §十五 "环境变量")."""
+
+MAX_TIMEOUT_SECONDS = 2147483.647
+"""Largest timeout accepted (2^31 - 1 milliseconds)."""
+
+ANSI_ESCAPE = re.compile(
+    r"""
+    (?: \x1b\[ | \x9b ) [0-?]* [ -/]* [@-~]                # CSI: colours, cursor moves, erase
+  | (?: \x1b\] | \x9d ) [^\x07\x1b\x9c\n]* (?: \x07 | \x1b\\ | \x9c )  # OSC: titles, OSC-8 links
+  | \x1b [PX^_] [^\x1b\x9c]* (?: \x1b\\ | \x9c )         # DCS, SOS, PM, APC strings
+  | \x1b [ -/]* [0-~]                                      # other escapes (ESC 7, ESC ( B)
+    """,
+    re.VERBOSE,
+)
+"""ECMA-48 escape sequences, removed whole from the model-facing text (port decision 6)."""
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI/ECMA-48 escape sequences: CSI (colours, cursor moves), OSC
+    (titles, OSC-8 hyperlinks), DCS/SOS/PM/APC strings and two-character escapes."""
+    if "\x1b" not in text and "\x9b" not in text and "\x9d" not in text:
+        return text
+    return ANSI_ESCAPE.sub("", text)
+
+
+def js_number(value: float) -> str:
+    """``value`` as JavaScript's ``String(number)`` writes it (``1.0`` → ``1``, ``0.5`` →
+    ``0.5``, ``1e-7`` → ``1e-7``, ``0.00001`` → ``0.00001``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) or (math.isfinite(value) and float(value).is_integer()):
+        if abs(value) < 1e21:
+            return str(int(value))
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    decimal = Decimal(repr(float(value)))
+    exponent = decimal.adjusted()
+    if -7 < exponent < 21:
+        return format(decimal, "f")
+    digits = format(decimal, "e")  # e.g. 1.5e-7 / 1e+21
+    mantissa, _, exp = digits.partition("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{'+' if int(exp) > 0 else '-'}{abs(int(exp))}"
+
+
+def append_status(text: str, status: str) -> str:
+    """``text + "\\n\\n" + status``, or ``status`` alone when ``text`` is empty (spec §7.4)."""
+    return f"{text}\n\n{status}" if text else status
+
+
+_OPTION_KEYS = {
+    "command_prefix": "command_prefix",
+    "commandPrefix": "command_prefix",
+    "expose_session_environment": "expose_session_environment",
+    "exposeSessionEnvironment": "expose_session_environment",
+}
+_BACKEND_OPTION_KEYS = frozenset({"shell_path", "shellPath"})
+
+
+@dataclass(frozen=True)
+class BashToolOptions:
+    """Options of the bash tool.
+
+    ``command_prefix``: shell code run before every command (``export PATH=…``), on its own
+    line. ``expose_session_environment``: set ``PI_SESSION_ID``… from the session context.
+    ``update_interval``: seconds between streaming updates (100 ms). ``max_lines`` /
+    ``max_bytes``: the model-facing limits.
+    """
+
+    command_prefix: str | None = None
+    expose_session_environment: bool = True
+    update_interval: float = 0.1
+    max_lines: int = DEFAULT_MAX_LINES
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any] | None) -> BashToolOptions:
+        """Options from a config table (``commandPrefix``/``command_prefix``,
+        ``exposeSessionEnvironment``/``expose_session_environment``; ``shell_path`` belongs to
+        the local backend and is skipped). An unknown key is a ``ConfigError``."""
+        values: dict[str, Any] = {}
+        for key, value in (table or {}).items():
+            if key in _BACKEND_OPTION_KEYS:
+                continue
+            if key not in _OPTION_KEYS:
+                raise ConfigError(f"bash: unknown option {key!r}")
+            values[_OPTION_KEYS[key]] = value
+        prefix = values.get("command_prefix")
+        if prefix is not None and not isinstance(prefix, str):
+            raise ConfigError("bash: command_prefix must be a string")
+        expose = values.get("expose_session_environment", True)
+        if not isinstance(expose, bool):
+            raise ConfigError("bash: expose_session_environment must be a boolean")
+        return cls(command_prefix=prefix or None, expose_session_environment=expose)
+
+
+def _session_env(ctx: Any) -> dict[str, str]:
+    """``PI_*`` values from a session context: attributes ``session_id``, ``session_file``,
+    ``model`` (an object with ``provider`` and ``id``, or a string), ``provider``,
+    ``thinking_level`` (or ``reasoning_level``); missing ones are skipped."""
+    values: dict[str, str] = {}
+    if ctx is None:
+        return values
+    session_id = getattr(ctx, "session_id", None)
+    if session_id:
+        values["PI_SESSION_ID"] = str(session_id)
+    session_file = getattr(ctx, "session_file", None)
+    if session_file:
+        values["PI_SESSION_FILE"] = str(session_file)
+    model = getattr(ctx, "model", None)
+    provider = getattr(ctx, "provider", None) or getattr(model, "provider", None)
+    model_id = (
+        getattr(model, "id", None) if model is not None and not isinstance(model, str) else model
+    )
+    if provider:
+        values["PI_PROVIDER"] = str(provider)
+    if model_id:
+        values["PI_MODEL"] = str(model_id)
+    level = getattr(ctx, "thinking_level", None) or getattr(ctx, "reasoning_level", None)
+    if level:
+        values["PI_REASONING_LEVEL"] = str(level)
+    return values
+
+
+def build_spawn_env(ctx: Any = None, *, expose_session_environment: bool = True) -> dict[str, str]:
+    """The environment of a command: this process's, without stale ``PI_*`` session variables,
+    with the current session's values when ``expose_session_environment`` (spec §7.4 step 2)."""
+    env = dict(os.environ)
+    for name in SESSION_ENV_VARS:
+        env.pop(name, None)
+    if expose_session_environment:
+        env.update(_session_env(ctx))
+    return env
+
+
+def _notice(snapshot: OutputSnapshot) -> str:
+    t = snapshot.truncation
+    end = t.total_lines
+    start = t.total_lines - t.output_lines + 1
+    path = snapshot.full_output_path
+    if t.last_line_partial:
+        return (
+            f"[Showing last {format_size(t.output_bytes)} of line {end} "
+            f"(line is {format_size(snapshot.last_line_bytes)}). Full output: {path}]"
+        )
+    if t.truncated_by == "lines":
+        return f"[Showing lines {start}-{end} of {t.total_lines}. Full output: {path}]"
+    return (
+        f"[Showing lines {start}-{end} of {t.total_lines} ({format_size(t.max_bytes)} limit). "
+        f"Full output: {path}]"
+    )
+
+
+def format_output(snapshot: OutputSnapshot, empty_text: str) -> tuple[str, dict[str, Any] | None]:
+    """``(text, details)`` of a finished run (spec §7.4 step 6): the tail or ``empty_text``,
+    plus the notice and ``{"truncation", "fullOutputPath"}`` details when truncated."""
+    text = snapshot.content or empty_text
+    if not snapshot.truncation.truncated:
+        return text, None
+    details = {
+        "truncation": snapshot.truncation.to_details(),
+        "fullOutputPath": snapshot.full_output_path,
+    }
+    return f"{text}\n\n{_notice(snapshot)}", details
+
+
+class _UpdateThrottle:
+    """Streaming updates at most every ``interval`` seconds (seed §十五 "Streaming update 节流"):
+    a chunk emits at once when the last update is ``interval`` old (the first chunk always
+    does), otherwise one timer emits at ``last + interval``."""
+
+    def __init__(self, emit: Callable[[], None], interval: float) -> None:
+        self._emit = emit
+        self._interval = interval
+        self._last: float | None = None
+        self._dirty = False
+        self._wake = trio.Event()
+
+    def chunk(self) -> None:
+        self._dirty = True
+        if self._last is None or trio.current_time() - self._last >= self._interval:
+            self.flush()
+        else:
+            self._wake.set()
+
+    def flush(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self._last = trio.current_time()
+            self._emit()
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            if self._last is not None:
+                await trio.sleep_until(self._last + self._interval)
+            self.flush()
+
+
+def _validate_timeout(timeout: Any) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise ToolError("Invalid timeout: must be a finite number of seconds")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ToolError("Invalid timeout: must be a finite number of seconds")
+    if timeout > MAX_TIMEOUT_SECONDS:
+        raise ToolError(f"Invalid timeout: maximum is {js_number(MAX_TIMEOUT_SECONDS)} seconds")
+    return timeout
+
+
+def create_bash_tool_definition(
+    cwd: str,
+    operations: BashOperations,
+    *,
+    spawn_hook: Callable[[BashSpawnContext], BashSpawnContext | None] | None = None,
+    options: BashToolOptions | Mapping[str, Any] | None = None,
+) -> ToolDefinition:
+    """The ``bash`` tool running commands in ``cwd`` through ``operations``.
+
+    ``spawn_hook(context) -> context | None`` may replace the command, cwd and env of each run
+    (the plugin layer passes the ``pi_bash_spawn_context`` chain). ``options``: a
+    :class:`BashToolOptions` or a config table (:meth:`BashToolOptions.from_config`). The
+    definition's ``execute(tool_call_id, params, on_update, ctx)`` reads session values for
+    ``PI_*`` from ``ctx`` (see :func:`build_spawn_env`).
+    """
+    opts = options if isinstance(options, BashToolOptions) else BashToolOptions.from_config(options)
+
+    async def execute(
+        tool_call_id: str, params: Any, on_update: OnUpdate | None = None, ctx: Any = None
+    ) -> AgentToolResult:
+        timeout = _validate_timeout(params.get("timeout"))
+        command = params["command"]
+        if opts.command_prefix:
+            command = f"{opts.command_prefix}\n{command}"
+        spawn = BashSpawnContext(
+            command=command,
+            cwd=cwd,
+            env=build_spawn_env(ctx, expose_session_environment=opts.expose_session_environment),
+        )
+        if spawn_hook is not None:
+            spawn = spawn_hook(spawn) or spawn
+
+        output = OutputAccumulator(
+            max_lines=opts.max_lines,
+            max_bytes=opts.max_bytes,
+            temp_file_prefix="pi-bash",
+            transform=strip_ansi,
+        )
+
+        def emit_update() -> None:
+            if on_update is None:
+                return
+            snapshot = output.snapshot()
+            details: dict[str, Any] = {}
+            if snapshot.truncation.truncated:
+                details["truncation"] = snapshot.truncation.to_details()
+            if snapshot.full_output_path:
+                details["fullOutputPath"] = snapshot.full_output_path
+            on_update(
+                AgentToolResult(content=[TextContent(text=snapshot.content)], details=details)
+            )
+
+        throttle = _UpdateThrottle(emit_update, opts.update_interval)
+
+        def on_data(chunk: bytes) -> None:
+            if output.finished:
+                return
+            output.append(chunk)
+            if on_update is not None:
+                throttle.chunk()
+
+        if on_update is not None:
+            on_update(AgentToolResult(content=[]))
+        try:
+            try:
+                with unwrap_exception_group():
+                    async with trio.open_nursery() as nursery:
+                        if on_update is not None:
+                            nursery.start_soon(throttle.run)
+                        try:
+                            exit_code = await operations.exec(
+                                spawn.command,
+                                spawn.cwd,
+                                on_data=on_data,
+                                env=spawn.env,
+                                timeout=timeout,
+                            )
+                        finally:
+                            nursery.cancel_scope.cancel()
+            except CommandTimeout:
+                snapshot = output.finish()
+                throttle.flush()
+                text, _details = format_output(snapshot, "")
+                seconds = js_number(timeout if timeout is not None else 0)
+                raise ToolError(
+                    append_status(text, f"Command timed out after {seconds} seconds")
+                ) from None
+            except trio.Cancelled:
+                snapshot = output.finish()
+                text, _details = format_output(snapshot, "")
+                raise ToolAborted(
+                    AgentToolResult(
+                        content=[TextContent(text=append_status(text, "Command aborted"))],
+                        details={},
+                        is_error=True,
+                    )
+                ) from None
+        finally:
+            output.close_temp_file()
+
+        snapshot = output.finish()
+        throttle.flush()
+        text, details = format_output(snapshot, "(no output)")
+        structured_text, structured_cut = output.structured_output()
+        structured = {
+            "output": structured_text,
+            "truncated": structured_cut,
+            "exit_code": exit_code,
+            "full_output_path": snapshot.full_output_path,
+        }
+        if exit_code == 0:
+            return AgentToolResult(
+                content=[TextContent(text=text)], details=details, structured_content=structured
+            )
+        status = (
+            "Command terminated without an exit code"
+            if exit_code is None
+            else f"Command exited with code {exit_code}"
+        )
+        return AgentToolResult(
+            content=[TextContent(text=append_status(text, status))],
+            details=details,
+            is_error=True,
+            structured_content=structured,
+        )
+
+    return ToolDefinition(
+        name="bash",
+        label="bash",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        execute=execute,
+        prompt_snippet=PROMPT_SNIPPET,
+        prompt_guidelines=[SESSION_ENV_GUIDELINE] if opts.expose_session_environment else [],
+    )
+
+
+__all__ = [
+    "DESCRIPTION",
+    "PARAMETERS",
+    "SESSION_ENV_VARS",
+    "BashToolOptions",
+    "append_status",
+    "build_spawn_env",
+    "create_bash_tool_definition",
+    "format_output",
+    "js_number",
+    "strip_ansi",
+]

@@ -1,0 +1,802 @@
+"""The edit tool's text engine: matching, the fuzzy fallback, applying edits, diffs and patches.
+
+Seed §十三 (``edit-diff.ts``), spec §7.3.1 and port decision 7. Everything here is pure: no I/O.
+
+How an edit is applied (:func:`apply_edits`):
+
+1. The decoded file text (BOM already removed) is viewed LF-normalised: ``\\r\\n`` and lone
+   ``\\r`` become ``\\n`` (Pi's ``normalizeToLF``). :class:`LineEndingView` maps every position
+   of that view back to the original text, so matches are found in the normalised view but
+   replacements land on the original characters.
+2. Each ``oldText`` (LF-normalised) is looked up on its own in the original content: exactly first;
+   if absent, through the fuzzy normalisation (:func:`normalize_for_fuzzy_match`: NFKC, trailing
+   whitespace, smart quotes, dashes, special spaces). :class:`FuzzyView` maps fuzzy positions back
+   to the normalised view, so a fuzzy match rewrites only the characters it matched (widened to
+   whole NFKC clusters); every other byte of the file, on the same line or elsewhere, is kept.
+3. Uniqueness is counted where the match was found: exact occurrences for an exact match, fuzzy
+   occurrences for a fuzzy one, overlapping occurrences included (``foo\\nfoo\\n`` occurs twice in
+   ``foo\\nfoo\\nfoo\\n``).
+4. Matches may touch but not overlap; all are located in the original content, then applied
+   together (all or nothing). Replacement text uses the file's first line ending; a lone ``\\r``
+   in ``newText`` is data and stays a lone ``\\r``.
+
+Texts of the errors (:class:`EditError`) are Pi's, with upstream's closest-match context block
+after a failed match (spec §10 rows 18-20).
+
+The display diff (:func:`generate_diff_string`) and the unified patch
+(:func:`generate_unified_patch`) reproduce jsdiff 8 (``diffLines`` and ``createTwoFilesPatch``),
+which Pi uses; :func:`diff_lines` is a port of its Myers algorithm because its tie-breaking decides
+which lines a diff shows, and no Python diff library reproduces it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_core.errors import ToolError
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+class EditError(ToolError):
+    """An edit that cannot be applied; the message is the exact text the model sees."""
+
+
+def _not_found_error(
+    path: str, index: int, total: int, content: str, old_text: str
+) -> EditError:
+    header = (
+        f"Could not find the exact text in {path}."
+        if total == 1
+        else f"Could not find edits[{index}] in {path}."
+    )
+    context = ""
+    if content and old_text:
+        block = find_closest_match_context(content, old_text)
+        context = "\n" + (block if block is not None else "File is empty.")
+    return EditError(
+        f"{header} The old text must match exactly including all whitespace and newlines.{context}"
+    )
+
+
+def _duplicate_error(path: str, index: int, total: int, occurrences: int) -> EditError:
+    if total == 1:
+        return EditError(
+            f"Found {occurrences} occurrences of the text in {path}. The text must be unique. "
+            "Please provide more context to make it unique."
+        )
+    return EditError(
+        f"Found {occurrences} occurrences of edits[{index}] in {path}. Each oldText must be "
+        "unique. Please provide more context to make it unique."
+    )
+
+
+def _empty_old_text_error(path: str, index: int, total: int) -> EditError:
+    if total == 1:
+        return EditError(f"oldText must not be empty in {path}.")
+    return EditError(f"edits[{index}].oldText must not be empty in {path}.")
+
+
+def _no_change_error(path: str, total: int) -> EditError:
+    if total == 1:
+        return EditError(
+            f"No changes made to {path}. The replacement produced identical content. This might "
+            "indicate an issue with special characters or the text not existing as expected."
+        )
+    return EditError(f"No changes made to {path}. The replacements produced identical content.")
+
+
+# --------------------------------------------------------------------------------------------
+# JavaScript string helpers (Pi's texts depend on them)
+# --------------------------------------------------------------------------------------------
+
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+"""JavaScript's ``trim``/``trimEnd`` set. Python's ``str.strip()`` also strips U+001C–U+001F and
+U+0085, which JavaScript keeps."""
+
+
+def js_trim_end(text: str) -> str:
+    """JavaScript ``String.prototype.trimEnd``."""
+    return text.rstrip(JS_WHITESPACE)
+
+
+def js_trim(text: str) -> str:
+    """JavaScript ``String.prototype.trim``."""
+    return text.strip(JS_WHITESPACE)
+
+
+def _to_utf16_units(text: str) -> str:
+    """``text`` with every astral character written as its two surrogate code units, so that
+    ``len``, slicing and ``in`` behave like JavaScript's (UTF-16) string operations."""
+    if all(ord(c) < 0x10000 for c in text):
+        return text
+    out: list[str] = []
+    for c in text:
+        cp = ord(c)
+        if cp < 0x10000:
+            out.append(c)
+        else:
+            cp -= 0x10000
+            out.append(chr(0xD800 + (cp >> 10)))
+            out.append(chr(0xDC00 + (cp & 0x3FF)))
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Line endings
+# --------------------------------------------------------------------------------------------
+
+
+def detect_line_ending(text: str) -> str:
+    """``"\\r\\n"`` when the first ``\\n`` of ``text`` is preceded by ``\\r``, else ``"\\n"``
+    (Pi's ``detectLineEnding``; a lone ``\\r`` is not a line ending here)."""
+    lf = text.find("\n")
+    if lf == -1:
+        return "\n"
+    crlf = text.find("\r\n")
+    if crlf == -1:
+        return "\n"
+    return "\r\n" if crlf < lf else "\n"
+
+
+def normalize_to_lf(text: str) -> str:
+    """``\\r\\n`` → ``\\n``, then every remaining ``\\r`` → ``\\n`` (Pi's ``normalizeToLF``)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def restore_line_endings(text: str, ending: str) -> str:
+    """Every ``\\n`` of ``text`` written as ``ending``."""
+    return text.replace("\n", "\r\n") if ending == "\r\n" else text
+
+
+@dataclass(frozen=True)
+class LineEndingView:
+    """The LF-normalised view of ``original`` and the way back.
+
+    ``text`` is ``normalize_to_lf(original)``. Each ``\\r\\n`` shrinks to one character;
+    ``crlf_at`` lists (ascending) the view positions of the ``\\n`` that stand for a ``\\r\\n``.
+    """
+
+    original: str
+    text: str
+    crlf_at: list[int]
+
+    @classmethod
+    def of(cls, original: str) -> LineEndingView:
+        crlf_at: list[int] = []
+        if "\r" not in original:
+            return cls(original, original, crlf_at)
+        pos = original.find("\r\n")
+        while pos != -1:
+            # view position = original position minus the CRLFs before it
+            crlf_at.append(pos - len(crlf_at))
+            pos = original.find("\r\n", pos + 2)
+        return cls(original, normalize_to_lf(original), crlf_at)
+
+    def to_original(self, pos: int) -> int:
+        """The original position of view position ``pos`` (``0 <= pos <= len(text)``)."""
+        return pos + bisect_left(self.crlf_at, pos)
+
+
+# --------------------------------------------------------------------------------------------
+# Fuzzy normalisation
+# --------------------------------------------------------------------------------------------
+
+_FUZZY_TRANSLATION = str.maketrans(
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
+        **dict.fromkeys(
+            "\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " "
+        ),
+    }
+)
+
+
+def normalize_for_fuzzy_match(text: str) -> str:
+    """Pi's ``normalizeForFuzzyMatch``, in its order: NFKC; JavaScript ``trimEnd`` of every
+    line; smart single quotes → ``'``; smart double quotes → ``"``; Unicode dashes and minus →
+    ``-``; special spaces → space. Each step but NFKC and the trim keeps string positions."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "\n".join(js_trim_end(line) for line in text.split("\n"))
+    return text.translate(_FUZZY_TRANSLATION)
+
+
+def _nfkc_clusters(line: str) -> list[tuple[int, int, str]]:
+    """``line`` cut into clusters that NFKC normalises independently: ``(start, end, nfkc)``.
+
+    A cluster starts at each character of canonical combining class 0. When NFKC joins two such
+    clusters (Hangul jamo, a few scripts' vowel signs), the whole line is one cluster.
+    """
+    starts = [i for i, c in enumerate(line) if i == 0 or unicodedata.combining(c) == 0]
+    clusters: list[tuple[int, int, str]] = []
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(line)
+        clusters.append((start, end, unicodedata.normalize("NFKC", line[start:end])))
+    if "".join(c[2] for c in clusters) != unicodedata.normalize("NFKC", line):
+        return [(0, len(line), unicodedata.normalize("NFKC", line))]
+    return clusters
+
+
+@dataclass(frozen=True)
+class _Segment:
+    fz_start: int  # in the fuzzy line
+    fz_end: int
+    n_start: int  # in the normalised line
+    n_end: int
+
+
+@dataclass
+class FuzzyView:
+    """``normalize_for_fuzzy_match(source)`` and a map from its positions back to ``source``.
+
+    Lines correspond one to one (the fuzzy normalisation never adds or removes a ``\\n``), so a
+    position is first placed in its line, then in the NFKC cluster of that line that produced it.
+    """
+
+    source: str
+    text: str
+    _fz_line_starts: list[int]
+    _src_line_starts: list[int]
+    _src_lines: list[str]
+    _segments: dict[int, list[_Segment]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, source: str) -> FuzzyView:
+        src_lines = source.split("\n")
+        fz_lines = [
+            js_trim_end(unicodedata.normalize("NFKC", line)).translate(_FUZZY_TRANSLATION)
+            for line in src_lines
+        ]
+        fz_starts: list[int] = []
+        src_starts: list[int] = []
+        fz_pos = src_pos = 0
+        for src_line, fz_line in zip(src_lines, fz_lines, strict=True):
+            fz_starts.append(fz_pos)
+            src_starts.append(src_pos)
+            fz_pos += len(fz_line) + 1
+            src_pos += len(src_line) + 1
+        return cls(source, "\n".join(fz_lines), fz_starts, src_starts, src_lines)
+
+    def _line_segments(self, line_no: int) -> list[_Segment]:
+        segments = self._segments.get(line_no)
+        if segments is None:
+            segments = []
+            line = self._src_lines[line_no]
+            fz_len = len(
+                js_trim_end(unicodedata.normalize("NFKC", line)).translate(_FUZZY_TRANSLATION)
+            )
+            fz_pos = 0
+            for start, end, nfkc in _nfkc_clusters(line):
+                length = max(0, min(len(nfkc), fz_len - fz_pos))
+                segments.append(_Segment(fz_pos, fz_pos + length, start, end))
+                fz_pos += length
+            self._segments[line_no] = segments
+        return segments
+
+    def locate(self, pos: int, *, end: bool) -> tuple[int, int]:
+        """The character of fuzzy position ``pos`` (``0 <= pos < len(text)``) as
+        ``(source_position, fuzzy_cluster_boundary)``: with ``end=False`` the start of its source
+        cluster and the fuzzy position where that cluster starts; with ``end=True`` the end of
+        its source cluster and the fuzzy position where that cluster ends."""
+        line_no = bisect_right(self._fz_line_starts, pos) - 1
+        offset = pos - self._fz_line_starts[line_no]
+        fz_line_len = (
+            self._fz_line_starts[line_no + 1] - 1
+            if line_no + 1 < len(self._fz_line_starts)
+            else len(self.text)
+        ) - self._fz_line_starts[line_no]
+        src_line_start = self._src_line_starts[line_no]
+        if offset >= fz_line_len:  # the "\n" after the line: maps one to one
+            src = src_line_start + len(self._src_lines[line_no])
+            return (src + 1, pos + 1) if end else (src, pos)
+        for seg in self._line_segments(line_no):
+            if seg.fz_start <= offset < seg.fz_end:
+                fz_line_start = self._fz_line_starts[line_no]
+                if end:
+                    return src_line_start + seg.n_end, fz_line_start + seg.fz_end
+                return src_line_start + seg.n_start, fz_line_start + seg.fz_start
+        raise AssertionError("fuzzy position outside every segment")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------
+# Matching and applying
+# --------------------------------------------------------------------------------------------
+
+
+def count_occurrences(haystack: str, needle: str) -> int:
+    """Occurrences of ``needle`` in ``haystack``, overlapping ones included."""
+    count = 0
+    pos = haystack.find(needle)
+    while pos != -1:
+        count += 1
+        pos = haystack.find(needle, pos + 1)
+    return count
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """One located edit: ``[start, end)`` of the LF-normalised view is replaced by ``text``
+    (LF line breaks; lone ``\\r`` kept). ``fuzzy`` says how it was found."""
+
+    edit_index: int
+    start: int
+    end: int
+    text: str
+    fuzzy: bool
+
+
+@dataclass(frozen=True)
+class AppliedEdits:
+    """The outcome of :func:`apply_edits`.
+
+    ``base_content``/``new_content``: the file before and after, LF-normalised (the display diff
+    compares these). ``new_text``: the file after, in the original's own line endings (what is
+    written, BOM excluded). ``replacements`` in file order.
+    """
+
+    base_content: str
+    new_content: str
+    new_text: str
+    replacements: list[Replacement]
+
+
+def _edit_texts(edit: Any) -> tuple[str, str]:
+    if isinstance(edit, dict):
+        return edit["oldText"], edit["newText"]
+    return edit.old_text, edit.new_text
+
+
+def apply_edits(original: str, edits: Sequence[Any], path: str) -> AppliedEdits:
+    """Apply ``edits`` (``{"oldText", "newText"}`` dicts) to ``original`` (decoded text, BOM
+    removed, line endings as in the file), all located in ``original``, all or nothing.
+
+    Raises :class:`EditError` with Pi's text for: an empty ``oldText`` (checked for every edit
+    first), an ``oldText`` not found (with the closest-match context), found more than once,
+    two edits overlapping, or a result identical to the original.
+    """
+    total = len(edits)
+    pairs = [_edit_texts(e) for e in edits]
+    olds = [normalize_to_lf(old) for old, _ in pairs]
+    news = [new.replace("\r\n", "\n") for _, new in pairs]
+    for i, old in enumerate(olds):
+        if not old:
+            raise _empty_old_text_error(path, i, total)
+
+    view = LineEndingView.of(original)
+    content = view.text
+    fuzzy: FuzzyView | None = None
+    replacements: list[Replacement] = []
+    for i, (old, new) in enumerate(zip(olds, news, strict=True)):
+        index = content.find(old)
+        if index != -1:
+            occurrences = count_occurrences(content, old)
+            if occurrences > 1:
+                raise _duplicate_error(path, i, total, occurrences)
+            replacements.append(Replacement(i, index, index + len(old), new, False))
+            continue
+        if fuzzy is None:
+            fuzzy = FuzzyView.of(content)
+        fz_old = normalize_for_fuzzy_match(old)
+        index = fuzzy.text.find(fz_old) if fz_old else -1
+        if index == -1:
+            raise _not_found_error(path, i, total, content, old)
+        occurrences = count_occurrences(fuzzy.text, fz_old)
+        if occurrences > 1:
+            raise _duplicate_error(path, i, total, occurrences)
+        end = index + len(fz_old)
+        start_src, start_fz = fuzzy.locate(index, end=False)
+        end_src, end_fz = fuzzy.locate(end - 1, end=True)
+        text = fuzzy.text[start_fz:index] + new + fuzzy.text[end:end_fz]
+        replacements.append(Replacement(i, start_src, end_src, text, True))
+
+    replacements.sort(key=lambda r: r.start)
+    for prev, cur in zip(replacements, replacements[1:], strict=False):
+        if prev.end > cur.start:
+            raise EditError(
+                f"edits[{prev.edit_index}] and edits[{cur.edit_index}] overlap in {path}. "
+                "Merge them into one edit or target disjoint regions."
+            )
+
+    ending = detect_line_ending(original)
+    normalized_parts: list[str] = []
+    original_parts: list[str] = []
+    pos = 0
+    for r in replacements:
+        normalized_parts.append(content[pos : r.start])
+        normalized_parts.append(normalize_to_lf(r.text))
+        original_parts.append(original[view.to_original(pos) : view.to_original(r.start)])
+        original_parts.append(restore_line_endings(r.text, ending))
+        pos = r.end
+    normalized_parts.append(content[pos:])
+    original_parts.append(original[view.to_original(pos) :])
+    new_content = "".join(normalized_parts)
+    if new_content == content:
+        raise _no_change_error(path, total)
+    return AppliedEdits(content, new_content, "".join(original_parts), replacements)
+
+
+def find_closest_match_context(content: str, old_text: str) -> str | None:
+    """Upstream Pi's ``findClosestMatchContext``: where the model probably meant to edit.
+
+    Prefixes of the first line of ``old_text`` (trimmed; 60, 50, … 10 UTF-16 units long) are
+    looked for in the lines of ``content``; the first line holding one gives
+    ``Closest match is around line N:`` and the lines from two before it to three after the
+    old text's length. Otherwise ``File starts with:`` and the first five lines. ``None`` when the
+    first line of ``old_text`` is blank. Lines are formatted ``"  {n}: {line}"``.
+    """
+    lines = content.split("\n")
+    old_lines = old_text.split("\n")
+    first = _to_utf16_units(js_trim(old_lines[0]))
+    if not first:
+        return None
+    js_lines: list[str] | None = None
+    length = min(len(first), 60)
+    while length >= 10:
+        needle = js_trim(first[:length])
+        if needle:
+            if js_lines is None:
+                js_lines = [_to_utf16_units(line) for line in lines]
+            idx = next((k for k, line in enumerate(js_lines) if needle in line), -1)
+            if idx != -1:
+                start = max(0, idx - 2)
+                end = min(len(lines), idx + len(old_lines) + 3)
+                snippet = "\n".join(
+                    f"  {start + k + 1}: {line}" for k, line in enumerate(lines[start:end])
+                )
+                return f"Closest match is around line {idx + 1}:\n{snippet}"
+        length -= 10
+    preview = "\n".join(f"  {k + 1}: {line}" for k, line in enumerate(lines[:5]))
+    return f"File starts with:\n{preview}"
+
+
+# --------------------------------------------------------------------------------------------
+# jsdiff: diffLines
+# --------------------------------------------------------------------------------------------
+
+_LINE_SPLIT = re.compile(r"(\n|\r\n)")
+
+
+def tokenize_lines(value: str) -> list[str]:
+    """jsdiff's line tokens: each line with its ``\\n`` or ``\\r\\n``; no empty tokens."""
+    parts = _LINE_SPLIT.split(value)
+    if parts and not parts[-1]:
+        parts.pop()
+    tokens: list[str] = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            tokens[-1] += part
+        else:
+            tokens.append(part)
+    return [t for t in tokens if t]
+
+
+@dataclass
+class _Component:
+    count: int
+    added: bool
+    removed: bool
+    previous: _Component | None
+
+
+@dataclass
+class _Path:
+    old_pos: int
+    last: _Component | None
+
+
+@dataclass(frozen=True)
+class DiffPart:
+    """One run of jsdiff's ``diffLines`` result: ``value`` (the lines, joined), ``count`` (of
+    lines), and whether they were ``added`` or ``removed`` (neither: common)."""
+
+    value: str
+    count: int
+    added: bool = False
+    removed: bool = False
+
+
+def _add_to_path(path: _Path, added: bool, removed: bool, old_inc: int) -> _Path:
+    last = path.last
+    if last is not None and last.added == added and last.removed == removed:
+        return _Path(path.old_pos + old_inc, _Component(last.count + 1, added, removed, last.previous))
+    return _Path(path.old_pos + old_inc, _Component(1, added, removed, last))
+
+
+def _extract_common(path: _Path, new: list[str], old: list[str], diagonal: int) -> int:
+    old_pos = path.old_pos
+    new_pos = old_pos - diagonal
+    common = 0
+    while new_pos + 1 < len(new) and old_pos + 1 < len(old) and old[old_pos + 1] == new[new_pos + 1]:
+        new_pos += 1
+        old_pos += 1
+        common += 1
+    if common:
+        path.last = _Component(common, False, False, path.last)
+    path.old_pos = old_pos
+    return new_pos
+
+
+def _build_values(last: _Component | None, new: list[str], old: list[str]) -> list[DiffPart]:
+    components: list[_Component] = []
+    while last is not None:
+        components.append(last)
+        last = last.previous
+    components.reverse()
+    parts: list[DiffPart] = []
+    new_pos = old_pos = 0
+    for c in components:
+        if not c.removed:
+            value = "".join(new[new_pos : new_pos + c.count])
+            new_pos += c.count
+            if not c.added:
+                old_pos += c.count
+        else:
+            value = "".join(old[old_pos : old_pos + c.count])
+            old_pos += c.count
+        parts.append(DiffPart(value, c.count, c.added, c.removed))
+    return parts
+
+
+def diff_lines(old_str: str, new_str: str) -> list[DiffPart]:
+    """jsdiff 8 ``diffLines(old, new)``: Myers' O(ND) diff over line tokens, with jsdiff's
+    choices where several shortest scripts exist (an insertion is preferred when both paths
+    reach the same old position; removals come before additions)."""
+    old = tokenize_lines(old_str)
+    new = tokenize_lines(new_str)
+    old_len, new_len = len(old), len(new)
+    best: dict[int, _Path | None] = {0: _Path(-1, None)}
+    root = best[0]
+    assert root is not None
+    new_pos = _extract_common(root, new, old, 0)
+    if root.old_pos + 1 >= old_len and new_pos + 1 >= new_len:
+        return _build_values(root.last, new, old)
+    min_diag: float = float("-inf")
+    max_diag: float = float("inf")
+    edit_length = 1
+    while edit_length <= old_len + new_len:
+        diag = int(max(min_diag, -edit_length))
+        top = int(min(max_diag, edit_length))
+        while diag <= top:
+            remove_path = best.get(diag - 1)
+            add_path = best.get(diag + 1)
+            if remove_path is not None:
+                best[diag - 1] = None
+            can_add = False
+            if add_path is not None:
+                add_new_pos = add_path.old_pos - diag
+                can_add = 0 <= add_new_pos < new_len
+            can_remove = remove_path is not None and remove_path.old_pos + 1 < old_len
+            if not can_add and not can_remove:
+                best[diag] = None
+                diag += 2
+                continue
+            if not can_remove or (
+                can_add
+                and remove_path is not None
+                and add_path is not None
+                and remove_path.old_pos < add_path.old_pos
+            ):
+                assert add_path is not None
+                base = _add_to_path(add_path, True, False, 0)
+            else:
+                assert remove_path is not None
+                base = _add_to_path(remove_path, False, True, 1)
+            new_pos = _extract_common(base, new, old, diag)
+            if base.old_pos + 1 >= old_len and new_pos + 1 >= new_len:
+                return _build_values(base.last, new, old)
+            best[diag] = base
+            if base.old_pos + 1 >= old_len:
+                max_diag = min(max_diag, diag - 1)
+            if new_pos + 1 >= new_len:
+                min_diag = max(min_diag, diag + 1)
+            diag += 2
+        edit_length += 1
+    raise AssertionError("diff_lines did not terminate")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------
+# Display diff and unified patch
+# --------------------------------------------------------------------------------------------
+
+
+def _split_part_lines(value: str) -> list[str]:
+    raw = value.split("\n")
+    if raw and raw[-1] == "":
+        raw.pop()
+    return raw
+
+
+@dataclass(frozen=True)
+class DisplayDiff:
+    """Pi's display diff: ``diff`` (the text) and ``first_changed_line`` (1-based line of the
+    new file where the first change starts; ``None`` when nothing changed)."""
+
+    diff: str
+    first_changed_line: int | None
+
+
+def generate_diff_string(old: str, new: str, context_lines: int = 4) -> DisplayDiff:
+    """Pi's ``generateDiffString``: ``-N text`` removed, ``+N text`` added, `` N text`` context
+    (old numbering), numbers right-aligned to the widest; ``context_lines`` of context around each
+    change, a gap of more than twice that shown as `` {pad} ...`` (spec §7.3)."""
+    parts = diff_lines(old, new)
+    width = len(str(max(len(old.split("\n")), len(new.split("\n")))))
+    skipped_marker = f" {'':>{width}} ..."
+    out: list[str] = []
+    old_no = new_no = 1
+    last_was_change = False
+    first_changed: int | None = None
+
+    def context(line: str) -> None:
+        nonlocal old_no, new_no
+        out.append(f" {old_no:>{width}} {line}")
+        old_no += 1
+        new_no += 1
+
+    for i, part in enumerate(parts):
+        raw = _split_part_lines(part.value)
+        if part.added or part.removed:
+            if first_changed is None:
+                first_changed = new_no
+            for line in raw:
+                if part.added:
+                    out.append(f"+{new_no:>{width}} {line}")
+                    new_no += 1
+                else:
+                    out.append(f"-{old_no:>{width}} {line}")
+                    old_no += 1
+            last_was_change = True
+            continue
+        next_is_change = i < len(parts) - 1 and (parts[i + 1].added or parts[i + 1].removed)
+        if last_was_change and next_is_change:
+            if len(raw) <= context_lines * 2:
+                for line in raw:
+                    context(line)
+            else:
+                leading = raw[:context_lines]
+                trailing = raw[len(raw) - context_lines :]
+                skipped = len(raw) - len(leading) - len(trailing)
+                for line in leading:
+                    context(line)
+                out.append(skipped_marker)
+                old_no += skipped
+                new_no += skipped
+                for line in trailing:
+                    context(line)
+        elif last_was_change:
+            shown = raw[:context_lines]
+            skipped = len(raw) - len(shown)
+            for line in shown:
+                context(line)
+            if skipped > 0:
+                out.append(skipped_marker)
+                old_no += skipped
+                new_no += skipped
+        elif next_is_change:
+            skipped = max(0, len(raw) - context_lines)
+            if skipped > 0:
+                out.append(skipped_marker)
+                old_no += skipped
+                new_no += skipped
+            for line in raw[skipped:]:
+                context(line)
+        else:
+            old_no += len(raw)
+            new_no += len(raw)
+        last_was_change = False
+    return DisplayDiff("\n".join(out), first_changed)
+
+
+def _patch_split_lines(text: str) -> list[str]:
+    """jsdiff's ``splitLines``: lines with their trailing ``\\n`` where present."""
+    result = [line + "\n" for line in text.split("\n")]
+    if text.endswith("\n"):
+        result.pop()
+    else:
+        result[-1] = result[-1][:-1]
+    return result
+
+
+def generate_unified_patch(
+    path: str, old: str, new: str, context_lines: int = 4
+) -> str:
+    """A unified diff of ``old`` → ``new`` with file headers only, as jsdiff's
+    ``createTwoFilesPatch(path, path, old, new, undefined, undefined, {context: 4,
+    headerOptions: FILE_HEADERS_ONLY})``: ``--- path``/``+++ path``, ``@@ -s,n +s,n @@`` hunks
+    (an empty range starts one line earlier), ``\\ No newline at end of file`` after a last line
+    without one. Lines keep any ``\\r``, so a patch of CRLF text applies to the CRLF file."""
+    parts = diff_lines(old, new)
+    entries: list[tuple[bool, bool, list[str]]] = [
+        (p.added, p.removed, _patch_split_lines(p.value)) for p in parts
+    ]
+    entries.append((False, False, []))
+    hunks: list[tuple[int, int, int, int, list[str]]] = []
+    old_range_start = new_range_start = 0
+    cur: list[str] = []
+    old_line = new_line = 1
+    for i, (added, removed, lines) in enumerate(entries):
+        if added or removed:
+            if not old_range_start:
+                old_range_start, new_range_start = old_line, new_line
+                if i > 0:
+                    prev_lines = entries[i - 1][2]
+                    cur = [" " + line for line in prev_lines[-context_lines:]] if context_lines > 0 else []
+                    old_range_start -= len(cur)
+                    new_range_start -= len(cur)
+            cur.extend(("+" if added else "-") + line for line in lines)
+            if added:
+                new_line += len(lines)
+            else:
+                old_line += len(lines)
+            continue
+        if old_range_start:
+            if len(lines) <= context_lines * 2 and i < len(entries) - 2:
+                cur.extend(" " + line for line in lines)
+            else:
+                size = min(len(lines), context_lines)
+                cur.extend(" " + line for line in lines[:size])
+                hunks.append(
+                    (
+                        old_range_start,
+                        old_line - old_range_start + size,
+                        new_range_start,
+                        new_line - new_range_start + size,
+                        cur,
+                    )
+                )
+                old_range_start = new_range_start = 0
+                cur = []
+        old_line += len(lines)
+        new_line += len(lines)
+
+    out = [f"--- {path}", f"+++ {path}"]
+    for old_start, old_count, new_start, new_count, hunk_lines in hunks:
+        if old_count == 0:
+            old_start -= 1
+        if new_count == 0:
+            new_start -= 1
+        out.append(f"@@ -{old_start},{old_count} +{new_start},{new_count} @@")
+        for line in hunk_lines:
+            if line.endswith("\n"):
+                out.append(line[:-1])
+            else:
+                out.append(line)
+                out.append("\\ No newline at end of file")
+    return "\n".join(out) + "\n"
+
+
+__all__ = [
+    "JS_WHITESPACE",
+    "AppliedEdits",
+    "DiffPart",
+    "DisplayDiff",
+    "EditError",
+    "FuzzyView",
+    "LineEndingView",
+    "Replacement",
+    "apply_edits",
+    "count_occurrences",
+    "detect_line_ending",
+    "diff_lines",
+    "find_closest_match_context",
+    "generate_diff_string",
+    "generate_unified_patch",
+    "js_trim",
+    "js_trim_end",
+    "normalize_for_fuzzy_match",
+    "normalize_to_lf",
+    "restore_line_endings",
+    "tokenize_lines",
+]

@@ -1,0 +1,82 @@
+"""Node-style file-system error texts (port decision 2; spec §0, §7.1, §7.2).
+
+Pi's tools let Node's ``fs`` errors through, so the model sees e.g.
+``ENOENT: no such file or directory, access '/abs/path'``. :func:`node_error_message` words an
+``OSError`` the same way: ``{CODE}: {libuv description}, {syscall} '{path}'`` (``, {syscall}``
+alone when Node gives no path, as for ``read`` on a directory). The syscall word depends on the
+step that failed: read checks with ``access``, reads with ``open``/``read``; write ``open``s;
+``mkdir`` for parent directories.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from pi_core.errors import ToolError
+
+_LIBUV: dict[int, tuple[str, str]] = {
+    errno.ENOENT: ("ENOENT", "no such file or directory"),
+    errno.EISDIR: ("EISDIR", "illegal operation on a directory"),
+    errno.ENOTDIR: ("ENOTDIR", "not a directory"),
+    errno.EACCES: ("EACCES", "permission denied"),
+    errno.EPERM: ("EPERM", "operation not permitted"),
+    errno.EEXIST: ("EEXIST", "file already exists"),
+    errno.ENOSPC: ("ENOSPC", "no space left on device"),
+    errno.EROFS: ("EROFS", "read-only file system"),
+    errno.ELOOP: ("ELOOP", "too many symbolic links encountered"),
+    errno.ENAMETOOLONG: ("ENAMETOOLONG", "name too long"),
+    errno.EMFILE: ("EMFILE", "too many open files"),
+    errno.ENFILE: ("ENFILE", "file table overflow"),
+    errno.EBUSY: ("EBUSY", "resource busy or locked"),
+    errno.EINVAL: ("EINVAL", "invalid argument"),
+    errno.EIO: ("EIO", "i/o error"),
+    errno.EXDEV: ("EXDEV", "cross-device link not permitted"),
+    errno.ENOTEMPTY: ("ENOTEMPTY", "directory not empty"),
+    errno.EFBIG: ("EFBIG", "file too large"),
+    errno.ETXTBSY: ("ETXTBSY", "text file is busy"),
+    errno.EAGAIN: ("EAGAIN", "resource temporarily unavailable"),
+    errno.EBADF: ("EBADF", "bad file descriptor"),
+    errno.ENXIO: ("ENXIO", "no such device or address"),
+    errno.ENODEV: ("ENODEV", "no such device"),
+    errno.ESPIPE: ("ESPIPE", "invalid seek"),
+    errno.EDQUOT: ("EDQUOT", "disk quota exceeded"),
+}
+
+
+def error_code(exc: OSError) -> str:
+    """Node's ``error.code`` for ``exc`` (``"ENOENT"``, ...; ``"EIO"`` when ``errno`` is unset)."""
+    if exc.errno is None:
+        return "EIO"
+    known = _LIBUV.get(exc.errno)
+    if known:
+        return known[0]
+    return errno.errorcode.get(exc.errno, "EIO")
+
+
+def node_error_message(exc: OSError, syscall: str, path: str | None = None) -> str:
+    """``"{CODE}: {description}, {syscall} '{path}'"`` for ``exc`` (spec §0).
+
+    ``path`` defaults to ``exc.filename``; ``None``/empty gives ``"{CODE}: {description}, {syscall}"``.
+    """
+    code = error_code(exc)
+    if exc.errno is not None and exc.errno in _LIBUV:
+        description = _LIBUV[exc.errno][1]
+    elif exc.errno is not None:
+        description = os.strerror(exc.errno).lower()
+    else:
+        description = (exc.strerror or str(exc) or "i/o error").lower()
+    where = path if path is not None else exc.filename
+    if where:
+        return f"{code}: {description}, {syscall} '{where}'"
+    return f"{code}: {description}, {syscall}"
+
+
+def fs_error(exc: OSError, syscall: str, path: str | None = None) -> ToolError:
+    """A :class:`~pi_core.errors.ToolError` carrying :func:`node_error_message` (raise it)."""
+    error = ToolError(node_error_message(exc, syscall, path))
+    error.__cause__ = exc
+    return error
+
+
+__all__ = ["error_code", "fs_error", "node_error_message"]

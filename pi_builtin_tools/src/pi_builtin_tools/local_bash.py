@@ -1,0 +1,208 @@
+"""The local :class:`~pi_core.BashOperations` backend on trio (seed §十五 "本地进程后端"; spec
+§7.4 step 5; DESIGN §2).
+
+Each command runs as ``SHELL -c COMMAND`` under a small supervisor process
+(:mod:`pi_builtin_tools._bash_supervisor`) that starts its own session (process group) and is a
+child subreaper, so the whole tree of the command can be found and killed, including descendants
+that ignore SIGTERM, moved to another process group or session, or were orphaned:
+
+* stdin is ``/dev/null`` (a command reading stdin gets end of file at once);
+* stdout and stderr are one pipe: chunks reach ``on_data`` as raw bytes in arrival order;
+* the exit code is the shell's, or 128 + N when it died of signal N (port decision 6);
+* on timeout or trio cancellation the tree gets SIGTERM, ``kill_grace`` seconds, then SIGKILL
+  until nothing is left; the cleanup is shielded. Timeout raises
+  :class:`~pi_core.CommandTimeout`, cancellation re-raises ``trio.Cancelled``;
+* when the shell exits, the call returns even if a background child (``server &``) still holds
+  the pipe: output is read until end of file, ``drain_idle`` seconds without data, or
+  ``drain_max`` seconds after the exit; that child keeps running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import trio
+from pi_core.errors import CommandTimeout, ToolError
+
+from pi_builtin_tools._trio_util import unwrap_exception_group
+
+SUPERVISOR = str(Path(__file__).with_name("_bash_supervisor.py"))
+"""Path of the supervisor script, run with ``sys.executable -I -S``."""
+
+READ_SIZE = 256 * 1024
+"""Bytes asked for per read of the output pipe."""
+
+_F_SETPIPE_SZ = 1031
+
+
+def resolve_shell(shell_path: str | None = None) -> str:
+    """The shell Pi would use (spec §7.4 step 5).
+
+    ``shell_path`` when given (it must exist, else ``ToolError("Custom shell path not found:
+    {path}")``); else ``/bin/bash`` if it exists; else ``bash`` on ``PATH``; else ``sh`` on
+    ``PATH``; else ``ToolError("spawn sh ENOENT")``.
+    """
+    if shell_path:
+        if not os.path.exists(shell_path):
+            raise ToolError(f"Custom shell path not found: {shell_path}")
+        return shell_path
+    if os.path.exists("/bin/bash"):
+        return "/bin/bash"
+    for name in ("bash", "sh"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise ToolError("spawn sh ENOENT")
+
+
+class LocalBashOperations:
+    """Runs commands on this machine (the ``trylast`` default of ``pi_bash_operations``).
+
+    ``shell_path``: the shell to use instead of Pi's resolution (:func:`resolve_shell`).
+    ``kill_grace``: seconds between SIGTERM and SIGKILL when the tree is killed.
+    ``drain_idle`` / ``drain_max``: how long output is still read after the shell exited (see
+    the module docstring).
+    """
+
+    def __init__(
+        self,
+        *,
+        shell_path: str | None = None,
+        kill_grace: float = 1.0,
+        drain_idle: float = 0.1,
+        drain_max: float = 1.0,
+    ) -> None:
+        self.shell_path = shell_path
+        self.kill_grace = kill_grace
+        self.drain_idle = drain_idle
+        self.drain_max = drain_max
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str,
+        *,
+        on_data: Callable[[bytes], None],
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> int | None:
+        """Run ``command`` in ``cwd``; see :class:`pi_core.BashOperations` and the module
+        docstring.
+
+        Errors: ``ToolError`` ``Working directory does not exist: {cwd}\\nCannot execute bash
+        commands.``, ``Custom shell path not found: {path}``, ``spawn {shell} ENOENT``;
+        :class:`~pi_core.CommandTimeout` when ``timeout`` (seconds, > 0) passes.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if not os.path.isdir(cwd):
+            raise ToolError(
+                f"Working directory does not exist: {cwd}\nCannot execute bash commands."
+            )
+        shell = resolve_shell(self.shell_path)
+        if not os.access(shell, os.X_OK):
+            raise ToolError(f"spawn {shell} {'EACCES' if os.path.exists(shell) else 'ENOENT'}")
+
+        lifeline_r, lifeline_w = os.pipe()
+        spawned = False
+        try:
+            process = await trio.lowlevel.open_process(
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    SUPERVISOR,
+                    repr(self.kill_grace),
+                    str(lifeline_r),
+                    shell,
+                    command,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,
+                pass_fds=(lifeline_r,),
+            )
+            spawned = True
+        finally:
+            os.close(lifeline_r)
+            if not spawned:
+                os.close(lifeline_w)
+
+        stream = process.stdout
+        assert stream is not None
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, 1024 * 1024)
+        eof = trio.Event()
+        last_data = trio.current_time()
+        timed_out = False
+
+        async def pump() -> None:
+            nonlocal last_data
+            while True:
+                chunk = await stream.receive_some(READ_SIZE)
+                if not chunk:
+                    eof.set()
+                    return
+                last_data = trio.current_time()
+                on_data(chunk)
+
+        try:
+            with unwrap_exception_group():
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(pump)
+                    if timeout is not None and timeout > 0:
+                        with trio.move_on_after(timeout) as scope:
+                            await process.wait()
+                        if scope.cancelled_caught and process.returncode is None:
+                            timed_out = True
+                            await self._kill_tree(process)
+                    else:
+                        await process.wait()
+                    exited_at = trio.current_time()
+                    while not eof.is_set():
+                        deadline = min(last_data + self.drain_idle, exited_at + self.drain_max)
+                        if trio.current_time() >= deadline:
+                            break
+                        with trio.move_on_at(deadline):
+                            await eof.wait()
+                    nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                if process.returncode is None:
+                    await self._kill_tree(process)
+                await stream.aclose()
+                os.close(lifeline_w)
+
+        if timed_out:
+            raise CommandTimeout(timeout if timeout is not None else 0)
+        code = process.returncode
+        if code is None:
+            return None
+        return 128 - code if code < 0 else code
+
+    async def _kill_tree(self, process: trio.Process) -> None:
+        """Ask the supervisor to kill the tree and wait for it (shielded); if it does not finish
+        in time, SIGKILL its process group and the supervisor itself."""
+        with trio.CancelScope(shield=True):
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+            with trio.move_on_after(self.kill_grace + 5):
+                await process.wait()
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.kill()
+                await process.wait()
+
+
+__all__ = ["SUPERVISOR", "LocalBashOperations", "resolve_shell"]

@@ -1,0 +1,127 @@
+"""The local file backend: :class:`LocalFileOperations` (DESIGN §2; seed §十一–§十四).
+
+Implements :class:`pi_core.operations.FileOperations` on this machine's file system. Blocking
+calls run in trio worker threads so the event loop never stalls; they are not abandoned on
+cancellation (a write in flight finishes). ``rg`` comes from the ``ripgrep`` PyPI wheel.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Sequence
+
+import trio
+
+from pi_core.atomic import atomic_write_bytes
+from pi_core.operations import CommandOutput, FileKind, FileStat
+
+
+@functools.cache
+def find_rg() -> str:
+    """Path of the ``rg`` binary: the ripgrep wheel's (beside this Python), else ``PATH``'s.
+
+    Raises ``FileNotFoundError`` when there is none.
+    """
+    candidates = [
+        os.path.join(sysconfig.get_path("scripts"), "rg"),
+        os.path.join(os.path.dirname(sys.executable), "rg"),
+    ]
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("rg")
+    if found:
+        return found
+    raise FileNotFoundError("ripgrep (rg) is not installed: pip install ripgrep")
+
+
+def _read_range(path: str, offset: int, length: int | None) -> bytes:
+    with open(path, "rb") as handle:
+        if offset:
+            handle.seek(offset)
+        return handle.read() if length is None else handle.read(length)
+
+
+def _kind(mode: int) -> FileKind:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "other"
+
+
+def _stat(path: str) -> FileStat:
+    st = os.stat(path)
+    return FileStat(
+        kind=_kind(st.st_mode), size=st.st_size, mode=stat.S_IMODE(st.st_mode), mtime=st.st_mtime
+    )
+
+
+async def _kill_group(process: trio.Process) -> None:
+    """Cancel delivery for ``rg``: SIGKILL its process group (it runs in its own session)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        process.kill()
+
+
+class LocalFileOperations:
+    """:class:`~pi_core.operations.FileOperations` on the local file system.
+
+    Errors are the ``OSError`` subclasses Python raises (``errno`` set). ``read_bytes`` reads only
+    the requested range; ``write_bytes`` is :func:`pi_core.atomic.atomic_write_bytes`.
+    """
+
+    async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        """``length`` bytes (``None``: to the end) from byte ``offset``; ``IsADirectoryError``
+        for a directory."""
+        return await trio.to_thread.run_sync(_read_range, path, offset, length)
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        """Atomic replace (temp file, fsync, rename; mode and symlink target kept)."""
+        await trio.to_thread.run_sync(atomic_write_bytes, path, data)
+
+    async def stat(self, path: str) -> FileStat:
+        """Kind, size, permission bits and mtime of ``path`` (symlinks followed)."""
+        return await trio.to_thread.run_sync(_stat, path)
+
+    async def realpath(self, path: str) -> str:
+        """``os.path.realpath``: symlinks of the existing prefix resolved, the rest kept."""
+        return await trio.to_thread.run_sync(os.path.realpath, path)
+
+    async def list_dir(self, path: str) -> list[str]:
+        """Entry names of the directory (no ``.``/``..``), unsorted."""
+        return await trio.to_thread.run_sync(os.listdir, path)
+
+    async def mkdir(self, path: str) -> None:
+        """``mkdir -p``: ``FileExistsError`` when ``path`` exists and is not a directory."""
+        await trio.to_thread.run_sync(functools.partial(os.makedirs, path, exist_ok=True))
+
+    async def run_rg(self, args: Sequence[str], cwd: str) -> CommandOutput:
+        """Run ``rg`` with ``args`` in ``cwd`` (stdin closed, own session; killed as a group
+        on cancellation) and return its exit code and complete output."""
+        result = await trio.run_process(
+            [find_rg(), *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            start_new_session=True,
+            deliver_cancel=_kill_group,
+        )
+        return CommandOutput(
+            exit_code=result.returncode, stdout=result.stdout, stderr=result.stderr
+        )
+
+
+__all__ = ["LocalFileOperations", "find_rg"]

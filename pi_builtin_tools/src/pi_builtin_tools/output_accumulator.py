@@ -1,0 +1,271 @@
+"""Streaming command output with bounded memory (seed §十六 "截断不等于丢弃完整 Bash 输出"; spec §5).
+
+An :class:`OutputAccumulator` takes raw output chunks as they arrive and keeps, in memory, only
+
+* an incremental UTF-8 decoder (a character split across chunks decodes whole; invalid bytes
+  become U+FFFD),
+* the totals: raw bytes, decoded UTF-8 bytes, lines (modern count, spec §4.1), the size of the
+  last line,
+* a rolling tail of the decoded text (at most ``2 * max(2 * max_bytes, structured_max_bytes)``
+  bytes: about 2 MiB with the defaults).
+
+The first time the output passes ``max_bytes`` (raw or decoded) or ``max_lines``, a temporary
+file ``{tempfile.gettempdir()}/{prefix}-{16 hex}.log`` (mode 0600) is created and receives the
+complete raw output from the first byte on; every later chunk is appended. So 1 GB of output costs
+a few MB of memory and a 1 GB file.
+
+:meth:`OutputAccumulator.snapshot` gives what a model sees: the tail truncation (2000 lines /
+50KB) of the whole output, equal to ``truncate_tail(full_output)`` with the totals of the whole
+output.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import secrets
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from pi_builtin_tools.truncate import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LINES,
+    TruncationResult,
+    truncate_tail,
+)
+
+STRUCTURED_MAX_BYTES = 1024 * 1024
+"""UTF-8 budget of the program-facing output (``structuredContent.output``): 1 MiB (seed, last
+section)."""
+
+
+@dataclass(frozen=True)
+class OutputSnapshot:
+    """The output so far as the model sees it.
+
+    ``content`` is the tail-truncated text; ``truncation`` its :class:`TruncationResult` with the
+    totals of the whole output (``truncated`` is true when the whole output passes a limit);
+    ``full_output_path`` is the temporary file holding the complete raw output, or ``None``.
+    ``last_line_bytes`` is the UTF-8 size of the last line (for the partial-line notice).
+    """
+
+    content: str
+    truncation: TruncationResult
+    full_output_path: str | None
+    last_line_bytes: int
+
+
+class OutputAccumulator:
+    """Accumulates streamed output; see the module docstring (spec §5).
+
+    ``transform(text) -> text`` (optional) is applied to the decoded tail before it is truncated
+    for a snapshot and to :meth:`structured_output` (bash strips ANSI escape sequences with it);
+    the temporary file always gets the raw bytes.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_lines: int = DEFAULT_MAX_LINES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        temp_file_prefix: str = "pi-output",
+        structured_max_bytes: int = STRUCTURED_MAX_BYTES,
+        transform: Callable[[str], str] | None = None,
+    ) -> None:
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self.temp_file_prefix = temp_file_prefix
+        self.structured_max_bytes = structured_max_bytes
+        self._transform = transform
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._window = max(2 * max_bytes, 1)
+        self._keep = max(self._window, structured_max_bytes)
+        self._tail = bytearray()  # decoded text, UTF-8 encoded (always valid UTF-8)
+        self._tail_cut_mid_line = False  # the tail was trimmed inside a line
+        self._pending_raw: list[bytes] | None = []  # raw chunks until the temp file exists
+        self._fd: int | None = None
+        self._path: str | None = None
+        self._finished = False
+        self.raw_bytes = 0
+        """Raw bytes appended."""
+        self.total_bytes = 0
+        """UTF-8 size of the decoded output."""
+        self._newlines = 0
+        self._current_line_bytes = 0  # decoded bytes after the last "\n"
+        self._previous_line_bytes = 0  # decoded bytes of the last completed line
+
+    # -- totals ---------------------------------------------------------------------------
+
+    @property
+    def total_lines(self) -> int:
+        """Lines of the output (modern count: a final newline adds none; ``""`` has 0)."""
+        return self._newlines + (1 if self._current_line_bytes else 0)
+
+    @property
+    def last_line_bytes(self) -> int:
+        """UTF-8 size of the last line (the one before a final newline, if the output ends with
+        one)."""
+        if self._current_line_bytes or not self._newlines:
+            return self._current_line_bytes
+        return self._previous_line_bytes
+
+    @property
+    def full_output_path(self) -> str | None:
+        """Path of the temporary file with the complete raw output, once created."""
+        return self._path
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the whole output passes ``max_lines`` or ``max_bytes``."""
+        return self.total_lines > self.max_lines or self.total_bytes > self.max_bytes
+
+    @property
+    def finished(self) -> bool:
+        """Whether :meth:`finish` was called."""
+        return self._finished
+
+    # -- input ----------------------------------------------------------------------------
+
+    def append(self, data: bytes) -> None:
+        """Add one raw chunk. Raises ``RuntimeError`` (``Cannot append to a finished output
+        accumulator``) after :meth:`finish`; ``OSError`` if the temporary file cannot be
+        written."""
+        if self._finished:
+            raise RuntimeError("Cannot append to a finished output accumulator")
+        if not data:
+            return
+        self.raw_bytes += len(data)
+        self._newlines += data.count(b"\n")
+        self._take_text(self._decoder.decode(data))
+        if self._pending_raw is not None:
+            self._pending_raw.append(bytes(data))
+            if (
+                self.raw_bytes > self.max_bytes
+                or self.total_bytes > self.max_bytes
+                or self.total_lines > self.max_lines
+            ):
+                self._open_temp_file()
+        else:
+            self._write(data)
+
+    def _take_text(self, text: str) -> None:
+        if not text:
+            return
+        encoded = text.encode("utf-8", "surrogatepass")
+        self.total_bytes += len(encoded)
+        last_nl = encoded.rfind(b"\n")
+        if last_nl < 0:
+            self._current_line_bytes += len(encoded)
+        else:
+            after = len(encoded) - last_nl - 1
+            previous_nl = encoded.rfind(b"\n", 0, last_nl)
+            if previous_nl < 0:
+                self._previous_line_bytes = self._current_line_bytes + last_nl
+            else:
+                self._previous_line_bytes = last_nl - previous_nl - 1
+            self._current_line_bytes = after
+        self._tail += encoded
+        if len(self._tail) > 2 * self._keep:
+            cut = len(self._tail) - self._keep
+            while cut < len(self._tail) and (self._tail[cut] & 0xC0) == 0x80:
+                cut += 1
+            self._tail_cut_mid_line = self._tail[cut - 1] != 0x0A
+            del self._tail[:cut]
+
+    # -- temporary file -------------------------------------------------------------------
+
+    def _open_temp_file(self) -> None:
+        path = os.path.join(
+            tempfile.gettempdir(), f"{self.temp_file_prefix}-{secrets.token_hex(8)}.log"
+        )
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        self._path = path
+        pending, self._pending_raw = self._pending_raw or [], None
+        for chunk in pending:
+            self._write(chunk)
+
+    def _write(self, data: bytes) -> None:
+        if self._fd is None:
+            return
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
+    def close_temp_file(self) -> None:
+        """Close the temporary file (it stays on disk). Idempotent."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    # -- output ---------------------------------------------------------------------------
+
+    def _tail_text(self, size: int) -> str:
+        """The decoded tail, at most about ``size`` bytes, starting on a character boundary;
+        a line cut at the start is dropped when a later line exists."""
+        start = max(0, len(self._tail) - size)
+        while start < len(self._tail) and (self._tail[start] & 0xC0) == 0x80:
+            start += 1
+        cut_mid_line = self._tail[start - 1] != 0x0A if start > 0 else self._tail_cut_mid_line
+        if cut_mid_line:
+            first_nl = self._tail.find(b"\n", start)
+            if first_nl >= 0 and first_nl + 1 < len(self._tail):
+                start = first_nl + 1
+        text = self._tail[start:].decode("utf-8", "surrogatepass")
+        return self._transform(text) if self._transform else text
+
+    def snapshot(self, persist_if_truncated: bool = False) -> OutputSnapshot:
+        """The tail truncation of the output so far (spec §5 ``snapshot``).
+
+        With ``persist_if_truncated`` the temporary file is created now if the output is
+        truncated and has none yet.
+        """
+        truncated = self.truncated
+        if persist_if_truncated and truncated and self._path is None and not self._finished:
+            self._open_temp_file()
+        tail = truncate_tail(self._tail_text(self._window), self.max_lines, self.max_bytes)
+        truncation = replace(
+            tail,
+            truncated=truncated,
+            truncated_by=(
+                (tail.truncated_by or ("bytes" if self.total_bytes > self.max_bytes else "lines"))
+                if truncated
+                else None
+            ),
+            total_lines=self.total_lines,
+            total_bytes=self.total_bytes,
+        )
+        return OutputSnapshot(
+            content=tail.content,
+            truncation=truncation,
+            full_output_path=self._path,
+            last_line_bytes=self.last_line_bytes,
+        )
+
+    def structured_output(self) -> tuple[str, bool]:
+        """``(text, cut)``: the last ``structured_max_bytes`` of the decoded output (cut on a
+        character boundary, transformed like snapshots) and whether the budget cut anything."""
+        if self.total_bytes <= self.structured_max_bytes:
+            text = self._tail.decode("utf-8", "surrogatepass")
+            return (self._transform(text) if self._transform else text), False
+        start = len(self._tail) - self.structured_max_bytes
+        while start < len(self._tail) and (self._tail[start] & 0xC0) == 0x80:
+            start += 1
+        text = self._tail[start:].decode("utf-8", "surrogatepass")
+        return (self._transform(text) if self._transform else text), True
+
+    def finish(self) -> OutputSnapshot:
+        """Flush the decoder (an incomplete character at the end becomes U+FFFD), persist the
+        complete output if truncated, close the temporary file and return the final snapshot.
+        Later :meth:`append` calls raise."""
+        if not self._finished:
+            self._take_text(self._decoder.decode(b"", final=True))
+            if self.truncated and self._path is None:
+                self._open_temp_file()
+            self._finished = True
+            self.close_temp_file()
+        return self.snapshot()
+
+
+__all__ = ["STRUCTURED_MAX_BYTES", "OutputAccumulator", "OutputSnapshot"]

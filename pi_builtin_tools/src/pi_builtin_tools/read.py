@@ -1,0 +1,498 @@
+"""The ``read`` tool (seed §十一; spec §7.1, scenarios §8.4–§8.5; port decisions 5, 7, 9).
+
+Text files come back from line ``offset`` (1-indexed), at most ``limit`` lines, cut by
+:func:`~pi_builtin_tools.truncate.truncate_head` rules (2000 lines or 50KB, never half a line)
+with a notice giving the next offset. The file is streamed in chunks through
+``FileOperations.read_bytes``: only the selected lines (at most 50KB of them) are kept, so reading
+lines 1,000,000–1,002,000 of a 1 GB file holds a few megabytes at most. Images (by magic bytes)
+come back as image blocks, resized to the configured limits. Non-UTF-8 text is decoded (UTF-16
+with BOM, Windows-1252/Latin-1) and binary files are refused with a short description.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from pi_builtin_tools.file_encoding import (
+    SNIFF_BYTES,
+    TextEncoding,
+    describe_binary,
+    detect_encoding,
+)
+from pi_builtin_tools.fs_errors import fs_error
+from pi_builtin_tools.image_processing import (
+    IMAGE_SNIFF_BYTES,
+    ImageResizeOptions,
+    detect_image_mime,
+    dimension_note,
+    process_image,
+)
+from pi_builtin_tools.truncate import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LINES,
+    TruncationResult,
+    format_size,
+    head_from_lines,
+)
+from pi_core.errors import ToolError
+from pi_core.messages import AgentToolResult, ImageContent, TextContent
+from pi_core.operations import FileOperations
+from pi_core.paths import resolve_existing_path
+from pi_core.tools import OnUpdate, ToolDefinition
+
+READ_DESCRIPTION = (
+    "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). "
+    "Images are sent as attachments. For text files, output is truncated to "
+    f"{DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). "
+    "Use offset/limit for large files. When you need the full file, continue with offset until "
+    "complete."
+)
+
+READ_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "required": ["path"],
+    "properties": {
+        "path": {
+            "type": "string",
+            "description": "Path to the file to read (relative or absolute)",
+        },
+        "offset": {
+            "type": "number",
+            "description": "Line number to start reading from (1-indexed)",
+        },
+        "limit": {"type": "number", "description": "Maximum number of lines to read"},
+    },
+}
+
+NON_VISION_NOTE = (
+    "[Current model does not support images. The image will be omitted from this request.]"
+)
+WHOLE_FILE_LIMIT = 4 * 1024 * 1024
+"""Files up to this size are read in one call; larger ones are streamed in chunks."""
+CHUNK_SIZE = 1024 * 1024
+"""Bytes per ``read_bytes`` call when streaming."""
+
+
+@dataclass(frozen=True)
+class ReadToolOptions:
+    """Options of the read tool.
+
+    ``auto_resize_images``: fit images within ``image_resize`` (default on).
+    ``supports_images``: ``False`` when the model takes no images: a note replaces the image
+    block; ``None`` asks the session context (``ctx.model.input`` lacking ``"image"``).
+    ``chunk_size``/``whole_file_limit``: streaming parameters (bytes).
+    """
+
+    auto_resize_images: bool = True
+    image_resize: ImageResizeOptions = field(default_factory=ImageResizeOptions)
+    supports_images: bool | None = None
+    chunk_size: int = CHUNK_SIZE
+    whole_file_limit: int = WHOLE_FILE_LIMIT
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any] | None) -> ReadToolOptions:
+        """Options from ``[tools.read]`` of the pi config: ``auto_resize_images``,
+        ``supports_images``, ``max_image_width``, ``max_image_height``, ``max_image_bytes``,
+        ``jpeg_quality``."""
+        section = ((config or {}).get("tools") or {}).get("read") or {}
+        resize = ImageResizeOptions(
+            max_width=int(section.get("max_image_width", 2000)),
+            max_height=int(section.get("max_image_height", 2000)),
+            max_bytes=int(section.get("max_image_bytes", ImageResizeOptions.max_bytes)),
+            jpeg_quality=int(section.get("jpeg_quality", 80)),
+        )
+        supports = section.get("supports_images")
+        return cls(
+            auto_resize_images=bool(section.get("auto_resize_images", True)),
+            image_resize=resize,
+            supports_images=None if supports is None else bool(supports),
+        )
+
+
+def js_number(value: float) -> str:
+    """A number as JavaScript prints it in a template string (``5.0`` → ``5``)."""
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value):
+            return str(int(value))
+        return repr(value)
+    return str(value)
+
+
+def _slice_index(value: float, length: int) -> int:
+    """JavaScript ``Array.prototype.slice`` index: truncated; negative counts from the end."""
+    index = math.trunc(value)
+    if index < 0:
+        return max(length + index, 0)
+    return min(index, length)
+
+
+@dataclass
+class _Selection:
+    """What a streaming pass over the file's UTF-8 bytes collects (see :func:`_scan`)."""
+
+    total_newlines: int = 0
+    prefix: bytearray = field(default_factory=bytearray)
+    selected_bytes: int = 0
+    selected_newlines: int = 0
+    first_line_bytes: int = 0
+    first_line_done: bool = False
+    last_byte: int | None = None
+
+
+class _Scanner:
+    """Splits a stream of UTF-8 bytes into JS ``split("\\n")`` lines and keeps the selection
+    ``lines[start:end]`` joined by ``\\n``: its size, line count, first line size and its first
+    ``cap`` bytes (``end=None``: to the end)."""
+
+    def __init__(self, start: int, end: int | None, cap: int) -> None:
+        self.start = start
+        self.end = end
+        self.cap = cap
+        self.line = 0
+        self.sel = _Selection()
+
+    def _take(self, segment: bytes) -> None:
+        sel = self.sel
+        if not segment:
+            return
+        sel.selected_bytes += len(segment)
+        sel.selected_newlines += segment.count(b"\n")
+        if not sel.first_line_done:
+            cut = segment.find(b"\n")
+            if cut < 0:
+                sel.first_line_bytes += len(segment)
+            else:
+                sel.first_line_bytes += cut
+                sel.first_line_done = True
+        room = self.cap - len(sel.prefix)
+        if room > 0:
+            sel.prefix += segment[:room]
+        sel.last_byte = segment[-1]
+
+    def _skip_newlines(self, chunk: bytes, pos: int, count: int) -> int:
+        """Position just after the ``count``-th newline at or after ``pos`` (it exists)."""
+        for _ in range(count):
+            pos = chunk.index(b"\n", pos) + 1
+        return pos
+
+    def feed(self, chunk: bytes) -> None:
+        pos, size, sel = 0, len(chunk), self.sel
+        while pos < size:
+            if self.line < self.start:
+                need = self.start - self.line
+                available = chunk.count(b"\n", pos)
+                if available < need:
+                    self.line += available
+                    sel.total_newlines += available
+                    return
+                pos = self._skip_newlines(chunk, pos, need)
+                self.line += need
+                sel.total_newlines += need
+                continue
+            if self.end is None or self.line < self.end:
+                if self.end is None:
+                    segment = chunk[pos:]
+                    found = segment.count(b"\n")
+                    self._take(segment)
+                    self.line += found
+                    sel.total_newlines += found
+                    return
+                inside = self.end - 1 - self.line
+                available = chunk.count(b"\n", pos)
+                if available <= inside:
+                    self._take(chunk[pos:])
+                    self.line += available
+                    sel.total_newlines += available
+                    return
+                stop = self._skip_newlines(chunk, pos, inside + 1) - 1
+                self._take(chunk[pos:stop])
+                self.line += inside + 1
+                sel.total_newlines += inside + 1
+                pos = stop + 1
+                continue
+            found = chunk.count(b"\n", pos)
+            self.line += found
+            sel.total_newlines += found
+            return
+
+    def finish(self) -> _Selection:
+        return self.sel
+
+
+async def _utf8_chunks(
+    ops: FileOperations,
+    path: str,
+    encoding: TextEncoding,
+    first: bytes,
+    complete: bool,
+    chunk_size: int,
+) -> AsyncIterator[bytes]:
+    """The file's text as UTF-8 bytes, chunk by chunk (``first`` is the start already read;
+    ``complete``: it is the whole file)."""
+    if encoding.is_utf8:
+        yield first
+        if complete:
+            return
+        offset = len(first)
+        while True:
+            chunk = await ops.read_bytes(path, offset, chunk_size)
+            if not chunk:
+                return
+            yield chunk
+            offset += len(chunk)
+    decoder = codecs.getincrementaldecoder(encoding.codec)("replace")
+    yield decoder.decode(first, final=complete).encode("utf-8", "replace")
+    if complete:
+        return
+    offset = len(first)
+    while True:
+        chunk = await ops.read_bytes(path, offset, chunk_size)
+        if not chunk:
+            yield decoder.decode(b"", final=True).encode("utf-8", "replace")
+            return
+        yield decoder.decode(chunk).encode("utf-8", "replace")
+        offset += len(chunk)
+
+
+async def _scan(
+    ops: FileOperations,
+    path: str,
+    encoding: TextEncoding,
+    first: bytes,
+    complete: bool,
+    options: ReadToolOptions,
+    start: int,
+    end: int | None,
+) -> _Selection:
+    scanner = _Scanner(start, end, DEFAULT_MAX_BYTES + 1)
+    async for chunk in _utf8_chunks(ops, path, encoding, first, complete, options.chunk_size):
+        scanner.feed(chunk)
+    return scanner.finish()
+
+
+def _truncation(sel: _Selection) -> TruncationResult:
+    """:func:`truncate_head` of the selection, from what the scan kept (same result)."""
+    prefix = bytes(sel.prefix)
+    more = sel.selected_bytes > len(prefix)
+    pieces = prefix.split(b"\n") if prefix else []
+    if more:
+        pieces.pop()
+    elif pieces and prefix.endswith(b"\n"):
+        pieces.pop()
+    if sel.selected_bytes == 0:
+        total_lines = 0
+    else:
+        total_lines = sel.selected_newlines + 1 - (1 if sel.last_byte == 0x0A else 0)
+    lines = [piece.decode("utf-8", "replace") for piece in pieces]
+    return head_from_lines(
+        lines,
+        whole="" if more else prefix.decode("utf-8", "replace"),
+        total_lines=total_lines,
+        total_bytes=sel.selected_bytes,
+        first_line_bytes=sel.first_line_bytes,
+        more=more,
+    )
+
+
+def _wants_images(options: ReadToolOptions, ctx: Any) -> bool:
+    if options.supports_images is not None:
+        return options.supports_images
+    model = getattr(ctx, "model", None)
+    if model is None and isinstance(ctx, dict):
+        model = ctx.get("model")
+    if model is None:
+        return True
+    inputs = model.get("input") if isinstance(model, dict) else getattr(model, "input", None)
+    return inputs is None or "image" in inputs
+
+
+async def _read_image(
+    ops: FileOperations, path: str, mime: str, options: ReadToolOptions, ctx: Any
+) -> AgentToolResult:
+    data = await ops.read_bytes(path)
+    wants = _wants_images(options, ctx)
+    if options.auto_resize_images or mime == "image/bmp":
+        processed = await trio.to_thread.run_sync(process_image, data, mime, options.image_resize)
+        if processed is None:
+            text = f"Read image file [{mime}]\n[Image omitted: could not be resized below the inline image size limit.]"
+            if not wants:
+                text += f"\n{NON_VISION_NOTE}"
+            return AgentToolResult(content=[TextContent(text=text)])
+        text = f"Read image file [{processed.mime_type}]"
+        if processed.converted_from:
+            text += f"\n[Image converted from {processed.converted_from} to {processed.mime_type}.]"
+        note = dimension_note(processed)
+        if note:
+            text += f"\n{note}"
+        image = ImageContent(data=processed.data, mime_type=processed.mime_type)
+    else:
+        import base64
+
+        text = f"Read image file [{mime}]"
+        image = ImageContent(data=base64.b64encode(data).decode("ascii"), mime_type=mime)
+    if not wants:
+        return AgentToolResult(content=[TextContent(text=f"{text}\n{NON_VISION_NOTE}")])
+    return AgentToolResult(content=[TextContent(text=text), image])
+
+
+async def read_file(
+    raw_path: str,
+    cwd: str,
+    ops: FileOperations,
+    *,
+    offset: float | None = None,
+    limit: float | None = None,
+    options: ReadToolOptions | None = None,
+    ctx: Any = None,
+) -> AgentToolResult:
+    """What the read tool returns for ``path``/``offset``/``limit`` (spec §7.1); raises
+    :class:`~pi_core.errors.ToolError` with Pi's texts on failure."""
+    opts = options or ReadToolOptions()
+    path = await resolve_existing_path(raw_path, cwd, ops, for_read=True)
+    try:
+        info = await ops.stat(path)
+    except OSError as exc:
+        raise fs_error(exc, "access", path) from exc
+    if info.kind == "directory":
+        raise ToolError("EISDIR: illegal operation on a directory, read")
+    whole = info.size <= opts.whole_file_limit
+    try:
+        first = await ops.read_bytes(path, 0, None if whole else opts.chunk_size)
+    except IsADirectoryError as exc:
+        raise ToolError("EISDIR: illegal operation on a directory, read") from exc
+    except OSError as exc:
+        raise fs_error(exc, "access" if exc.errno == 13 else "open", path) from exc
+    complete = whole or len(first) < opts.chunk_size
+
+    mime = detect_image_mime(first[:IMAGE_SNIFF_BYTES])
+    if mime is not None:
+        return await _read_image(ops, path, mime, opts, ctx)
+
+    encoding = detect_encoding(
+        first if complete else first[: max(SNIFF_BYTES, 65536)], complete=complete
+    )
+    if encoding is None:
+        raise ToolError(describe_binary(raw_path, first[:SNIFF_BYTES], max(info.size, len(first))))
+
+    start_value: float = max(0, offset - 1) if offset else 0
+    start = math.trunc(start_value)
+    end: int | None = None
+    end_value: float | None = None
+    if limit is not None:
+        end_value = start_value + limit
+        if end_value < 0 or math.trunc(end_value) < 0:
+            counted = await _scan(ops, path, encoding, first, complete, opts, 0, 0)
+            total = counted.total_newlines + 1
+            end_value = min(end_value, total)
+            end = _slice_index(end_value, total)
+        else:
+            end = math.trunc(end_value)
+
+    try:
+        sel = await _scan(ops, path, encoding, first, complete, opts, start, end)
+    except OSError as exc:
+        raise fs_error(exc, "read", path) from exc
+    total_lines = sel.total_newlines + 1
+    if start_value >= total_lines:
+        raise ToolError(
+            f"Offset {js_number(offset or 0)} is beyond end of file ({total_lines} lines total)"
+        )
+    truncation = _truncation(sel)
+    start_display = start_value + 1
+    details: dict[str, Any] | None = None
+    if truncation.first_line_exceeds_limit:
+        text = (
+            f"[Line {js_number(start_display)} is {format_size(sel.first_line_bytes)}, exceeds "
+            f"{format_size(DEFAULT_MAX_BYTES)} limit. Use bash: sed -n '{js_number(start_display)}p' "
+            f"{raw_path} | head -c {DEFAULT_MAX_BYTES}]"
+        )
+        details = {"truncation": truncation.to_details()}
+    elif truncation.truncated:
+        end_display = start_display + truncation.output_lines - 1
+        shown = f"{js_number(start_display)}-{js_number(end_display)} of {total_lines}"
+        limit_note = (
+            ""
+            if truncation.truncated_by == "lines"
+            else f" ({format_size(DEFAULT_MAX_BYTES)} limit)"
+        )
+        text = (
+            f"{truncation.content}\n\n[Showing lines {shown}{limit_note}. "
+            f"Use offset={js_number(end_display + 1)} to continue.]"
+        )
+        details = {"truncation": truncation.to_details()}
+    elif limit is not None and end_value is not None:
+        user_limited = min(end_value, total_lines) - start_value
+        if start_value + user_limited < total_lines:
+            remaining = total_lines - (start_value + user_limited)
+            text = (
+                f"{truncation.content}\n\n[{js_number(remaining)} more lines in file. "
+                f"Use offset={js_number(start_value + user_limited + 1)} to continue.]"
+            )
+        else:
+            text = truncation.content
+    else:
+        text = truncation.content
+    if not encoding.is_utf8 and encoding.ascii_compatible:
+        text += f"\n\n[Decoded as {encoding.label}: the file is not valid UTF-8.]"
+    result = AgentToolResult(content=[TextContent(text=text)])
+    if details is not None:
+        result.details = details
+    return result
+
+
+def create_read_tool_definition(
+    cwd: str, operations: FileOperations, *, options: ReadToolOptions | None = None
+) -> ToolDefinition:
+    """The ``read`` tool for the session ``cwd`` doing its I/O through ``operations``."""
+    opts = options or ReadToolOptions()
+
+    async def execute(
+        tool_call_id: str, params: Any, on_update: OnUpdate | None = None, ctx: Any = None
+    ) -> AgentToolResult:
+        return await read_file(
+            params["path"],
+            cwd,
+            operations,
+            offset=params.get("offset"),
+            limit=params.get("limit"),
+            options=opts,
+            ctx=ctx,
+        )
+
+    def render_call(args: Any) -> str:
+        path = args.get("path", "") if isinstance(args, dict) else ""
+        offset, limit = (
+            (args.get("offset"), args.get("limit")) if isinstance(args, dict) else (None, None)
+        )
+        if offset is None and limit is None:
+            return f"read {path}"
+        first = offset or 1
+        last = f"-{first + limit - 1}" if limit is not None else ""
+        return f"read {path}:{first}{last}"
+
+    return ToolDefinition(
+        name="read",
+        label="read",
+        description=READ_DESCRIPTION,
+        parameters=READ_PARAMETERS,
+        execute=execute,
+        prompt_snippet="Read file contents",
+        prompt_guidelines=["Use read to examine files instead of cat or sed."],
+        render_call=render_call,
+    )
+
+
+__all__ = [
+    "READ_DESCRIPTION",
+    "READ_PARAMETERS",
+    "ReadToolOptions",
+    "create_read_tool_definition",
+    "js_number",
+    "read_file",
+]

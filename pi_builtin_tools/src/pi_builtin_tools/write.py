@@ -1,0 +1,110 @@
+"""The ``write`` tool (seed §十二; spec §7.2, scenarios §8.6; port decisions 3, 8, 9).
+
+Creates parent directories, then replaces the file atomically through
+``FileOperations.write_bytes`` (temporary file, fsync, rename; mode and symlink target kept),
+inside the file mutation queue so edits and writes of one file never interleave. The content is
+written as UTF-8 exactly as given (no BOM or line-ending changes); the success text counts UTF-8
+bytes and names the path as the model wrote it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from pi_builtin_tools.fs_errors import fs_error
+from pi_core.messages import AgentToolResult, TextContent
+from pi_core.mutation_queue import run_shielded, with_file_mutation_queue_resolving
+from pi_core.operations import FileOperations
+from pi_core.paths import resolve_existing_path
+from pi_core.tools import OnUpdate, ToolDefinition
+
+WRITE_DESCRIPTION = (
+    "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. "
+    "Automatically creates parent directories."
+)
+
+WRITE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "required": ["path", "content"],
+    "properties": {
+        "path": {
+            "type": "string",
+            "description": "Path to the file to write (relative or absolute)",
+        },
+        "content": {"type": "string", "description": "Content to write to the file"},
+    },
+}
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8 of ``text``; a lone surrogate becomes U+FFFD as in Node (never an exception)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return fixed.encode("utf-8", "replace")
+
+
+async def write_file(raw_path: str, content: str, cwd: str, ops: FileOperations) -> AgentToolResult:
+    """Write ``content`` (UTF-8) to ``raw_path`` resolved against ``cwd`` (spec §7.2).
+
+    Returns ``Successfully wrote {N} bytes to {raw_path}`` with N the UTF-8 size. Raises
+    :class:`~pi_core.errors.ToolError` with Node's texts (``EISDIR: illegal operation on a
+    directory, open '{abs}'``). On cancellation the step in flight (mkdir, the write) finishes
+    before ``Cancelled`` propagates and the queue moves on (spec §6).
+    """
+    data = _utf8(content)
+
+    async def resolve() -> str:
+        return await resolve_existing_path(raw_path, cwd, ops, for_read=False)
+
+    async def mutate(path: str) -> AgentToolResult:
+        parent = posixpath.dirname(path) or "/"
+        try:
+            await run_shielded(ops.mkdir, parent)
+        except OSError as exc:
+            raise fs_error(exc, "mkdir", parent) from exc
+        try:
+            await run_shielded(ops.write_bytes, path, data)
+        except OSError as exc:
+            raise fs_error(exc, "open", path) from exc
+        return AgentToolResult(
+            content=[TextContent(text=f"Successfully wrote {len(data)} bytes to {raw_path}")]
+        )
+
+    return await with_file_mutation_queue_resolving(resolve, mutate)
+
+
+def create_write_tool_definition(
+    cwd: str, operations: FileOperations, *, options: Any = None
+) -> ToolDefinition:
+    """The ``write`` tool for the session ``cwd`` doing its I/O through ``operations``."""
+
+    async def execute(
+        tool_call_id: str, params: Any, on_update: OnUpdate | None = None, ctx: Any = None
+    ) -> AgentToolResult:
+        return await write_file(params["path"], params["content"], cwd, operations)
+
+    def render_call(args: Any) -> str:
+        path = args.get("path", "") if isinstance(args, dict) else ""
+        return f"write {path}"
+
+    return ToolDefinition(
+        name="write",
+        label="write",
+        description=WRITE_DESCRIPTION,
+        parameters=WRITE_PARAMETERS,
+        execute=execute,
+        prompt_snippet="Create or overwrite files",
+        prompt_guidelines=["Use write only for new files or complete rewrites."],
+        render_call=render_call,
+    )
+
+
+__all__ = [
+    "WRITE_DESCRIPTION",
+    "WRITE_PARAMETERS",
+    "create_write_tool_definition",
+    "write_file",
+]

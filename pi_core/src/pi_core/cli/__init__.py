@@ -1,0 +1,123 @@
+"""The ``pi`` command (DESIGN §5).
+
+::
+
+    pi [--config FILE] [--no-plugin NAME]... [-p MODULE]... COMMAND ...
+
+    pi plugins [--json]
+    pi tools [--cwd DIR] [--json]
+    pi call TOOL ARGS_JSON [--cwd DIR] [--id ID] [--json]
+    pi replay FILE [--cwd DIR] [--json] [--events] [--sequential]
+
+Exit status: 0 success; 1 when the result of ``pi call`` has ``isError``; 2 for input pi cannot
+use (invalid JSON, a missing file or folder, an unknown option, a bad config file, a plugin that
+fails to load), with exactly one line ``pi: error: ...`` on stderr and no traceback; 130 after
+Ctrl-C; 3 for an internal error (a bug: the traceback is printed).
+
+:func:`main` takes the argument list and returns the exit status, so tests call
+``main(["call", "echo", "{}"])``; the ``pi`` console script calls it without arguments and
+exits with the status.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import IO
+
+from pi_core.cli.commands import CommandContext, run_command
+from pi_core.cli.parser import ParserExit, UsageError, build_parser
+from pi_core.errors import ConfigError, PiError, PluginError
+
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``pi`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status.
+
+    Without ``argv`` (the console script) the process is set up for a command line first:
+    stdout and stderr write UTF-8, stdin is replaced by ``/dev/null`` so no tool can wait on the
+    terminal, and the process exits with the status.
+    """
+    if argv is not None:
+        return run(list(argv))
+    _prepare_process()
+    status = run(sys.argv[1:])
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        _silence_stdout()
+    sys.exit(status)
+
+
+def run(
+    argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] | None = None
+) -> int:
+    """Parse ``argv``, run the command, and map every failure to its exit status."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        args = build_parser(stdout=out).parse_args(list(argv))
+        if args.command is None:
+            raise UsageError("a command is required: plugins, tools, call or replay")
+        return run_command(CommandContext(args=args, stdout=out, stderr=err))
+    except ParserExit as e:
+        return e.status
+    except (UsageError, ConfigError, PluginError) as e:
+        return _error(err, str(e))
+    except PiError as e:
+        return _error(err, str(e))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_TOOL_ERROR
+    except Exception as e:  # a bug in pi or a plugin: say so, with the traceback
+        print(f"pi: internal error: {type(e).__name__}: {e}", file=err)
+        traceback.print_exc(file=err)
+        return EXIT_INTERNAL
+
+
+def _error(err: IO[str], message: str) -> int:
+    text = " ".join(message.split()) or "unknown error"
+    print(f"pi: error: {text}", file=err)
+    return EXIT_USAGE
+
+
+def _prepare_process() -> None:
+    """UTF-8 output whatever the locale; stdin from /dev/null (a replayed command must not
+    read the terminal, spec'd by ``../cases``)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(encoding="utf-8", errors="backslashreplace")
+    try:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, 0)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush is
+    quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+__all__ = ["main", "run"]

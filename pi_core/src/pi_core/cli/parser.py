@@ -1,0 +1,136 @@
+"""The argument parser of ``pi`` (DESIGN §5): global options, then a command.
+
+Usage errors never print a usage block or a traceback: :class:`PiArgumentParser` raises
+:class:`UsageError` with argparse's one-line message, which ``main`` prints as
+``pi: error: MESSAGE`` and turns into exit status 2. ``--help`` prints the help on stdout and
+exits 0 through :class:`ParserExit` (``main`` returns the status instead of calling
+``sys.exit``, so tests can call ``main([...])``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import IO, Any, NoReturn
+
+from pi_core.errors import PiError
+
+
+class UsageError(PiError):
+    """The command line cannot be used (unknown option, missing argument, invalid JSON, a
+    missing file): exit status 2 with one line on stderr."""
+
+
+class ParserExit(Exception):  # noqa: N818 - mirrors argparse's own exit, not an error
+    """argparse wanted to exit (``--help``, ``--version``): ``status`` is the exit status."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class PiArgumentParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that raises instead of exiting (subparsers inherit the class)."""
+
+    def __init__(self, *args: Any, stdout: IO[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stdout = stdout
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's error hook: one line, no usage block."""
+        raise UsageError(" ".join(message.split()))
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        """argparse's exit hook (after ``--help``): raise :class:`ParserExit`."""
+        if message:
+            raise UsageError(" ".join(message.split()))
+        raise ParserExit(status)
+
+    def print_help(self, file: IO[str] | None = None) -> None:
+        """Help goes to the stdout ``main`` was given."""
+        super().print_help(file if file is not None else self._stdout)
+
+
+DESCRIPTION = (
+    "Run model tool calls through pi's tool pipeline: list plugins and tools, call one tool, "
+    "replay recorded assistant messages."
+)
+
+EPILOG = (
+    "exit status: 0 success; 1 the tool result isError (pi call); 2 unusable input "
+    "(invalid JSON, a missing file, an unknown option, a bad config file, a plugin that "
+    "fails to load); 130 interrupted."
+)
+
+
+def build_parser(stdout: IO[str] | None = None) -> PiArgumentParser:
+    """The full parser: ``pi [--config FILE] [--no-plugin NAME]... [-p MODULE]... COMMAND``."""
+    parser = PiArgumentParser(
+        prog="pi", description=DESCRIPTION, epilog=EPILOG, stdout=stdout, allow_abbrev=False
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML configuration file (default: pi.toml in the working directory or a parent)",
+    )
+    parser.add_argument(
+        "--no-plugin",
+        metavar="NAME",
+        action="append",
+        default=[],
+        dest="no_plugin",
+        help="do not load the plugin NAME (repeatable; also PI_DISABLED_PLUGINS=a,b)",
+    )
+    parser.add_argument(
+        "-p",
+        metavar="MODULE",
+        action="append",
+        default=[],
+        dest="plugins",
+        help="load the plugin MODULE (an entry-point name or an import path; repeatable)",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    def command(name: str, help: str) -> PiArgumentParser:
+        sub: PiArgumentParser = commands.add_parser(
+            name, help=help, description=help, stdout=stdout, allow_abbrev=False
+        )
+        return sub
+
+    plugins = command("plugins", "list the loaded plugins")
+    plugins.add_argument("--json", action="store_true", help="print a JSON list")
+
+    tools = command("tools", "list the registered tools with the schema the model sees")
+    tools.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
+    tools.add_argument("--json", action="store_true", help="print a JSON list")
+
+    call = command("call", "run one tool call through the whole pipeline")
+    call.add_argument("tool", metavar="TOOL", help="tool name")
+    call.add_argument("arguments", metavar="ARGS_JSON", help="the call's arguments as JSON")
+    call.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
+    call.add_argument("--id", metavar="ID", default="call-1", help="tool call id (default: call-1)")
+    call.add_argument(
+        "--json", action="store_true", help="print the ToolResultMessage as one JSON line"
+    )
+
+    replay = command(
+        "replay", "execute the tool calls of recorded assistant messages as the loop would"
+    )
+    replay.add_argument(
+        "file", metavar="FILE", help="JSONL of assistant messages, or a Pi session file"
+    )
+    replay.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
+    replay.add_argument(
+        "--json", action="store_true", help="print each ToolResultMessage as a JSON line"
+    )
+    replay.add_argument(
+        "--events",
+        action="store_true",
+        help="print every agent event as JSON Lines (from the first tool execution on)",
+    )
+    replay.add_argument(
+        "--sequential", action="store_true", help="run every batch sequentially"
+    )
+    return parser
+
+
+__all__ = ["ParserExit", "PiArgumentParser", "UsageError", "build_parser"]

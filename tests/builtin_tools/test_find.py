@@ -1,0 +1,325 @@
+"""The ``find`` tool (spec §7.6, §8.12 #156–160; conformance ``find-*``): fd's glob semantics
+over ``rg --files``, in a deterministic order."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob, fd_effective_pattern
+from pi_builtin_tools.find import create_find_tool_definition
+from pi_builtin_tools.local_files import LocalFileOperations
+from pi_core.errors import ToolError
+from pi_core.messages import AgentToolResult
+
+
+async def find(cwd: Path, **params: Any) -> AgentToolResult:
+    tool = create_find_tool_definition(str(cwd), LocalFileOperations())
+    return await tool.execute("c1", params, None, None)
+
+
+async def find_text(cwd: Path, **params: Any) -> str:
+    result = await find(cwd, **params)
+    assert len(result.content) == 1
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+async def find_error(cwd: Path, **params: Any) -> str:
+    with pytest.raises(ToolError) as caught:
+        await find(cwd, **params)
+    return str(caught.value)
+
+
+def make(root: Path, files: dict[str, str] | list[str]) -> None:
+    items = files.items() if isinstance(files, dict) else ((name, "x\n") for name in files)
+    for name, content in items:
+        path = root / name
+        if name.endswith("/"):
+            path.mkdir(parents=True, exist_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+
+
+def git_init(root: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+
+
+def test_definition_is_pis() -> None:
+    tool = create_find_tool_definition("/tmp", LocalFileOperations())
+    assert (tool.name, tool.label) == ("find", "find")
+    assert tool.description == (
+        "Search for files by glob pattern. Returns matching file paths relative to the search "
+        "directory. Respects .gitignore. Output is truncated to 1000 results or 50KB "
+        "(whichever is hit first)."
+    )
+    assert tool.prompt_snippet == "Find files by glob pattern (respects .gitignore)"
+    assert tool.parameters == {
+        "type": "object",
+        "required": ["pattern"],
+        "properties": {
+            "pattern": {
+                "type": "string",
+                "description": (
+                    "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"
+                ),
+            },
+            "path": {
+                "type": "string",
+                "description": "Directory to search in (default: current directory)",
+            },
+            "limit": {
+                "type": "number",
+                "description": "Maximum number of results (default: 1000)",
+            },
+        },
+    }
+
+
+# --- conformance cases ------------------------------------------------------------------------
+
+
+async def test_conformance_find_errors(tmp_path: Path) -> None:
+    assert await find_error(tmp_path, pattern="[") == (
+        "[fd error]: error parsing glob '[': unclosed character class; missing ']'"
+    )
+    assert await find_error(tmp_path, pattern="*.txt", path="nope") == (
+        f"[fd error]: Search path '{tmp_path}/nope' is not a directory.\n"
+        "[fd error]: No valid search paths given."
+    )
+
+
+async def test_conformance_find_gitignore_outside_git(tmp_path: Path) -> None:
+    make(tmp_path, {".gitignore": "ignored.txt\n", "ignored.txt": "i\n", "kept.txt": "k\n"})
+    result = await find(tmp_path, pattern="*.txt")
+    assert result.content[0].text == "kept.txt"  # type: ignore[union-attr]
+    assert result.details is None
+
+
+async def test_conformance_find_hidden_and_directories(tmp_path: Path) -> None:
+    make(tmp_path, [".secret/hidden.txt", "other.md", "build/out.bin"])
+    assert await find_text(tmp_path, pattern="*.txt") == ".secret/hidden.txt"
+    assert await find_text(tmp_path, pattern="build") == "build/"
+
+
+async def test_conformance_find_limit_notice(tmp_path: Path) -> None:
+    make(tmp_path, ["only.log", "b.txt"])
+    result = await find(tmp_path, pattern="*.log", limit=1)
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "only.log\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]"
+    )
+    assert result.details == {"resultLimitReached": 1}
+
+
+async def test_conformance_find_no_match(tmp_path: Path) -> None:
+    make(tmp_path, ["a.txt"])
+    assert await find_text(tmp_path, pattern="*.xyz") == "No files found matching pattern"
+    assert await find_text(tmp_path, pattern="--help") == "No files found matching pattern"
+
+
+async def test_conformance_find_path_pattern(tmp_path: Path) -> None:
+    make(tmp_path, ["src/app/util.ts", "src/app/util.js", "test/util.ts.bak"])
+    assert await find_text(tmp_path, pattern="src/**/*.ts") == "src/app/util.ts"
+
+
+# --- §8.12 scenarios --------------------------------------------------------------------------
+
+
+async def test_scenario_156_recursive_glob_includes_hidden_directories(tmp_path: Path) -> None:
+    make(tmp_path, ["visible.txt", ".secret/hidden.txt", "notes.md"])
+    assert await find_text(tmp_path, pattern="**/*.txt") == ".secret/hidden.txt\nvisible.txt"
+
+
+async def test_scenario_157_gitignore_inside_a_git_repository(tmp_path: Path) -> None:
+    git_init(tmp_path)
+    make(tmp_path, {".gitignore": "ignored.txt\n", "ignored.txt": "i\n", "kept.txt": "k\n"})
+    assert await find_text(tmp_path, pattern="*.txt") == "kept.txt"
+
+
+async def test_scenario_158_invalid_glob_is_an_error(tmp_path: Path) -> None:
+    assert "error parsing glob" in await find_error(tmp_path, pattern="[")
+
+
+async def test_scenario_159_flag_like_pattern_is_a_pattern(tmp_path: Path) -> None:
+    make(tmp_path, ["a.txt", "--help"])
+    assert await find_text(tmp_path, pattern="--version") == "No files found matching pattern"
+    assert await find_text(tmp_path, pattern="--help") == "--help"
+
+
+async def test_scenario_160_limit_two(tmp_path: Path) -> None:
+    make(tmp_path, ["a.txt", "b.txt", "c.txt"])
+    result = await find(tmp_path, pattern="*.txt", limit=2)
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "a.txt\nb.txt\n\n[2 results limit reached. Use limit=4 for more, or refine pattern]"
+    )
+    assert result.details == {"resultLimitReached": 2}
+
+
+# --- fd's glob semantics ------------------------------------------------------------------------
+
+
+async def test_deterministic_order_directory_before_its_contents(tmp_path: Path) -> None:
+    make(tmp_path, ["b/z.txt", "a.txt", "b/a/y.txt", "b.txt", "a/x.txt", "a-b/w.txt"])
+    assert await find_text(tmp_path, pattern="*") == (
+        "a/\na/x.txt\na-b/\na-b/w.txt\na.txt\nb/\nb/a/\nb/a/y.txt\nb/z.txt\nb.txt"
+    )
+
+
+async def test_basename_pattern_matches_at_any_depth_files_and_directories(
+    tmp_path: Path,
+) -> None:
+    make(tmp_path, ["test/a.py", "src/test/b.py", "src/test.py", "testing/c.py"])
+    assert await find_text(tmp_path, pattern="test") == "src/test/\ntest/"
+    assert await find_text(tmp_path, pattern="test*") == (
+        "src/test/\nsrc/test.py\ntest/\ntesting/"
+    )
+
+
+async def test_smart_case(tmp_path: Path) -> None:
+    make(tmp_path, ["Upper.TS", "lower.ts"])
+    assert await find_text(tmp_path, pattern="*.ts") == "Upper.TS\nlower.ts"
+    assert await find_text(tmp_path, pattern="*.TS") == "Upper.TS"
+    assert await find_text(tmp_path, pattern="upper.ts") == "Upper.TS"
+
+
+async def test_star_does_not_cross_directories_in_a_path_pattern(tmp_path: Path) -> None:
+    make(tmp_path, ["src/a.ts", "src/x/b.ts", "lib/src/c.ts"])
+    assert await find_text(tmp_path, pattern="src/*.ts") == "lib/src/c.ts\nsrc/a.ts"
+    assert await find_text(tmp_path, pattern="src/**") == (
+        "lib/src/c.ts\nsrc/a.ts\nsrc/x/\nsrc/x/b.ts"
+    )
+    assert await find_text(tmp_path, pattern="**/x") == "src/x/"
+
+
+async def test_path_pattern_matches_the_absolute_path(tmp_path: Path) -> None:
+    # fd --full-path matches the absolute path: an absolute pattern works as is.
+    make(tmp_path, ["src/a.ts", "b.ts"])
+    assert await find_text(tmp_path, pattern=f"{tmp_path}/src/*.ts") == "src/a.ts"
+    assert await find_text(tmp_path, pattern="/src/*.ts") == "No files found matching pattern"
+
+
+async def test_braces_classes_and_question_mark(tmp_path: Path) -> None:
+    make(tmp_path, ["a.js", "b.ts", "c.md", "d1.txt", "dd.txt"])
+    assert await find_text(tmp_path, pattern="*.{js,ts}") == "a.js\nb.ts"
+    assert await find_text(tmp_path, pattern="d[0-9].txt") == "d1.txt"
+    assert await find_text(tmp_path, pattern="d?.txt") == "d1.txt\ndd.txt"
+
+
+async def test_empty_pattern_lists_everything(tmp_path: Path) -> None:
+    make(tmp_path, ["a/b.txt"])
+    assert await find_text(tmp_path, pattern="") == "a/\na/b.txt"
+
+
+async def test_nested_gitignore_applies_below_its_directory_only(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {"sub/.gitignore": "*.log\n", "sub/a.log": "", "top.log": "", "sub/deep/b.log": ""},
+    )
+    assert await find_text(tmp_path, pattern="*.log") == "top.log"
+
+
+async def test_gitignored_directory_is_not_entered(tmp_path: Path) -> None:
+    make(tmp_path, {".gitignore": "node_modules/\n", "node_modules/x/index.js": "", "a.js": ""})
+    assert await find_text(tmp_path, pattern="*.js") == "a.js"
+    assert await find_text(tmp_path, pattern="node_modules") == "No files found matching pattern"
+
+
+async def test_search_path_argument_and_relative_output(tmp_path: Path) -> None:
+    make(tmp_path, ["pkg/src/a.ts", "pkg/b.ts", "other/c.ts"])
+    assert await find_text(tmp_path, pattern="*.ts", path="pkg") == "b.ts\nsrc/a.ts"
+    assert await find_text(tmp_path, pattern="*.ts", path=str(tmp_path / "pkg")) == (
+        "b.ts\nsrc/a.ts"
+    )
+
+
+async def test_a_file_as_search_path_is_an_error(tmp_path: Path) -> None:
+    make(tmp_path, ["a.txt"])
+    assert await find_error(tmp_path, pattern="*", path="a.txt") == (
+        f"[fd error]: Search path '{tmp_path}/a.txt' is not a directory.\n"
+        "[fd error]: No valid search paths given."
+    )
+
+
+async def test_glob_error_names_the_rewritten_pattern(tmp_path: Path) -> None:
+    assert await find_error(tmp_path, pattern="src/{a,b") == (
+        "[fd error]: error parsing glob '**/src/{a,b': unclosed alternate group; missing '}' "
+        "(maybe escape '{' with '[{]'?)"
+    )
+
+
+async def test_output_over_50kb(tmp_path: Path) -> None:
+    names = [f"{i:03d}" + "f" * 197 for i in range(300)]
+    make(tmp_path, names)
+    result = await find(tmp_path, pattern="*")
+    assert result.content[0].text == "\n".join(names[:254]) + "\n\n[50.0KB limit reached]"  # type: ignore[union-attr]
+    assert result.details["truncation"]["outputLines"] == 254
+    assert list(result.details) == ["truncation"]
+
+
+async def test_special_spaces_in_the_search_path(tmp_path: Path) -> None:
+    make(tmp_path, ["my dir/a.txt"])
+    assert await find_text(tmp_path, pattern="*.txt", path="my\u00a0dir") == "a.txt"
+
+
+async def test_file_names_with_newlines_survive(tmp_path: Path) -> None:
+    make(tmp_path, ["odd\nname.txt", "plain.txt"])
+    assert await find_text(tmp_path, pattern="*name.txt") == "odd\nname.txt"
+
+
+# --- the glob compiler on its own ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("*.txt", "/w/.secret/hidden.txt", True),
+        ("*.txt", "/w/a.txt.bak", False),
+        ("**", "/w/a/b", True),
+        ("src/**/*.spec.ts", "/w/src/a.spec.ts", True),
+        ("src/**/*.spec.ts", "/w/src/a/b/c.spec.ts", True),
+        ("src/**/*.spec.ts", "/w/lib/a.spec.ts", False),
+        ("**/*.json", "/w/x.json", True),
+        ("a**b", "/w/axxb", True),
+        ("[!a]*", "/w/bc", True),
+        ("[!a]*", "/w/abc", False),
+        ("\\*", "/w/*", True),
+        ("\\*", "/w/x", False),
+    ],
+)
+def test_glob_matches(pattern: str, path: str, expected: bool) -> None:
+    assert compile_fd_glob(pattern).matches(path) is expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("[]", "unclosed character class; missing ']'"),
+        ("[z-a]", "invalid range; 'z' > 'a'"),
+        ("a,b}", "unopened alternate group; missing '{' (maybe escape '}' with '[}]'?)"),
+        ("a\\", "dangling '\\'"),
+    ],
+)
+def test_glob_errors(pattern: str, message: str) -> None:
+    with pytest.raises(GlobError) as caught:
+        compile_fd_glob(pattern)
+    assert str(caught.value) == f"error parsing glob '{pattern}': {message}"
+
+
+def test_effective_pattern() -> None:
+    assert fd_effective_pattern("*.ts") == ("*.ts", False)
+    assert fd_effective_pattern("src/*.ts") == ("**/src/*.ts", True)
+    assert fd_effective_pattern("**/a") == ("**/a", True)
+    assert fd_effective_pattern("/abs/*") == ("/abs/*", True)
+
+
+async def test_limit_zero_means_no_limit_but_reports_it_as_pi_does(tmp_path: Path) -> None:
+    # fd's --max-results 0 is "no limit"; Pi still says the limit (0) was reached.
+    make(tmp_path, ["a.js", "b.ts"])
+    result = await find(tmp_path, pattern="*", limit=0)
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "a.js\nb.ts\n\n[0 results limit reached. Use limit=0 for more, or refine pattern]"
+    )
+    assert result.details == {"resultLimitReached": 0}

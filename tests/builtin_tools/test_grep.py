@@ -1,0 +1,358 @@
+"""The ``grep`` tool (spec §7.5, §8.12 #151–155; conformance ``grep-*``; case c26 and the rest
+of its kind, grep/long-line)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_builtin_tools.grep import clean_rg_error, create_grep_tool_definition
+from pi_builtin_tools.local_files import LocalFileOperations
+from pi_core.errors import ToolError
+from pi_core.messages import AgentToolResult
+
+NOTICE_LONG = "Some lines truncated to 500 chars. Use read tool to see full lines"
+
+
+async def grep(cwd: Path, ops: Any = None, **params: Any) -> AgentToolResult:
+    tool = create_grep_tool_definition(str(cwd), ops or LocalFileOperations())
+    return await tool.execute("c1", params, None, None)
+
+
+async def grep_text(cwd: Path, **params: Any) -> str:
+    result = await grep(cwd, **params)
+    assert len(result.content) == 1
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+async def grep_error(cwd: Path, **params: Any) -> str:
+    with pytest.raises(ToolError) as caught:
+        await grep(cwd, **params)
+    return str(caught.value)
+
+
+def make(root: Path, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_bytes(content.encode("utf-8"))
+
+
+def test_definition_is_pis() -> None:
+    tool = create_grep_tool_definition("/tmp", LocalFileOperations())
+    assert (tool.name, tool.label) == ("grep", "grep")
+    assert tool.description == (
+        "Search file contents for a pattern. Returns matching lines with file paths and line "
+        "numbers. Respects .gitignore. Output is truncated to 100 matches or 50KB (whichever is "
+        "hit first). Long lines are truncated to 500 chars."
+    )
+    assert tool.prompt_snippet == "Search file contents for patterns (respects .gitignore)"
+    assert tool.parameters["required"] == ["pattern"]
+    assert list(tool.parameters["properties"]) == [
+        "pattern",
+        "path",
+        "glob",
+        "ignoreCase",
+        "literal",
+        "context",
+        "limit",
+    ]
+    assert tool.parameters["properties"]["glob"] == {
+        "type": "string",
+        "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'",
+    }
+    assert tool.parameters["properties"]["context"] == {
+        "type": "number",
+        "description": "Number of lines to show before and after each match (default: 0)",
+    }
+
+
+# --- conformance cases ------------------------------------------------------------------------
+
+
+async def test_conformance_grep_single_file(tmp_path: Path) -> None:
+    make(tmp_path, {"example.txt": "first line\nmatch line\nlast line\n"})
+    result = await grep(tmp_path, pattern="match", path="example.txt")
+    assert result.content[0].text == "example.txt:2: match line"  # type: ignore[union-attr]
+    assert result.details is None
+
+
+async def test_conformance_grep_context_and_limit(tmp_path: Path) -> None:
+    make(tmp_path, {"context.txt": "before\nmatch one\nafter\nmiddle\nmatch two\nafter two\n"})
+    result = await grep(tmp_path, pattern="match", path="context.txt", limit=1, context=1)
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "context.txt-1- before\ncontext.txt:2: match one\ncontext.txt-3- after\n\n"
+        "[1 matches limit reached. Use limit=2 for more, or refine pattern]"
+    )
+    assert result.details == {"matchLimitReached": 1}
+
+
+async def test_conformance_grep_errors(tmp_path: Path) -> None:
+    make(tmp_path, {"a.txt": "x\n"})
+    assert await grep_error(tmp_path, pattern="x", path="nope") == (
+        f"Path not found: {tmp_path}/nope"
+    )
+    assert await grep_error(tmp_path, pattern="(") == (
+        "regex parse error:\n    (\n    ^\nerror: unclosed group"
+    )
+
+
+async def test_conformance_grep_glob_directory(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {
+            "docs/guide.md": "install steps\n",
+            "docs/notes.txt": "install notes\n",
+            "src/main.py": "install()\n",
+        },
+    )
+    assert await grep_text(tmp_path, pattern="install", path="docs", glob="*.md") == (
+        "guide.md:1: install steps"
+    )
+
+
+async def test_conformance_grep_literal_ignore_case(tmp_path: Path) -> None:
+    make(tmp_path, {"dots.txt": "a.b\naxb\nA.B\n"})
+    text = await grep_text(tmp_path, pattern="a.b", path="dots.txt", literal=True, ignoreCase=True)
+    assert text == "dots.txt:1: a.b\ndots.txt:3: A.B"
+
+
+async def test_conformance_grep_long_line(tmp_path: Path) -> None:
+    make(tmp_path, {"long.txt": "needle " + "x" * 593 + "\nshort needle\n"})
+    result = await grep(tmp_path, pattern="needle", path="long.txt")
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "long.txt:1: needle " + "x" * 493 + "... [truncated]\n"
+        "long.txt:2: short needle\n\n"
+        f"[{NOTICE_LONG}]"
+    )
+    assert result.details == {"linesTruncated": True}
+
+
+async def test_conformance_grep_no_match_and_flag_pattern(tmp_path: Path) -> None:
+    make(tmp_path, {"a.txt": "hello\n"})
+    result = await grep(tmp_path, pattern="absent-word")
+    assert result.content[0].text == "No matches found"  # type: ignore[union-attr]
+    assert result.details is None
+    assert await grep_text(tmp_path, pattern="--pre=touch") == "No matches found"
+
+
+# --- §8.12 scenarios --------------------------------------------------------------------------
+
+
+async def test_scenario_153_flag_like_pattern_never_runs_a_preprocessor(tmp_path: Path) -> None:
+    script = tmp_path / "pre.sh"
+    script.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\ncat \"$1\"\n")
+    script.chmod(0o755)
+    make(tmp_path, {"a.txt": "hello\n"})
+    assert await grep_text(tmp_path, pattern=f"--pre={script}") == "No matches found"
+    assert not (tmp_path / "ran").exists()
+    # ... and the same text in a file is found as text.
+    make(tmp_path, {"b.txt": "use --pre=x here\n"})
+    assert await grep_text(tmp_path, pattern="--pre=x") == "b.txt:1: use --pre=x here"
+
+
+async def test_scenario_155_invalid_regex_other_forms(tmp_path: Path) -> None:
+    make(tmp_path, {"a.txt": "x\n"})
+    assert await grep_error(tmp_path, pattern="a{2,1}") == (
+        "regex parse error:\n    a{2,1}\n     ^^^^^\n"
+        "error: invalid repetition count range, the start must be <= the end"
+    )
+    assert await grep_error(tmp_path, pattern="x", glob="[") == (
+        "error parsing glob '[': unclosed character class; missing ']'"
+    )
+
+
+# --- case c26 and its kind: grep/long-line -------------------------------------------------------
+
+
+async def test_c26_grep_match_in_very_long_line(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {
+            "src/app.js": "function needleFn() {}\n",
+            "dist/app.min.js": "var a='" + "x" * 3000 + "';function needleFn(){}var b='"
+            + "y" * 3000
+            + "';\n",
+        },
+    )
+    result = await grep(tmp_path, pattern="needleFn", path=".")
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "dist/app.min.js:1: var a='" + "x" * 493 + "... [truncated]\n"
+        "src/app.js:1: function needleFn() {}\n\n"
+        f"[{NOTICE_LONG}]"
+    )
+    assert result.is_error is None
+    assert result.details == {"linesTruncated": True}
+
+
+async def test_long_line_cut_counts_code_points_not_utf16_units(tmp_path: Path) -> None:
+    # Port decision 3: 500 characters, whether they take 1, 2 or 4 UTF-8 bytes.
+    make(tmp_path, {"u.txt": "needle " + "é" * 600 + "\n", "e.txt": "needle " + "😀" * 600 + "\n"})
+    assert await grep_text(tmp_path, pattern="needle", path="u.txt") == (
+        "u.txt:1: needle " + "é" * 493 + f"... [truncated]\n\n[{NOTICE_LONG}]"
+    )
+    assert await grep_text(tmp_path, pattern="needle", path="e.txt") == (
+        "e.txt:1: needle " + "😀" * 493 + f"... [truncated]\n\n[{NOTICE_LONG}]"
+    )
+
+
+async def test_long_context_lines_are_cut_too(tmp_path: Path) -> None:
+    make(tmp_path, {"c.txt": "a" * 600 + "\nneedle\n"})
+    result = await grep(tmp_path, pattern="needle", path="c.txt", context=1)
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "c.txt-1- " + "a" * 500 + "... [truncated]\nc.txt:2: needle\nc.txt-3- \n\n"
+        f"[{NOTICE_LONG}]"
+    )
+    assert result.details == {"linesTruncated": True}
+
+
+async def test_exactly_500_characters_is_not_cut(tmp_path: Path) -> None:
+    line = "needle" + "x" * 494
+    make(tmp_path, {"f.txt": line + "\n"})
+    result = await grep(tmp_path, pattern="needle", path="f.txt")
+    assert result.content[0].text == f"f.txt:1: {line}"  # type: ignore[union-attr]
+    assert result.details is None
+
+
+async def test_long_lines_past_50kb_notices_in_pis_order(tmp_path: Path) -> None:
+    lines = [f"needle {i:04d} " + "z" * 600 for i in range(120)]
+    make(tmp_path, {"b.txt": "\n".join(lines) + "\n"})
+    result = await grep(tmp_path, pattern="needle", path="b.txt", limit=110)
+    shown = [f"b.txt:{i + 1}: " + lines[i][:500] + "... [truncated]" for i in range(110)]
+    each = len(shown[0].encode())  # every shown line has the same size (524 bytes)
+    fit = (51200 + 1) // (each + 1)
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "\n".join(shown[:fit])
+        + "\n\n[110 matches limit reached. Use limit=220 for more, or refine pattern. "
+        f"50.0KB limit reached. {NOTICE_LONG}]"
+    )
+    assert list(result.details) == ["matchLimitReached", "truncation", "linesTruncated"]
+    assert result.details["truncation"]["outputLines"] == fit
+    assert result.details["truncation"]["totalLines"] == 110
+    assert result.details["truncation"]["maxLines"] == 2**53 - 1
+
+
+async def test_carriage_returns_removed(tmp_path: Path) -> None:
+    make(tmp_path, {"w.txt": "one\r\nmatch\r\nthree\r\n", "m.txt": "x\rmatch\r\n"})
+    assert await grep_text(tmp_path, pattern="match", path="w.txt") == "w.txt:2: match"
+    assert await grep_text(tmp_path, pattern="match", path="w.txt", context=1) == (
+        "w.txt-1- one\nw.txt:2: match\nw.txt-3- three"
+    )
+    assert await grep_text(tmp_path, pattern="match", path="m.txt") == "m.txt:1: xmatch"
+
+
+# --- context, limits, order ---------------------------------------------------------------------
+
+
+async def test_context_blocks_are_not_merged_and_reach_the_final_empty_line(
+    tmp_path: Path,
+) -> None:
+    make(tmp_path, {"f.txt": "a\nmatch 1\nb\nmatch 2\nc\nmatch 3\n"})
+    assert await grep_text(tmp_path, pattern="match", path="f.txt", context=1) == (
+        "f.txt-1- a\nf.txt:2: match 1\nf.txt-3- b\n"
+        "f.txt-3- b\nf.txt:4: match 2\nf.txt-5- c\n"
+        "f.txt-5- c\nf.txt:6: match 3\nf.txt-7- "
+    )
+    assert await grep_text(tmp_path, pattern="match 3", context=2) == (
+        "f.txt-4- match 2\nf.txt-5- c\nf.txt:6: match 3\nf.txt-7- "
+    )
+
+
+async def test_limit_zero_and_negative_context(tmp_path: Path) -> None:
+    make(tmp_path, {"f.txt": "needle a\nneedle b\n"})
+    result = await grep(tmp_path, pattern="needle", path="f.txt", limit=0, context=-3)
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "f.txt:1: needle a\n\n[1 matches limit reached. Use limit=2 for more, or refine pattern]"
+    )
+    assert result.details == {"matchLimitReached": 1}
+
+
+async def test_limit_reached_across_files_in_path_order(tmp_path: Path) -> None:
+    make(tmp_path, {f"d{i}/f.txt": "hit\nhit\n" for i in range(5)})
+    result = await grep(tmp_path, pattern="hit", limit=3)
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "d0/f.txt:1: hit\nd0/f.txt:2: hit\nd1/f.txt:1: hit\n\n"
+        "[3 matches limit reached. Use limit=6 for more, or refine pattern]"
+    )
+
+
+async def test_exactly_limit_matches_reports_the_limit(tmp_path: Path) -> None:
+    make(tmp_path, {"f.txt": "hit\nhit\n"})
+    result = await grep(tmp_path, pattern="hit", limit=2)
+    assert result.details == {"matchLimitReached": 2}
+
+
+async def test_files_in_path_order(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {"v.txt": "match\n", "sub/.h/x.txt": "match\n", ".env": "SECRET=match\n", "a/b.txt": "match\n"},
+    )
+    assert await grep_text(tmp_path, pattern="match") == (
+        ".env:1: SECRET=match\na/b.txt:1: match\nsub/.h/x.txt:1: match\nv.txt:1: match"
+    )
+
+
+async def test_gitignore_honoured_inside_a_git_repository_only(tmp_path: Path) -> None:
+    files = {"repo/.gitignore": "skip.txt\n", "repo/skip.txt": "zq7\n", "repo/keep.txt": "zq7\n"}
+    make(tmp_path, files)
+    assert await grep_text(tmp_path, pattern="zq7", path="repo") == (
+        "keep.txt:1: zq7\nskip.txt:1: zq7"
+    )
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    assert await grep_text(tmp_path, pattern="zq7", path="repo") == "keep.txt:1: zq7"
+    # An explicit file is searched even when ignored.
+    assert await grep_text(tmp_path, pattern="zq7", path="repo/skip.txt") == "skip.txt:1: zq7"
+
+
+async def test_hidden_git_directory_is_searched_as_pi_does(tmp_path: Path) -> None:
+    # Pi runs rg --hidden, which does not skip .git/ (fd does not either).
+    make(tmp_path, {"a.txt": "zq7\n"})
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".git" / "description").write_text("zq7 repo\n")
+    assert await grep_text(tmp_path, pattern="zq7") == ".git/description:1: zq7 repo\na.txt:1: zq7"
+
+
+async def test_regex_and_ignore_case(tmp_path: Path) -> None:
+    make(tmp_path, {"r.txt": "foo123\nfoo\nFOO9\n"})
+    assert await grep_text(tmp_path, pattern=r"foo\d+") == "r.txt:1: foo123"
+    assert await grep_text(tmp_path, pattern=r"foo\d+", ignoreCase=True) == (
+        "r.txt:1: foo123\nr.txt:3: FOO9"
+    )
+
+
+async def test_undecodable_bytes_shown_as_replacement_characters(tmp_path: Path) -> None:
+    make(tmp_path, {"b.txt": b"x\xffmatch\n"})
+    assert await grep_text(tmp_path, pattern="match", path="b.txt") == "b.txt:1: x\ufffdmatch"
+    assert await grep_text(tmp_path, pattern="match", path="b.txt", context=1) == (
+        "b.txt:1: x\ufffdmatch\nb.txt-2- "
+    )
+
+
+async def test_unreadable_file_in_context_mode(tmp_path: Path) -> None:
+    class NoReads(LocalFileOperations):
+        async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+            raise PermissionError(13, "Permission denied", path)
+
+    make(tmp_path, {"f.txt": "a\nhit\n"})
+    result = await grep(tmp_path, NoReads(), pattern="hit", context=1)
+    assert result.content[0].text == "f.txt:2: (unable to read file)"  # type: ignore[union-attr]
+
+
+async def test_special_spaces_in_the_search_path(tmp_path: Path) -> None:
+    make(tmp_path, {"my dir/a.txt": "hit\n"})
+    assert await grep_text(tmp_path, pattern="hit", path="my\u00a0dir") == "a.txt:1: hit"
+
+
+def test_clean_rg_error_unwraps_the_pattern_group() -> None:
+    rg14 = "rg: regex parse error:\n    (?:a{2,1})\n        ^^^^^\nerror: invalid repetition"
+    assert clean_rg_error(rg14, "a{2,1}") == (
+        "regex parse error:\n    a{2,1}\n     ^^^^^\nerror: invalid repetition"
+    )
+    rg13 = "regex parse error:\n    (\n    ^\nerror: unclosed group\n"
+    assert clean_rg_error(rg13, "(") == "regex parse error:\n    (\n    ^\nerror: unclosed group"
