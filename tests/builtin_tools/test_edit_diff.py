@@ -80,7 +80,9 @@ def test_normalize_for_fuzzy_match_steps() -> None:
     assert normalize_for_fuzzy_match("1\u20102\u20113\u20124\u20135\u20146\u20157\u22128") == (
         "1-2-3-4-5-6-7-8"
     )
-    assert normalize_for_fuzzy_match("a\u00a0b\u2002c\u200ad\u202fe\u205ff\u3000g") == "a b c d e f g"
+    assert (
+        normalize_for_fuzzy_match("a\u00a0b\u2002c\u200ad\u202fe\u205ff\u3000g") == "a b c d e f g"
+    )
     assert normalize_for_fuzzy_match("ＡＢＣ１２３，（）") == "ABC123,()"
     assert normalize_for_fuzzy_match("cafe\u0301") == "café"
     assert normalize_for_fuzzy_match("x  \t\ny\u00a0\u3000\nz") == "x\ny\nz"
@@ -164,9 +166,7 @@ def test_fuzzy_match_inside_an_nfkc_cluster_keeps_the_rest_of_it() -> None:
 
 def test_exact_and_fuzzy_edits_mix_in_one_call() -> None:
     original = "const a = 'x';\nconst b = ‘y’;\n"
-    applied = apply_edits(
-        original, edits(("const a = 'x';", "A"), ("const b = 'y';", "B")), "t.js"
-    )
+    applied = apply_edits(original, edits(("const a = 'x';", "A"), ("const b = 'y';", "B")), "t.js")
     assert applied.new_text == "A\nB\n"
     assert [r.fuzzy for r in applied.replacements] == [False, True]
 
@@ -183,9 +183,7 @@ def test_uniqueness_is_counted_where_the_match_was_found() -> None:
 
 
 def test_oldtext_that_is_blank_after_normalisation_is_not_found_anywhere() -> None:
-    assert apply_error("a\nb\n", ("   ", "x")).startswith(
-        "Could not find the exact text in f.txt."
-    )
+    assert apply_error("a\nb\n", ("   ", "x")).startswith("Could not find the exact text in f.txt.")
 
 
 def test_errors_are_checked_in_pis_order() -> None:
@@ -246,7 +244,9 @@ def test_closest_match_tries_shorter_prefixes() -> None:
 
 
 def test_closest_match_short_or_blank_first_line() -> None:
-    assert find_closest_match_context("a\nb\n", "short") == "File starts with:\n  1: a\n  2: b\n  3: "
+    assert (
+        find_closest_match_context("a\nb\n", "short") == "File starts with:\n  1: a\n  2: b\n  3: "
+    )
     assert find_closest_match_context("a\nb\n", "   \nwhatever") is None
 
 
@@ -320,7 +320,7 @@ DIFF_CASES = [
     ),
     (
         "".join(f"{i}\n" for i in range(1, 21)),
-        "".join(f"{ {3: 'TWO', 19: 'NINETEEN'}.get(i, i)}\n" for i in range(1, 21)),
+        "".join(f"{ {3: 'TWO', 19: 'NINETEEN'}.get(i, i) }\n" for i in range(1, 21)),
         "  1 1\n  2 2\n- 3 3\n+ 3 TWO\n  4 4\n  5 5\n  6 6\n  7 7\n    ...\n 15 15\n 16 16\n"
         " 17 17\n 18 18\n-19 19\n+19 NINETEEN\n 20 20",
         3,
@@ -351,7 +351,11 @@ PATCH_CASES = [
         "--- f.txt\n+++ f.txt\n@@ -1,1 +1,1 @@\n-Hello, world!\n\\ No newline at end of file\n"
         "+Hello, testing!\n\\ No newline at end of file\n",
     ),
-    ("foo\nfoo\nfoo\n", "bar\nfoo\n", "--- f.txt\n+++ f.txt\n@@ -1,3 +1,2 @@\n+bar\n foo\n-foo\n-foo\n"),
+    (
+        "foo\nfoo\nfoo\n",
+        "bar\nfoo\n",
+        "--- f.txt\n+++ f.txt\n@@ -1,3 +1,2 @@\n+bar\n foo\n-foo\n-foo\n",
+    ),
     (
         "a\nb\nc\n",
         "a\nb\nc",
@@ -361,7 +365,7 @@ PATCH_CASES = [
     ("x\n", "", "--- f.txt\n+++ f.txt\n@@ -1,1 +0,0 @@\n-x\n"),
     (
         "".join(f"{i}\n" for i in range(1, 21)),
-        "".join(f"{ {3: 'TWO', 19: 'NINETEEN'}.get(i, i)}\n" for i in range(1, 21)),
+        "".join(f"{ {3: 'TWO', 19: 'NINETEEN'}.get(i, i) }\n" for i in range(1, 21)),
         "--- f.txt\n+++ f.txt\n@@ -1,7 +1,7 @@\n 1\n 2\n-3\n+TWO\n 4\n 5\n 6\n 7\n"
         "@@ -15,6 +15,6 @@\n 15\n 16\n 17\n 18\n-19\n+NINETEEN\n 20\n",
     ),

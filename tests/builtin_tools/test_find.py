@@ -3,11 +3,12 @@ over ``rg --files``, in a deterministic order."""
 
 from __future__ import annotations
 
-import subprocess
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob, fd_effective_pattern
 from pi_builtin_tools.find import create_find_tool_definition
@@ -21,10 +22,13 @@ async def find(cwd: Path, **params: Any) -> AgentToolResult:
     return await tool.execute("c1", params, None, None)
 
 
-async def find_text(cwd: Path, **params: Any) -> str:
-    result = await find(cwd, **params)
+def text(result: AgentToolResult) -> str:
     assert len(result.content) == 1
     return result.content[0].text  # type: ignore[union-attr]
+
+
+async def find_text(cwd: Path, **params: Any) -> str:
+    return text(await find(cwd, **params))
 
 
 async def find_error(cwd: Path, **params: Any) -> str:
@@ -44,8 +48,8 @@ def make(root: Path, files: dict[str, str] | list[str]) -> None:
             path.write_text(content)
 
 
-def git_init(root: Path) -> None:
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+async def git_init(root: Path) -> None:
+    await trio.run_process(["git", "init", "-q", str(root)])
 
 
 def test_definition_is_pis() -> None:
@@ -95,7 +99,7 @@ async def test_conformance_find_errors(tmp_path: Path) -> None:
 async def test_conformance_find_gitignore_outside_git(tmp_path: Path) -> None:
     make(tmp_path, {".gitignore": "ignored.txt\n", "ignored.txt": "i\n", "kept.txt": "k\n"})
     result = await find(tmp_path, pattern="*.txt")
-    assert result.content[0].text == "kept.txt"  # type: ignore[union-attr]
+    assert text(result) == "kept.txt"
     assert result.details is None
 
 
@@ -108,7 +112,7 @@ async def test_conformance_find_hidden_and_directories(tmp_path: Path) -> None:
 async def test_conformance_find_limit_notice(tmp_path: Path) -> None:
     make(tmp_path, ["only.log", "b.txt"])
     result = await find(tmp_path, pattern="*.log", limit=1)
-    assert result.content[0].text == (  # type: ignore[union-attr]
+    assert text(result) == (
         "only.log\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]"
     )
     assert result.details == {"resultLimitReached": 1}
@@ -134,7 +138,7 @@ async def test_scenario_156_recursive_glob_includes_hidden_directories(tmp_path:
 
 
 async def test_scenario_157_gitignore_inside_a_git_repository(tmp_path: Path) -> None:
-    git_init(tmp_path)
+    await git_init(tmp_path)
     make(tmp_path, {".gitignore": "ignored.txt\n", "ignored.txt": "i\n", "kept.txt": "k\n"})
     assert await find_text(tmp_path, pattern="*.txt") == "kept.txt"
 
@@ -152,7 +156,7 @@ async def test_scenario_159_flag_like_pattern_is_a_pattern(tmp_path: Path) -> No
 async def test_scenario_160_limit_two(tmp_path: Path) -> None:
     make(tmp_path, ["a.txt", "b.txt", "c.txt"])
     result = await find(tmp_path, pattern="*.txt", limit=2)
-    assert result.content[0].text == (  # type: ignore[union-attr]
+    assert text(result) == (
         "a.txt\nb.txt\n\n[2 results limit reached. Use limit=4 for more, or refine pattern]"
     )
     assert result.details == {"resultLimitReached": 2}
@@ -173,9 +177,7 @@ async def test_basename_pattern_matches_at_any_depth_files_and_directories(
 ) -> None:
     make(tmp_path, ["test/a.py", "src/test/b.py", "src/test.py", "testing/c.py"])
     assert await find_text(tmp_path, pattern="test") == "src/test/\ntest/"
-    assert await find_text(tmp_path, pattern="test*") == (
-        "src/test/\nsrc/test.py\ntest/\ntesting/"
-    )
+    assert await find_text(tmp_path, pattern="test*") == ("src/test/\nsrc/test.py\ntest/\ntesting/")
 
 
 async def test_smart_case(tmp_path: Path) -> None:
@@ -254,7 +256,7 @@ async def test_output_over_50kb(tmp_path: Path) -> None:
     names = [f"{i:03d}" + "f" * 197 for i in range(300)]
     make(tmp_path, names)
     result = await find(tmp_path, pattern="*")
-    assert result.content[0].text == "\n".join(names[:254]) + "\n\n[50.0KB limit reached]"  # type: ignore[union-attr]
+    assert text(result) == "\n".join(names[:254]) + "\n\n[50.0KB limit reached]"
     assert result.details["truncation"]["outputLines"] == 254
     assert list(result.details) == ["truncation"]
 
@@ -319,7 +321,42 @@ async def test_limit_zero_means_no_limit_but_reports_it_as_pi_does(tmp_path: Pat
     # fd's --max-results 0 is "no limit"; Pi still says the limit (0) was reached.
     make(tmp_path, ["a.js", "b.ts"])
     result = await find(tmp_path, pattern="*", limit=0)
-    assert result.content[0].text == (  # type: ignore[union-attr]
+    assert text(result) == (
         "a.js\nb.ts\n\n[0 results limit reached. Use limit=0 for more, or refine pattern]"
     )
     assert result.details == {"resultLimitReached": 0}
+
+
+async def test_names_that_are_not_utf8_are_shown_with_replacement_characters(
+    tmp_path: Path,
+) -> None:
+    make_latin1_name(tmp_path, "x")
+    assert await find_text(tmp_path, pattern="caf*") == "caf\ufffd.txt"
+
+
+def make_latin1_name(root: Path, content: str) -> None:
+    """A file named ``café.txt`` in Latin-1: not valid UTF-8."""
+    Path(os.fsdecode(bytes(root) + b"/caf\xe9.txt")).write_text(content)
+
+
+async def test_gitignore_of_a_parent_directory_applies_to_a_sub_search(tmp_path: Path) -> None:
+    make(tmp_path, {".gitignore": "*.log\n", "pkg/a.log": "", "pkg/a.txt": ""})
+    assert await find_text(tmp_path, pattern="*", path="pkg") == "a.txt"
+
+
+async def test_limit_that_fd_cannot_take_is_its_argument_error(tmp_path: Path) -> None:
+    assert await find_error(tmp_path, pattern="*", limit=1.5) == (
+        "error: Invalid value '1.5' for '--max-results <count>': invalid digit found in string"
+        "\n\nFor more information try '--help'"
+    )
+    assert await find_error(tmp_path, pattern="*", limit=-1) == (
+        "error: The argument '--max-results <count>' requires a value but none was supplied"
+        "\n\nFor more information try '--help'"
+    )
+
+
+async def test_float_limit_with_integer_value(tmp_path: Path) -> None:
+    make(tmp_path, ["a", "b", "c"])
+    assert await find_text(tmp_path, pattern="*", limit=2.0) == (
+        "a\nb\n\n[2 results limit reached. Use limit=4 for more, or refine pattern]"
+    )

@@ -3,11 +3,13 @@ of its kind, grep/long-line)."""
 
 from __future__ import annotations
 
-import subprocess
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from pi_builtin_tools.grep import clean_rg_error, create_grep_tool_definition
 from pi_builtin_tools.local_files import LocalFileOperations
@@ -22,10 +24,13 @@ async def grep(cwd: Path, ops: Any = None, **params: Any) -> AgentToolResult:
     return await tool.execute("c1", params, None, None)
 
 
-async def grep_text(cwd: Path, **params: Any) -> str:
-    result = await grep(cwd, **params)
+def text(result: AgentToolResult) -> str:
     assert len(result.content) == 1
     return result.content[0].text  # type: ignore[union-attr]
+
+
+async def grep_text(cwd: Path, **params: Any) -> str:
+    return text(await grep(cwd, **params))
 
 
 async def grep_error(cwd: Path, **params: Any) -> str:
@@ -34,7 +39,7 @@ async def grep_error(cwd: Path, **params: Any) -> str:
     return str(caught.value)
 
 
-def make(root: Path, files: dict[str, str | bytes]) -> None:
+def make(root: Path, files: Mapping[str, str | bytes]) -> None:
     for name, content in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,14 +84,14 @@ def test_definition_is_pis() -> None:
 async def test_conformance_grep_single_file(tmp_path: Path) -> None:
     make(tmp_path, {"example.txt": "first line\nmatch line\nlast line\n"})
     result = await grep(tmp_path, pattern="match", path="example.txt")
-    assert result.content[0].text == "example.txt:2: match line"  # type: ignore[union-attr]
+    assert text(result) == "example.txt:2: match line"
     assert result.details is None
 
 
 async def test_conformance_grep_context_and_limit(tmp_path: Path) -> None:
     make(tmp_path, {"context.txt": "before\nmatch one\nafter\nmiddle\nmatch two\nafter two\n"})
     result = await grep(tmp_path, pattern="match", path="context.txt", limit=1, context=1)
-    assert result.content[0].text == (  # type: ignore[union-attr]
+    assert text(result) == (
         "context.txt-1- before\ncontext.txt:2: match one\ncontext.txt-3- after\n\n"
         "[1 matches limit reached. Use limit=2 for more, or refine pattern]"
     )
@@ -126,7 +131,7 @@ async def test_conformance_grep_literal_ignore_case(tmp_path: Path) -> None:
 async def test_conformance_grep_long_line(tmp_path: Path) -> None:
     make(tmp_path, {"long.txt": "needle " + "x" * 593 + "\nshort needle\n"})
     result = await grep(tmp_path, pattern="needle", path="long.txt")
-    assert result.content[0].text == (  # type: ignore[union-attr]
+    assert text(result) == (
         "long.txt:1: needle " + "x" * 493 + "... [truncated]\n"
         "long.txt:2: short needle\n\n"
         f"[{NOTICE_LONG}]"
@@ -137,7 +142,7 @@ async def test_conformance_grep_long_line(tmp_path: Path) -> None:
 async def test_conformance_grep_no_match_and_flag_pattern(tmp_path: Path) -> None:
     make(tmp_path, {"a.txt": "hello\n"})
     result = await grep(tmp_path, pattern="absent-word")
-    assert result.content[0].text == "No matches found"  # type: ignore[union-attr]
+    assert text(result) == "No matches found"
     assert result.details is None
     assert await grep_text(tmp_path, pattern="--pre=touch") == "No matches found"
 
@@ -147,7 +152,7 @@ async def test_conformance_grep_no_match_and_flag_pattern(tmp_path: Path) -> Non
 
 async def test_scenario_153_flag_like_pattern_never_runs_a_preprocessor(tmp_path: Path) -> None:
     script = tmp_path / "pre.sh"
-    script.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\ncat \"$1\"\n")
+    script.write_text(f'#!/bin/sh\ntouch {tmp_path}/ran\ncat "$1"\n')
     script.chmod(0o755)
     make(tmp_path, {"a.txt": "hello\n"})
     assert await grep_text(tmp_path, pattern=f"--pre={script}") == "No matches found"
@@ -176,13 +181,15 @@ async def test_c26_grep_match_in_very_long_line(tmp_path: Path) -> None:
         tmp_path,
         {
             "src/app.js": "function needleFn() {}\n",
-            "dist/app.min.js": "var a='" + "x" * 3000 + "';function needleFn(){}var b='"
+            "dist/app.min.js": "var a='"
+            + "x" * 3000
+            + "';function needleFn(){}var b='"
             + "y" * 3000
             + "';\n",
         },
     )
     result = await grep(tmp_path, pattern="needleFn", path=".")
-    assert result.content[0].text == (  # type: ignore[union-attr]
+    assert text(result) == (
         "dist/app.min.js:1: var a='" + "x" * 493 + "... [truncated]\n"
         "src/app.js:1: function needleFn() {}\n\n"
         f"[{NOTICE_LONG}]"
@@ -205,9 +212,8 @@ async def test_long_line_cut_counts_code_points_not_utf16_units(tmp_path: Path) 
 async def test_long_context_lines_are_cut_too(tmp_path: Path) -> None:
     make(tmp_path, {"c.txt": "a" * 600 + "\nneedle\n"})
     result = await grep(tmp_path, pattern="needle", path="c.txt", context=1)
-    assert result.content[0].text == (  # type: ignore[union-attr]
-        "c.txt-1- " + "a" * 500 + "... [truncated]\nc.txt:2: needle\nc.txt-3- \n\n"
-        f"[{NOTICE_LONG}]"
+    assert text(result) == (
+        "c.txt-1- " + "a" * 500 + f"... [truncated]\nc.txt:2: needle\nc.txt-3- \n\n[{NOTICE_LONG}]"
     )
     assert result.details == {"linesTruncated": True}
 
@@ -216,7 +222,7 @@ async def test_exactly_500_characters_is_not_cut(tmp_path: Path) -> None:
     line = "needle" + "x" * 494
     make(tmp_path, {"f.txt": line + "\n"})
     result = await grep(tmp_path, pattern="needle", path="f.txt")
-    assert result.content[0].text == f"f.txt:1: {line}"  # type: ignore[union-attr]
+    assert text(result) == f"f.txt:1: {line}"
     assert result.details is None
 
 
@@ -227,7 +233,7 @@ async def test_long_lines_past_50kb_notices_in_pis_order(tmp_path: Path) -> None
     shown = [f"b.txt:{i + 1}: " + lines[i][:500] + "... [truncated]" for i in range(110)]
     each = len(shown[0].encode())  # every shown line has the same size (524 bytes)
     fit = (51200 + 1) // (each + 1)
-    assert result.content[0].text == (  # type: ignore[union-attr]
+    assert text(result) == (
         "\n".join(shown[:fit])
         + "\n\n[110 matches limit reached. Use limit=220 for more, or refine pattern. "
         f"50.0KB limit reached. {NOTICE_LONG}]"
@@ -267,7 +273,7 @@ async def test_context_blocks_are_not_merged_and_reach_the_final_empty_line(
 async def test_limit_zero_and_negative_context(tmp_path: Path) -> None:
     make(tmp_path, {"f.txt": "needle a\nneedle b\n"})
     result = await grep(tmp_path, pattern="needle", path="f.txt", limit=0, context=-3)
-    assert result.content[0].text == (  # type: ignore[union-attr]
+    assert text(result) == (
         "f.txt:1: needle a\n\n[1 matches limit reached. Use limit=2 for more, or refine pattern]"
     )
     assert result.details == {"matchLimitReached": 1}
@@ -276,7 +282,7 @@ async def test_limit_zero_and_negative_context(tmp_path: Path) -> None:
 async def test_limit_reached_across_files_in_path_order(tmp_path: Path) -> None:
     make(tmp_path, {f"d{i}/f.txt": "hit\nhit\n" for i in range(5)})
     result = await grep(tmp_path, pattern="hit", limit=3)
-    assert result.content[0].text == (  # type: ignore[union-attr]
+    assert text(result) == (
         "d0/f.txt:1: hit\nd0/f.txt:2: hit\nd1/f.txt:1: hit\n\n"
         "[3 matches limit reached. Use limit=6 for more, or refine pattern]"
     )
@@ -291,7 +297,12 @@ async def test_exactly_limit_matches_reports_the_limit(tmp_path: Path) -> None:
 async def test_files_in_path_order(tmp_path: Path) -> None:
     make(
         tmp_path,
-        {"v.txt": "match\n", "sub/.h/x.txt": "match\n", ".env": "SECRET=match\n", "a/b.txt": "match\n"},
+        {
+            "v.txt": "match\n",
+            "sub/.h/x.txt": "match\n",
+            ".env": "SECRET=match\n",
+            "a/b.txt": "match\n",
+        },
     )
     assert await grep_text(tmp_path, pattern="match") == (
         ".env:1: SECRET=match\na/b.txt:1: match\nsub/.h/x.txt:1: match\nv.txt:1: match"
@@ -304,7 +315,7 @@ async def test_gitignore_honoured_inside_a_git_repository_only(tmp_path: Path) -
     assert await grep_text(tmp_path, pattern="zq7", path="repo") == (
         "keep.txt:1: zq7\nskip.txt:1: zq7"
     )
-    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    await trio.run_process(["git", "init", "-q", str(tmp_path / "repo")])
     assert await grep_text(tmp_path, pattern="zq7", path="repo") == "keep.txt:1: zq7"
     # An explicit file is searched even when ignored.
     assert await grep_text(tmp_path, pattern="zq7", path="repo/skip.txt") == "skip.txt:1: zq7"
@@ -313,7 +324,7 @@ async def test_gitignore_honoured_inside_a_git_repository_only(tmp_path: Path) -
 async def test_hidden_git_directory_is_searched_as_pi_does(tmp_path: Path) -> None:
     # Pi runs rg --hidden, which does not skip .git/ (fd does not either).
     make(tmp_path, {"a.txt": "zq7\n"})
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    await trio.run_process(["git", "init", "-q", str(tmp_path)])
     (tmp_path / ".git" / "description").write_text("zq7 repo\n")
     assert await grep_text(tmp_path, pattern="zq7") == ".git/description:1: zq7 repo\na.txt:1: zq7"
 
@@ -341,7 +352,7 @@ async def test_unreadable_file_in_context_mode(tmp_path: Path) -> None:
 
     make(tmp_path, {"f.txt": "a\nhit\n"})
     result = await grep(tmp_path, NoReads(), pattern="hit", context=1)
-    assert result.content[0].text == "f.txt:2: (unable to read file)"  # type: ignore[union-attr]
+    assert text(result) == "f.txt:2: (unable to read file)"
 
 
 async def test_special_spaces_in_the_search_path(tmp_path: Path) -> None:
@@ -356,3 +367,26 @@ def test_clean_rg_error_unwraps_the_pattern_group() -> None:
     )
     rg13 = "regex parse error:\n    (\n    ^\nerror: unclosed group\n"
     assert clean_rg_error(rg13, "(") == "regex parse error:\n    (\n    ^\nerror: unclosed group"
+
+
+async def test_stray_closing_paren_error_points_at_it(tmp_path: Path) -> None:
+    make(tmp_path, {"a.txt": "x\n"})
+    assert await grep_error(tmp_path, pattern=")") == (
+        "regex parse error:\n    )\n    ^\nerror: unopened group"
+    )
+    assert await grep_error(tmp_path, pattern="f(a)) [)]") == (
+        "regex parse error:\n    f(a)) [)]\n        ^\nerror: unopened group"
+    )
+
+
+async def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
+    make_latin1_name(tmp_path, "zq7\n")
+    assert await grep_text(tmp_path, pattern="zq7") == "caf\ufffd.txt:1: zq7"
+    assert await grep_text(tmp_path, pattern="zq7", context=1) == (
+        "caf\ufffd.txt:1: zq7\ncaf\ufffd.txt-2- "
+    )
+
+
+def make_latin1_name(root: Path, content: str) -> None:
+    """A file named ``café.txt`` in Latin-1: not valid UTF-8."""
+    Path(os.fsdecode(bytes(root) + b"/caf\xe9.txt")).write_text(content)

@@ -220,7 +220,7 @@ def test_supervisor_kills_tree_when_pi_dies(tmp_path) -> None:
 def test_orphans_stay_descendants_of_the_test_session() -> None:
     """The session-wide leak check (tests/conftest.py) can see orphans: pytest is a subreaper."""
     out = subprocess.run(
-        ["sh", "-c", "sleep 30 & echo $!"], capture_output=True, check=True, text=True
+        ["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"], capture_output=True, check=True, text=True
     ).stdout
     pid = int(out)
     try:

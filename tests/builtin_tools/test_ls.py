@@ -53,7 +53,10 @@ def test_definition_is_pis() -> None:
     assert tool.parameters == {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "Directory to list (default: current directory)"},
+            "path": {
+                "type": "string",
+                "description": "Directory to list (default: current directory)",
+            },
             "limit": {
                 "type": "number",
                 "description": "Maximum number of entries to return (default: 500)",
@@ -217,3 +220,18 @@ async def test_unreadable_directory_reports_node_error(tmp_path: Path) -> None:
     assert await ls_error(tmp_path, Refusing(), path="locked") == (
         f"Cannot read directory: EACCES: permission denied, scandir '{tmp_path}/locked'"
     )
+
+
+async def test_names_that_are_not_utf8_are_shown_with_replacement_characters(
+    tmp_path: Path,
+) -> None:
+    make_latin1_name(tmp_path, "x")
+    make(tmp_path, "a.txt")
+    result = await ls(tmp_path)
+    assert text(result) == "a.txt\ncaf\ufffd.txt"
+    assert result.to_json_dict()["content"][0]["text"] == "a.txt\ncaf\ufffd.txt"
+
+
+def make_latin1_name(root: Path, content: str) -> None:
+    """A file named ``café.txt`` in Latin-1: not valid UTF-8."""
+    Path(os.fsdecode(bytes(root) + b"/caf\xe9.txt")).write_text(content)

@@ -51,7 +51,15 @@ def test_candidates_order() -> None:
     """Exact first, then spaces, then the §3.2 variants in order; no duplicates."""
     assert path_candidates("Capture d'e\u0301cran AM.png", "/w") == [
         "/w/Capture d'e\u0301cran AM.png",
+        "/w/Capture d'e\u0301cran\u202fAM.png",
         "/w/Capture d\u2019e\u0301cran AM.png",
+    ]
+    assert path_candidates("Capture d'écran\u00a0x", "/w") == [
+        "/w/Capture d'écran\u00a0x",
+        "/w/Capture d'écran x",
+        "/w/Capture d'e\u0301cran x",
+        "/w/Capture d\u2019écran x",
+        "/w/Capture d\u2019e\u0301cran x",
     ]
     assert path_candidates("shot 1 AM.png", "/w") == [
         "/w/shot 1 AM.png",

@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from test_loop_support import call, make_echo, make_tool, roles, text, tool_use, user
 
 from pi_core import Agent, tool
 from pi_core.hook_types import BeforeToolCallResult
 from pi_core.loop_config import LoopConfig
 from pi_core.messages import AgentToolResult, TextContent
 from pi_core.providers import ScriptedProvider
+
+# the shared helper module sits next to this file (pytest's importlib mode does not put
+# test folders on sys.path)
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
+from test_loop_support import (
+    call,
+    make_echo,
+    make_tool,
+    roles,
+    text,
+    tool_use,
+    user,
+)
 
 
 def gate_tool(release: trio.Event, started: trio.Event) -> Any:

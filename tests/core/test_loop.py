@@ -10,6 +10,30 @@ from typing import Any
 
 import pytest
 import trio
+
+from pi_core.hook_types import AfterToolCallResult, BeforeToolCallResult
+from pi_core.loop import (
+    LENGTH_GUARD_TEXT,
+    run_agent_loop,
+    run_agent_loop_continue,
+    run_nested_tool_call,
+    run_tool_call,
+    tool_result_message,
+)
+from pi_core.loop_config import AgentContext, LoopConfig
+from pi_core.messages import (
+    AgentToolResult,
+    AssistantMessage,
+    CustomMessage,
+    TextContent,
+    ToolResultMessage,
+)
+from pi_core.providers import ScriptedProvider
+
+# the shared helper module sits next to this file (pytest's importlib mode does not put
+# test folders on sys.path)
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
 from test_loop_support import (
     ECHO_SCHEMA,
     Recorder,
@@ -23,24 +47,6 @@ from test_loop_support import (
     tool_use,
     user,
 )
-
-from pi_core.hook_types import AfterToolCallResult, BeforeToolCallResult
-from pi_core.loop import (
-    LENGTH_GUARD_TEXT,
-    run_agent_loop,
-    run_agent_loop_continue,
-    run_tool_call,
-    tool_result_message,
-)
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import (
-    AgentToolResult,
-    AssistantMessage,
-    CustomMessage,
-    TextContent,
-    ToolResultMessage,
-)
-from pi_core.providers import ScriptedProvider
 
 CASES = Path("/work/shared/conformance/cases")
 
@@ -293,7 +299,7 @@ def _sleeper(name: str, delay: float, log: list[str], **kwargs: Any) -> Any:
 
 async def test_6_parallel_completion_order_vs_source_order() -> None:
     log: list[str] = []
-    first = make_tool("first", _sleeper("first", 0.02, log))
+    first = make_tool("first", _sleeper("first", 0.1, log))
     second = make_tool("second", _sleeper("second", 0, log))
     script = [tool_use(call("tool-1", "first"), call("tool-2", "second")), text("done")]
     messages, rec, _ = await run(script, [first, second])
@@ -1265,7 +1271,7 @@ async def test_updates_of_concurrent_calls_never_overlap_in_the_sink() -> None:
 
 async def test_39_parallel_preflight_with_an_immediate_failure_in_the_middle() -> None:
     async def slow(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:
-        await trio.sleep(0.05)
+        await trio.sleep(0.2)
         return AgentToolResult(content=[TextContent(text="A")])
 
     async def fast(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:
@@ -1390,3 +1396,48 @@ def test_the_loop_module_does_not_import_pluggy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout == "ok\n", done.stderr
+
+
+async def test_run_nested_tool_call_emits_execution_events_with_the_parent_id() -> None:
+    async def execute(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:
+        on_update(AgentToolResult(content=[TextContent(text="half")]))
+        await trio.lowlevel.checkpoint()
+        return AgentToolResult(content=[TextContent(text="nested done")], usage={"output": 2})
+
+    rec = Recorder()
+    outcome = await run_nested_tool_call(
+        call("inner-1", "t", {"value": "v"}),
+        AgentContext(tools=[make_tool("t", execute, schema=ECHO_SCHEMA)]),
+        LoopConfig(),
+        rec,
+        parent_tool_call_id="outer-1",
+    )
+    assert [e.to_json_dict() for e in rec.events] == [
+        {
+            "type": "tool_execution_start",
+            "toolCallId": "inner-1",
+            "toolName": "t",
+            "args": {"value": "v"},
+            "parentToolCallId": "outer-1",
+        },
+        {
+            "type": "tool_execution_update",
+            "toolCallId": "inner-1",
+            "toolName": "t",
+            "args": {"value": "v"},
+            "partialResult": {"content": [{"type": "text", "text": "half"}]},
+            "parentToolCallId": "outer-1",
+        },
+        {
+            "type": "tool_execution_end",
+            "toolCallId": "inner-1",
+            "toolName": "t",
+            "result": {
+                "content": [{"type": "text", "text": "nested done"}],
+                "usage": {"output": 2},
+            },
+            "isError": False,
+            "parentToolCallId": "outer-1",
+        },
+    ]
+    assert outcome.result.usage == {"output": 2}

@@ -3,10 +3,25 @@ turn completes, the next model call ends the run. Real trio time: tools really s
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+
+from pi_core.abort import Abort
+from pi_core.errors import ToolAborted
+from pi_core.hook_types import BeforeToolCallResult
+from pi_core.loop import run_agent_loop, run_tool_call
+from pi_core.loop_config import AgentContext, LoopConfig
+from pi_core.messages import AgentToolResult, TextContent
+from pi_core.providers import ScriptedProvider
+
+# the shared helper module sits next to this file (pytest's importlib mode does not put
+# test folders on sys.path)
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
 from test_loop_support import (
     Recorder,
     call,
@@ -17,14 +32,6 @@ from test_loop_support import (
     tool_use,
     user,
 )
-
-from pi_core.abort import Abort
-from pi_core.errors import ToolAborted
-from pi_core.hook_types import BeforeToolCallResult
-from pi_core.loop import run_agent_loop, run_tool_call
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import AgentToolResult, TextContent
-from pi_core.providers import ScriptedProvider
 
 LONG = 30.0  # a tool that would sleep this long must be cut short by the abort
 
@@ -91,7 +98,7 @@ async def test_abort_cancels_running_tools_and_ends_the_run() -> None:
         make_tool("sleeper", sleeper),
         make_tool("fast", fast),
     ]
-    messages, rec, provider, elapsed = await run_with_abort_after(0.05, script, tools)
+    messages, rec, provider, elapsed = await run_with_abort_after(0.1, script, tools)
     assert elapsed < 5
     results = [result_json(m) for m in messages if m.role == "toolResult"]
     assert results == [

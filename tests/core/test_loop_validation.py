@@ -4,11 +4,23 @@ with an invalid middle call, and a property test: arbitrary JSON never crashes t
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from pi_core.loop import run_agent_loop
+from pi_core.loop_config import AgentContext, LoopConfig
+from pi_core.messages import AgentToolResult, TextContent, ToolCall
+from pi_core.providers import ScriptedProvider
+
+# the shared helper module sits next to this file (pytest's importlib mode does not put
+# test folders on sys.path)
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
 from test_loop_support import (
     ECHO_SCHEMA,
     Recorder,
@@ -21,11 +33,6 @@ from test_loop_support import (
     tool_use,
     user,
 )
-
-from pi_core.loop import run_agent_loop
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import AgentToolResult, TextContent, ToolCall
-from pi_core.providers import ScriptedProvider
 
 
 async def test_23_validation_failure_text() -> None:
@@ -110,7 +117,7 @@ async def test_33_amended_a_number_is_not_coerced_to_a_string() -> None:
 async def test_39_slow_invalid_fast() -> None:
     async def slow(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:
         on_update(AgentToolResult(content=[TextContent(text="tick")]))
-        await trio.sleep(0.05)
+        await trio.sleep(0.2)
         return AgentToolResult(content=[TextContent(text="A")])
 
     async def fast(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:

@@ -57,6 +57,7 @@ SESSION_ENV_GUIDELINE = (
 )
 PARAMETERS: dict[str, Any] = {
     "type": "object",
+    "required": ["command"],
     "properties": {
         "command": {"type": "string", "description": "Bash command to execute"},
         "timeout": {
@@ -64,7 +65,6 @@ PARAMETERS: dict[str, Any] = {
             "description": "Timeout in seconds (optional, no default timeout)",
         },
     },
-    "required": ["command"],
 }
 
 SESSION_ENV_VARS = (

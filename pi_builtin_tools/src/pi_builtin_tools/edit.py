@@ -38,7 +38,6 @@ from pi_builtin_tools.edit_diff import (
     generate_diff_string,
     generate_unified_patch,
 )
-from pi_builtin_tools.fs_errors import error_code, node_error_message
 from pi_builtin_tools.file_encoding import (
     TextEncoding,
     binary_kind,
@@ -46,6 +45,7 @@ from pi_builtin_tools.file_encoding import (
     detect_encoding,
     encode_text,
 )
+from pi_builtin_tools.fs_errors import error_code, node_error_message
 from pi_builtin_tools.truncate import format_size
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent

@@ -31,6 +31,7 @@ which lines a diff shows, and no Python diff library reproduces it.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
@@ -49,9 +50,7 @@ class EditError(ToolError):
     """An edit that cannot be applied; the message is the exact text the model sees."""
 
 
-def _not_found_error(
-    path: str, index: int, total: int, content: str, old_text: str
-) -> EditError:
+def _not_found_error(path: str, index: int, total: int, content: str, old_text: str) -> EditError:
     header = (
         f"Could not find the exact text in {path}."
         if total == 1
@@ -402,7 +401,7 @@ def apply_edits(original: str, edits: Sequence[Any], path: str) -> AppliedEdits:
         replacements.append(Replacement(i, start_src, end_src, text, True))
 
     replacements.sort(key=lambda r: r.start)
-    for prev, cur in zip(replacements, replacements[1:], strict=False):
+    for prev, cur in itertools.pairwise(replacements):
         if prev.end > cur.start:
             raise EditError(
                 f"edits[{prev.edit_index}] and edits[{cur.edit_index}] overlap in {path}. "
@@ -510,7 +509,9 @@ class DiffPart:
 def _add_to_path(path: _Path, added: bool, removed: bool, old_inc: int) -> _Path:
     last = path.last
     if last is not None and last.added == added and last.removed == removed:
-        return _Path(path.old_pos + old_inc, _Component(last.count + 1, added, removed, last.previous))
+        return _Path(
+            path.old_pos + old_inc, _Component(last.count + 1, added, removed, last.previous)
+        )
     return _Path(path.old_pos + old_inc, _Component(1, added, removed, last))
 
 
@@ -518,7 +519,9 @@ def _extract_common(path: _Path, new: list[str], old: list[str], diagonal: int) 
     old_pos = path.old_pos
     new_pos = old_pos - diagonal
     common = 0
-    while new_pos + 1 < len(new) and old_pos + 1 < len(old) and old[old_pos + 1] == new[new_pos + 1]:
+    while (
+        new_pos + 1 < len(new) and old_pos + 1 < len(old) and old[old_pos + 1] == new[new_pos + 1]
+    ):
         new_pos += 1
         old_pos += 1
         common += 1
@@ -709,9 +712,7 @@ def _patch_split_lines(text: str) -> list[str]:
     return result
 
 
-def generate_unified_patch(
-    path: str, old: str, new: str, context_lines: int = 4
-) -> str:
+def generate_unified_patch(path: str, old: str, new: str, context_lines: int = 4) -> str:
     """A unified diff of ``old`` → ``new`` with file headers only, as jsdiff's
     ``createTwoFilesPatch(path, path, old, new, undefined, undefined, {context: 4,
     headerOptions: FILE_HEADERS_ONLY})``: ``--- path``/``+++ path``, ``@@ -s,n +s,n @@`` hunks
@@ -732,7 +733,11 @@ def generate_unified_patch(
                 old_range_start, new_range_start = old_line, new_line
                 if i > 0:
                     prev_lines = entries[i - 1][2]
-                    cur = [" " + line for line in prev_lines[-context_lines:]] if context_lines > 0 else []
+                    cur = (
+                        [" " + line for line in prev_lines[-context_lines:]]
+                        if context_lines > 0
+                        else []
+                    )
                     old_range_start -= len(cur)
                     new_range_start -= len(cur)
             cur.extend(("+" if added else "-") + line for line in lines)

@@ -30,15 +30,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob
+from pi_builtin_tools.search_output import finish_listing, js_number
+from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
 from pi_core.operations import FileOperations
 from pi_core.paths import resolve_existing_path
 from pi_core.tools import OnUpdate, ToolDefinition
-
-from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob
-from pi_builtin_tools.search_output import finish_listing, js_number
-from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
 
 DEFAULT_FIND_LIMIT = 1000
 
@@ -73,24 +72,29 @@ RG_FILES_ARGS = ("--files", "--hidden", "--no-require-git", "--no-config", "--nu
 """ripgrep's file listing as find uses it (NUL-separated, so any file name survives)."""
 
 
-def _candidates(rel_files: list[str]) -> list[tuple[str, bool]]:
-    """Every listed file and every directory above one (relative paths), with ``is_dir``,
-    sorted component by component so a directory comes just before its contents."""
-    entries: dict[str, bool] = {}
+def _directories(rel_files: list[str]) -> set[str]:
+    """Every directory above a listed file (relative paths, the search root excluded)."""
+    dirs: set[str] = set()
     for rel in rel_files:
-        entries[rel] = False
-        parts = rel.split("/")
-        for depth in range(1, len(parts)):
-            entries.setdefault("/".join(parts[:depth]), True)
-    return sorted(entries.items(), key=lambda item: item[0].split("/"))
+        parent, sep, _ = rel.rpartition("/")
+        while sep and parent not in dirs:
+            dirs.add(parent)
+            parent, sep, _ = parent.rpartition("/")
+    return dirs
 
 
 def _check_limit(limit: float) -> int | None:
-    """fd's ``--max-results``: a non-negative integer, 0 meaning none."""
-    if isinstance(limit, bool) or not float(limit).is_integer() or limit < 0:
+    """fd's ``--max-results``: a non-negative integer, 0 meaning none. Anything else is the
+    error fd's argument parser gives (the wording of fd 8.6, which the reference runs)."""
+    if limit < 0:
         raise ToolError(
-            f"error: invalid value '{js_number(limit)}' for '--max-results <count>': "
-            "invalid digit found in string\n\nFor more information, try '--help'."
+            "error: The argument '--max-results <count>' requires a value but none was "
+            "supplied\n\nFor more information try '--help'"
+        )
+    if not float(limit).is_integer():
+        raise ToolError(
+            f"error: Invalid value '{js_number(limit)}' for '--max-results <count>': "
+            "invalid digit found in string\n\nFor more information try '--help'"
         )
     return int(limit) or None
 
@@ -101,6 +105,7 @@ async def find_files(
     """Run ``find`` (spec §7.6): the result, or :class:`ToolError` with fd's message."""
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     effective_limit = DEFAULT_FIND_LIMIT if limit is None else limit
+    max_results = _check_limit(effective_limit)  # fd rejects its arguments first
     try:
         is_dir = (await operations.stat(search_path)).kind == "directory"
     except OSError:
@@ -110,7 +115,6 @@ async def find_files(
             f"[fd error]: Search path '{search_path}' is not a directory.\n"
             "[fd error]: No valid search paths given."
         )
-    max_results = _check_limit(effective_limit)
     try:
         glob = compile_fd_glob(pattern)
     except GlobError as error:
@@ -134,13 +138,16 @@ async def find_files(
         name = raw.decode("utf-8", "surrogateescape")
         rel_files.append(name[len(prefix) :] if name.startswith(prefix) else name)
 
-    results: list[str] = []
-    for rel, is_dir_entry in _candidates(rel_files):
-        if glob.matches(f"{root}/{rel}"):
-            results.append(rel + "/" if is_dir_entry else rel)
-            if max_results is not None and len(results) >= max_results:
-                break
-    results = [r.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for r in results]
+    found = [(rel, "") for rel in rel_files if glob.matches(f"{root}/{rel}")]
+    found += [(rel, "/") for rel in _directories(rel_files) if glob.matches(f"{root}/{rel}")]
+    # Component by component, so a directory comes just before its contents.
+    found.sort(key=lambda entry: entry[0].split("/"))
+    if max_results is not None:
+        found = found[:max_results]
+    results = [
+        (rel + suffix).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        for rel, suffix in found
+    ]
 
     if not results:
         return AgentToolResult(content=[TextContent(text="No files found matching pattern")])

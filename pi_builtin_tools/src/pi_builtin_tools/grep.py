@@ -31,14 +31,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pi_builtin_tools.search_output import finish_listing, js_number
+from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
 from pi_core.operations import FileOperations
 from pi_core.paths import resolve_existing_path
 from pi_core.tools import OnUpdate, ToolDefinition
-
-from pi_builtin_tools.search_output import finish_listing, js_number
-from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
 
 DEFAULT_GREP_LIMIT = 100
 
@@ -113,9 +112,48 @@ def _display(text: str) -> str:
 _CARETS = re.compile(r"^ *\^[ ^]*$")
 
 
+def _first_unbalanced_close(pattern: str) -> int | None:
+    """Index of the first ``)`` in ``pattern`` that closes no group (escapes and character
+    classes skipped), or None."""
+    depth = 0
+    class_depth = 0
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if class_depth:
+            if c == "[":
+                class_depth += 1
+            elif c == "]":
+                class_depth -= 1
+        elif c == "[":
+            class_depth = 1
+            # A "]" right after "[" or "[^" is a literal.
+            i += 1
+            if pattern[i : i + 1] == "^":
+                i += 1
+            if pattern[i : i + 1] == "]":
+                i += 1
+            continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                return i
+            depth -= 1
+        i += 1
+    return None
+
+
 def clean_rg_error(stderr: str, pattern: str) -> str:
     """ripgrep's error text without the ``rg: `` prefixes and the ``(?:…)`` wrapper that
-    ripgrep ≥ 14 adds around an echoed pattern (see the module docstring)."""
+    ripgrep ≥ 14 adds around an echoed pattern (see the module docstring).
+
+    The wrapper's own ``)`` closes the group a stray ``)`` of the pattern leaves open, so for
+    ``unopened group`` the caret is put back under the pattern's first stray ``)``.
+    """
     lines = [line.removeprefix("rg: ") for line in stderr.strip().split("\n")]
     wrapped = f"    (?:{pattern})"
     for i, line in enumerate(lines):
@@ -127,6 +165,9 @@ def clean_rg_error(stderr: str, pattern: str) -> str:
             lead = len(lines[j]) - len(lines[j].lstrip(" "))
             lines[j] = lines[j][min(3, max(0, lead - 4)) :]
             j += 1
+        stray = _first_unbalanced_close(pattern)
+        if j == i + 2 and lines[j : j + 1] == ["error: unopened group"] and stray is not None:
+            lines[i + 1] = " " * (4 + stray) + "^"
     return "\n".join(lines)
 
 
@@ -210,9 +251,7 @@ async def grep_files(
                 file_cache[file_path] = None
             else:
                 text = data.decode("utf-8", "replace")
-                file_cache[file_path] = (
-                    text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-                )
+                file_cache[file_path] = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         return file_cache[file_path]
 
     lines_truncated = False

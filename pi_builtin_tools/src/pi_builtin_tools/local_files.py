@@ -7,6 +7,7 @@ cancellation (a write in flight finishes). ``rg`` comes from the ``ripgrep`` PyP
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import shutil
@@ -93,6 +94,18 @@ class LocalFileOperations:
     async def stat(self, path: str) -> FileStat:
         """Kind, size, permission bits and mtime of ``path`` (symlinks followed)."""
         return await trio.to_thread.run_sync(_stat, path)
+
+    async def access(self, path: str, mode: int = os.R_OK) -> None:
+        """Node's ``fs.access``: raise unless ``path`` exists and can be opened with ``mode``
+        (``os.R_OK``/``os.W_OK`` bits): ``FileNotFoundError`` (``ENOENT``), ``PermissionError``
+        (``EACCES``), ... The edit tool checks ``R_OK | W_OK`` before reading."""
+
+        def check() -> None:
+            os.stat(path)
+            if not os.access(path, mode):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+        await trio.to_thread.run_sync(check)
 
     async def realpath(self, path: str) -> str:
         """``os.path.realpath``: symlinks of the existing prefix resolved, the rest kept."""

@@ -12,15 +12,14 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from pi_builtin_tools.fs_errors import node_error_message
+from pi_builtin_tools.search_output import finish_listing, js_number
+from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
 from pi_core.operations import FileOperations
 from pi_core.paths import resolve_existing_path
 from pi_core.tools import OnUpdate, ToolDefinition
-
-from pi_builtin_tools.fs_errors import node_error_message
-from pi_builtin_tools.search_output import finish_listing, js_number
-from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
 
 DEFAULT_LS_LIMIT = 500
 
@@ -81,7 +80,9 @@ async def list_directory(
             entry_stat = await operations.stat(posixpath.join(dir_path, entry))
         except OSError:
             continue
-        results.append(entry + "/" if entry_stat.kind == "directory" else entry)
+        # A name that is not UTF-8 is shown with U+FFFD, as Node decodes it.
+        name = entry.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        results.append(name + "/" if entry_stat.kind == "directory" else name)
 
     if not results:
         return AgentToolResult(content=[TextContent(text="(empty directory)")])

@@ -201,22 +201,25 @@ class OutputAccumulator:
 
     # -- output ---------------------------------------------------------------------------
 
-    def _tail_text(self, size: int) -> str:
-        """The decoded tail, at most about ``size`` bytes, starting on a character boundary;
-        a line cut at the start is dropped when a later line exists."""
+    def _tail_text(self, size: int) -> tuple[str, bool]:
+        """``(text, whole)``: the decoded tail, at most about ``size`` bytes, starting on a
+        character boundary, a line cut at its start dropped when a later line exists;
+        ``whole`` tells whether it starts at the first byte of the output."""
         start = max(0, len(self._tail) - size)
         while start < len(self._tail) and (self._tail[start] & 0xC0) == 0x80:
             start += 1
+        whole = start == 0 and self.total_bytes == len(self._tail)
         cut_mid_line = self._tail[start - 1] != 0x0A if start > 0 else self._tail_cut_mid_line
         if cut_mid_line:
             first_nl = self._tail.find(b"\n", start)
             if first_nl >= 0 and first_nl + 1 < len(self._tail):
                 start = first_nl + 1
         text = self._tail[start:].decode("utf-8", "surrogatepass")
-        return self._transform(text) if self._transform else text
+        return (self._transform(text) if self._transform else text), whole
 
     def snapshot(self, persist_if_truncated: bool = False) -> OutputSnapshot:
-        """The tail truncation of the output so far (spec §5 ``snapshot``).
+        """The tail truncation of the output so far (spec §5 ``snapshot``): equal to
+        ``truncate_tail(whole output)`` with the accumulator's totals.
 
         With ``persist_if_truncated`` the temporary file is created now if the output is
         truncated and has none yet.
@@ -224,15 +227,26 @@ class OutputAccumulator:
         truncated = self.truncated
         if persist_if_truncated and truncated and self._path is None and not self._finished:
             self._open_temp_file()
-        tail = truncate_tail(self._tail_text(self._window), self.max_lines, self.max_bytes)
+        text, whole = self._tail_text(self._window)
+        tail = truncate_tail(text, self.max_lines, self.max_bytes)
+        truncated_by = tail.truncated_by
+        if truncated and (not tail.truncated or not whole):
+            if not tail.truncated and tail.content.endswith("\n"):
+                # The window fits but the whole output does not: kept lines are joined without
+                # the final newline, as truncate_tail does whenever it cuts.
+                tail = replace(
+                    tail, content=tail.content[:-1], output_bytes=tail.output_bytes - 1
+                )
+            if not whole and not tail.last_line_partial and tail.output_lines >= tail.total_lines:
+                # Every line of the window was kept: the line before the window is too long to
+                # fit (the window holds twice max_bytes), unless the line limit was reached.
+                truncated_by = "lines" if tail.output_lines >= self.max_lines else "bytes"
+            elif truncated_by is None or not tail.truncated:
+                truncated_by = "bytes" if self.total_bytes > self.max_bytes else "lines"
         truncation = replace(
             tail,
             truncated=truncated,
-            truncated_by=(
-                (tail.truncated_by or ("bytes" if self.total_bytes > self.max_bytes else "lines"))
-                if truncated
-                else None
-            ),
+            truncated_by=truncated_by if truncated else None,
             total_lines=self.total_lines,
             total_bytes=self.total_bytes,
         )

@@ -10,12 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pi_builtin_tools.bash import BashToolOptions, create_bash_tool_definition
+from pi_builtin_tools.edit import create_edit_tool_definition
+from pi_builtin_tools.find import create_find_tool_definition
+from pi_builtin_tools.grep import create_grep_tool_definition
+from pi_builtin_tools.local_bash import LocalBashOperations
 from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.ls import create_ls_tool_definition
 from pi_builtin_tools.read import ReadToolOptions, create_read_tool_definition
 from pi_builtin_tools.write import create_write_tool_definition
 from pi_core.hook_types import BackendContext, RegisterToolsContext
 from pi_core.markers import hookimpl
-from pi_core.operations import FileOperations
+from pi_core.operations import BashOperations, FileOperations
 
 
 def _file_tools(context: RegisterToolsContext, files: FileOperations) -> list[Any]:
@@ -24,7 +30,11 @@ def _file_tools(context: RegisterToolsContext, files: FileOperations) -> list[An
         create_read_tool_definition(
             context.cwd, files, options=ReadToolOptions.from_config(context.config)
         ),
+        create_edit_tool_definition(context.cwd, files),
         create_write_tool_definition(context.cwd, files),
+        create_grep_tool_definition(context.cwd, files),
+        create_find_tool_definition(context.cwd, files),
+        create_ls_tool_definition(context.cwd, files),
     ]
 
 
@@ -32,8 +42,34 @@ def _file_tools(context: RegisterToolsContext, files: FileOperations) -> list[An
 def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsContext) -> None:
     """Register the built-in tools for ``context.cwd``."""
     files = context.file_operations or LocalFileOperations()
-    for definition in _file_tools(context, files):
+    tools = _file_tools(context, files)
+    tools.insert(1, _bash_tool(context))  # Pi's order: read, bash, edit, write, grep, find, ls
+    for definition in tools:
         register(definition)
+
+
+def _bash_config(config: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``[tools.bash]`` table: ``command_prefix``, ``expose_session_environment``,
+    ``shell_path`` (the local backend's shell)."""
+    return ((config or {}).get("tools") or {}).get("bash") or {}
+
+
+def _bash_tool(context: RegisterToolsContext) -> Any:
+    operations = context.bash_operations or LocalBashOperations(
+        shell_path=_bash_config(context.config).get("shell_path")
+    )
+    return create_bash_tool_definition(
+        context.cwd,
+        operations,
+        spawn_hook=context.bash_spawn_hook,
+        options=BashToolOptions.from_config(_bash_config(context.config)),
+    )
+
+
+@hookimpl(trylast=True)
+def pi_bash_operations(context: BackendContext) -> BashOperations | None:
+    """The local bash backend: used when no other plugin provides one."""
+    return LocalBashOperations(shell_path=_bash_config(context.config).get("shell_path"))
 
 
 @hookimpl(trylast=True)

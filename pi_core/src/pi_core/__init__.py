@@ -9,8 +9,8 @@ from __future__ import annotations
 from pi_core.agent import Agent
 from pi_core.errors import CommandTimeout, ToolAborted
 from pi_core.hook_types import AfterToolCallResult, BeforeToolCallResult
-from pi_core.markers import hookimpl, hookspec
 from pi_core.loop import run_agent_loop
+from pi_core.markers import hookimpl, hookspec
 from pi_core.messages import (
     AgentToolResult,
     AssistantMessage,

@@ -3,6 +3,7 @@ what they use."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +41,15 @@ class AfterToolCallResult:
 @dataclass
 class RegisterToolsContext:
     """What ``pi_register_tools`` gets: the session ``cwd``, the loaded ``config`` (a dict of the
-    TOML file, ``{}`` without one) and the backends chosen by ``pi_bash_operations`` and
-    ``pi_file_operations`` (``None`` when no plugin provides one)."""
+    TOML file, ``{}`` without one), the backends chosen by ``pi_bash_operations`` and
+    ``pi_file_operations`` (``None`` when no plugin provides one) and ``bash_spawn_hook``."""
 
     cwd: str
     config: dict[str, Any] = field(default_factory=dict)
     bash_operations: BashOperations | None = None
     file_operations: FileOperations | None = None
+    bash_spawn_hook: Callable[[BashSpawnContext], BashSpawnContext] | None = None
+    """The ``pi_bash_spawn_context`` chain, for the bash tool to apply before each command."""
 
 
 @dataclass

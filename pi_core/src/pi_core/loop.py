@@ -5,7 +5,9 @@ Entry points:
 * :func:`run_agent_loop` ``(prompts, context, config, emit, *, abort=None) -> new messages``
 * :func:`run_agent_loop_continue` ``(context, config, emit, *, abort=None) -> new messages``
 * :func:`run_tool_call` ``(tool_call, context, config, ...) -> ToolCallOutcome``: one call
-  through prepare → validate → before → execute → after, without events (seed, nested calls).
+  through prepare → validate → before → execute → after, without events (seed, nested calls);
+  :func:`run_nested_tool_call` does the same and emits the call's execution events with
+  ``parentToolCallId``.
 
 Per tool call, in order (§2.7–§2.9): look the tool up by exact name (``Tool {name} not found``)
 → ``tool.prepare_arguments(raw)`` → ``config.prepare_arguments(name, args)`` (``None`` keeps
@@ -22,6 +24,10 @@ then every prepared call executes in one nursery (``tool_execution_end`` in comp
 at most ``config.max_parallel_tools`` at a time), then the ToolResult messages follow in source
 order. Events reach ``emit`` one at a time, in order: concurrent tool tasks hand their events to
 one memory channel that a single task drains into ``emit``.
+
+A tool calls ``on_update(partial)`` from its own trio task (from a worker thread, through
+``trio.from_thread.run_sync(on_update, partial)``); updates after ``execute`` settled are
+dropped.
 
 Abort (DESIGN §3, §2.13): each provider read and each executing call runs in a cancel scope
 linked to the run's :class:`~pi_core.abort.Abort`. An aborted call reports the
@@ -351,6 +357,71 @@ async def run_tool_call(
         return preparation
     result, is_error = await _execute(preparation, abort, None, on_update)
     return await _finalize(preparation, result, is_error, context, message, config)
+
+
+async def run_nested_tool_call(
+    tool_call: ToolCall,
+    context: AgentContext,
+    config: LoopConfig,
+    emit: EventSink,
+    *,
+    parent_tool_call_id: str,
+    assistant_message: AssistantMessage | None = None,
+    abort: Abort | None = None,
+) -> ToolCallOutcome:
+    """A call made by another tool (a script calling ``bash``): :func:`run_tool_call`, plus
+    ``tool_execution_start``/``_update``/``_end`` events carrying ``parent_tool_call_id``
+    (seed "nested calls"). No message events and no turn: the caller folds the outcome (and its
+    usage) into the outer call's own result.
+    """
+    await emit(
+        ToolExecutionStartEvent(
+            tool_call_id=tool_call.id,
+            tool_name=tool_call.name,
+            args=tool_call.arguments,
+            parent_tool_call_id=parent_tool_call_id,
+        )
+    )
+    send, receive = trio.open_memory_channel[AgentEvent](math.inf)
+    outcome: ToolCallOutcome | None = None
+
+    async def pump() -> None:
+        async with receive:
+            async for event in receive:
+                await emit(event)
+
+    def on_update(partial: AgentToolResult) -> None:
+        send.send_nowait(
+            ToolExecutionUpdateEvent(
+                tool_call_id=tool_call.id,
+                tool_name=tool_call.name,
+                args=tool_call.arguments,
+                partial_result=partial,
+                parent_tool_call_id=parent_tool_call_id,
+            )
+        )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pump)
+        async with send:
+            outcome = await run_tool_call(
+                tool_call,
+                context,
+                config,
+                assistant_message=assistant_message,
+                abort=abort,
+                on_update=on_update,
+            )
+    await emit(
+        ToolExecutionEndEvent(
+            tool_call_id=tool_call.id,
+            tool_name=tool_call.name,
+            result=outcome.result,
+            is_error=outcome.is_error,
+            parent_tool_call_id=parent_tool_call_id,
+        )
+    )
+    return outcome
 
 
 # ---------------------------------------------------------------------------------------------
@@ -825,6 +896,7 @@ __all__ = [
     "default_convert_to_llm",
     "run_agent_loop",
     "run_agent_loop_continue",
+    "run_nested_tool_call",
     "run_tool_call",
     "tool_result_message",
 ]

@@ -65,6 +65,7 @@ def build_session(
             config=config,
             bash_operations=bash_operations,
             file_operations=file_operations,
+            bash_spawn_hook=hooks.bash_spawn_context,
         )
     )
     return Session(

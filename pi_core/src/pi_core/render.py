@@ -30,13 +30,12 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from typing import Any, TextIO
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import IO, TYPE_CHECKING, Any
 
 from pi_core.messages import ImageContent, TextContent, ToolResultMessage
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def format_size(n: int) -> str:
@@ -75,17 +74,24 @@ class Renderer:
     """Writes human-readable output to ``file``: rich styling when ``styled`` (default: when
     ``file`` is a terminal), plain text otherwise."""
 
-    def __init__(self, file: TextIO, *, styled: bool | None = None) -> None:
+    def __init__(self, file: IO[str], *, styled: bool | None = None) -> None:
         self.file = file
         if styled is None:
             isatty = getattr(file, "isatty", None)
             styled = bool(isatty and isatty())
         self.styled = styled
-        self.console = (
-            Console(file=file, highlight=False, soft_wrap=True, emoji=False, markup=False)
-            if styled
-            else None
-        )
+        self.console: Console | None = None
+        if styled:  # rich is imported only when it is used (start-up time of JSON output)
+            from rich.console import Console
+
+            self.console = Console(
+                file=file,
+                force_terminal=True,
+                highlight=False,
+                soft_wrap=True,
+                emoji=False,
+                markup=False,
+            )
         self._results = 0
 
     # -- tool results ----------------------------------------------------------------------
@@ -107,6 +113,8 @@ class Renderer:
                     self._write(_image_label(block) + "\n")
             self.file.flush()
             return
+        from rich.text import Text
+
         header = Text()
         header.append(message.tool_name, style="bold red" if message.is_error else "bold cyan")
         header.append(header_args, style="dim")
@@ -139,6 +147,8 @@ class Renderer:
                     self._write(f"  {line}\n" if line else "\n")
                 self._write(f"  parameters: {parameters}\n")
                 continue
+            from rich.text import Text
+
             title = Text(info["name"], style="bold cyan")
             title.append(f" [{info['executionMode']}]", style="dim")
             self.console.print(title)
@@ -171,6 +181,8 @@ class Renderer:
                 cells = [row[i].ljust(widths[i]) for i in range(3)]
                 self._write("  ".join([*cells, row[3]]) + "\n")
             return
+        from rich.table import Table
+
         table = Table(show_edge=False, box=None, header_style="bold")
         for name in headers:
             table.add_column(name)

@@ -128,7 +128,11 @@ def parse_session_text(text: str, source: str = "<string>") -> SessionFile:
         if not isinstance(obj, dict):
             raise SessionFileError(f"{source}:{number}: expected a JSON object")
         objects.append((number, obj))
-    if objects and not _is_message(objects[0][1]) and not isinstance(objects[0][1].get("type"), str):
+    if (
+        objects
+        and not _is_message(objects[0][1])
+        and not isinstance(objects[0][1].get("type"), str)
+    ):
         raise SessionFileError(
             f'{source}:{objects[0][0]}: expected a message (an object with "role") '
             'or a Pi session entry (an object with "type")'

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+PI = Path(sys.executable).parent / "pi"
+"""The installed ``pi`` console script of this environment."""
 
 
 @dataclass

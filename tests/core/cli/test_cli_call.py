@@ -104,7 +104,9 @@ def test_relative_cwd_is_made_absolute(pi, plugin_env: Path) -> None:
 
 
 def test_plugin_reads_its_own_config_table(pi, plugin_env: Path) -> None:
-    (plugin_env / "pi.toml").write_text('[pi]\ntool_execution = "sequential"\n\n[cli_plugin]\nprefix = ">> "\n')
+    (plugin_env / "pi.toml").write_text(
+        '[pi]\ntool_execution = "sequential"\n\n[cli_plugin]\nprefix = ">> "\n'
+    )
     result = pi("-p", "cli_plugin", "call", "echo", '{"value":"x"}')
     assert (result.status, result.out) == (0, 'echo {"value":"x"}\n>> x\n')
 

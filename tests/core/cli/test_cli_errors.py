@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PI
+from cli_helpers import PI
 
 
 @pytest.mark.parametrize(
@@ -24,12 +24,21 @@ from conftest import PI
         ),
         (["call", "echo"], "the following arguments are required: ARGS_JSON"),
         (["call", "echo", "{}", "--bogus"], "unrecognized arguments: --bogus"),
-        (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay')"),
+        (
+            ["frobnicate"],
+            "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay')",
+        ),
         ([], "a command is required: plugins, tools, call or replay"),
         (["replay", "missing.jsonl"], "cannot read missing.jsonl: No such file or directory"),
         (["call", "echo", "{}", "--cwd", "nowhere"], "--cwd nowhere: no such directory"),
-        (["-p", "no_such_module_xyz", "plugins"], "plugin 'no_such_module_xyz' failed to load: ModuleNotFoundError: No module named 'no_such_module_xyz'"),
-        (["--config", "absent.toml", "plugins"], "cannot read config file {cwd}/absent.toml: No such file or directory"),
+        (
+            ["-p", "no_such_module_xyz", "plugins"],
+            "plugin 'no_such_module_xyz' failed to load: ModuleNotFoundError: No module named 'no_such_module_xyz'",
+        ),
+        (
+            ["--config", "absent.toml", "plugins"],
+            "cannot read config file {cwd}/absent.toml: No such file or directory",
+        ),
     ],
 )
 def test_unusable_input_exits_2_with_one_line(pi, plugin_env: Path, args, message) -> None:
@@ -122,16 +131,16 @@ def test_process_bad_config(pi_process, plugin_env: Path) -> None:
     (plugin_env / "pi.toml").write_text("[pi\n")
     out = pi_process("plugins")
     assert (out.status, out.out) == (2, "")
-    assert out.err == f"pi: error: {plugin_env}/pi.toml:1: Expected ']' at the end of a table declaration (column 4)\n"
+    assert (
+        out.err
+        == f"pi: error: {plugin_env}/pi.toml:1: Expected ']' at the end of a table declaration (column 4)\n"
+    )
 
 
 def test_process_call_exit_statuses(pi_process) -> None:
     ok = pi_process("-p", "cli_plugin", "call", "echo", '{"value":"x"}', "--json")
-    assert (ok.status, ok.err, json.loads(ok.out)["content"]) == (
-        0,
-        "",
-        [{"type": "text", "text": "x"}],
-    )
+    assert (ok.status, ok.err) == (0, "")
+    assert json.loads(ok.out)["content"] == [{"type": "text", "text": "x"}]
     missing = pi_process("-p", "cli_plugin", "call", "nope", "{}", "--json")
     assert (missing.status, missing.err) == (1, "")
     assert json.loads(missing.out)["content"] == [{"type": "text", "text": "Tool nope not found"}]
@@ -198,14 +207,30 @@ def test_ctrl_c_during_replay_exits_130_without_traceback(plugin_env: Path) -> N
     marker = plugin_env / "started"
     replay = plugin_env / "r.jsonl"
     calls = [
-        {"type": "toolCall", "id": "c1", "name": "wait",
-         "arguments": {"marker": str(marker), "seconds": 60}},
+        {
+            "type": "toolCall",
+            "id": "c1",
+            "name": "wait",
+            "arguments": {"marker": str(marker), "seconds": 60},
+        },
     ]
     replay.write_text(
-        json.dumps({"role": "assistant", "content": calls, "stopReason": "toolUse"}) + "\n"
-        + json.dumps({"role": "assistant", "content": [
-            {"type": "toolCall", "id": "c2", "name": "echo", "arguments": {"value": "later"}}
-        ]}) + "\n"
+        json.dumps({"role": "assistant", "content": calls, "stopReason": "toolUse"})
+        + "\n"
+        + json.dumps(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "toolCall",
+                        "id": "c2",
+                        "name": "echo",
+                        "arguments": {"value": "later"},
+                    }
+                ],
+            }
+        )
+        + "\n"
     )
     proc = _start_waiting(["replay", str(replay), "--json"], marker)
     os.kill(proc.pid, signal.SIGINT)

@@ -68,9 +68,7 @@ def test_json_prints_one_result_per_call_in_source_order(pi, two_turns: Path) ->
 def test_rendered_results_are_separated_by_an_empty_line(pi, two_turns: Path) -> None:
     out = pi("-p", "cli_plugin", "replay", str(two_turns))
     assert out.out == (
-        'echo {"value":"a","delay":0.2}\na\n\n'
-        'echo {"value":"b"}\nb\n\n'
-        'echo {"value":"c"}\nc\n'
+        'echo {"value":"a","delay":0.2}\na\n\necho {"value":"b"}\nb\n\necho {"value":"c"}\nc\n'
     )
 
 
@@ -174,14 +172,18 @@ def test_on_event_hook_sees_every_event_from_agent_start(pi, two_turns: Path) ->
 
 
 def test_missing_stop_reason_means_tool_use(pi, plugin_env: Path) -> None:
-    file = write_jsonl(plugin_env / "r.jsonl", [assistant(call("c1", "echo", value="x"), stop_reason=None)])
+    file = write_jsonl(
+        plugin_env / "r.jsonl", [assistant(call("c1", "echo", value="x"), stop_reason=None)]
+    )
     out = pi("-p", "cli_plugin", "replay", str(file), "--events")
-    turn_end = next(json.loads(l) for l in out.out.splitlines() if '"turn_end"' in l)
+    turn_end = next(json.loads(x) for x in out.out.splitlines() if '"turn_end"' in x)
     assert turn_end["message"]["stopReason"] == "toolUse"
 
 
 def test_length_stop_reason_executes_nothing(pi, plugin_env: Path) -> None:
-    file = write_jsonl(plugin_env / "r.jsonl", [assistant(call("c1", "fail", message="ran"), stop_reason="length")])
+    file = write_jsonl(
+        plugin_env / "r.jsonl", [assistant(call("c1", "fail", message="ran"), stop_reason="length")]
+    )
     out = pi("-p", "cli_plugin", "replay", str(file), "--json")
     assert [without_timestamps(json.loads(line)) for line in out.out.splitlines()] == [
         result(
@@ -194,12 +196,18 @@ def test_length_stop_reason_executes_nothing(pi, plugin_env: Path) -> None:
     ]
 
 
-def test_a_text_reply_ends_a_run_and_the_next_message_starts_a_new_one(pi, plugin_env: Path) -> None:
+def test_a_text_reply_ends_a_run_and_the_next_message_starts_a_new_one(
+    pi, plugin_env: Path
+) -> None:
     file = write_jsonl(
         plugin_env / "r.jsonl",
         [
             assistant(call("c1", "echo", value="1")),
-            {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "stopReason": "stop"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "ok"}],
+                "stopReason": "stop",
+            },
             assistant(call("c2", "echo", value="2")),
         ],
     )
@@ -257,16 +265,46 @@ def _session_v3(path: Path) -> Path:
     """A v3 tree whose first branch (c-old) was abandoned for c-new."""
     entries = [
         {"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/x"},
-        {"type": "message", "id": "u1", "parentId": None, "timestamp": "t",
-         "message": {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}},
-        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "t",
-         "message": assistant(call("c-old", "echo", value="old"))},
-        {"type": "message", "id": "r1", "parentId": "a1", "timestamp": "t",
-         "message": result("c-old", "echo", "old") | {"timestamp": 2}},
-        {"type": "model_change", "id": "m1", "parentId": "u1", "timestamp": "t",
-         "provider": "p", "modelId": "m"},
-        {"type": "message", "id": "a2", "parentId": "m1", "timestamp": "t",
-         "message": assistant(call("c-new", "echo", value="new"))},
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": "t",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": "hi"}],
+                "timestamp": 1,
+            },
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": "u1",
+            "timestamp": "t",
+            "message": assistant(call("c-old", "echo", value="old")),
+        },
+        {
+            "type": "message",
+            "id": "r1",
+            "parentId": "a1",
+            "timestamp": "t",
+            "message": result("c-old", "echo", "old") | {"timestamp": 2},
+        },
+        {
+            "type": "model_change",
+            "id": "m1",
+            "parentId": "u1",
+            "timestamp": "t",
+            "provider": "p",
+            "modelId": "m",
+        },
+        {
+            "type": "message",
+            "id": "a2",
+            "parentId": "m1",
+            "timestamp": "t",
+            "message": assistant(call("c-new", "echo", value="new")),
+        },
     ]
     return write_jsonl(path, entries)
 

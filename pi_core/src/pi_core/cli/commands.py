@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pi_core.abort import Abort
 from pi_core.cli.interrupt import run_interruptible
@@ -21,8 +21,10 @@ from pi_core.errors import PiError, PluginError
 from pi_core.loop_config import AgentContext, LoopConfig
 from pi_core.messages import AssistantMessage, ToolCall
 from pi_core.plugins import PiPluginManager, list_plugins, make_plugin_manager
-from pi_core.render import Renderer
 from pi_core.tools import AgentTool
+
+if TYPE_CHECKING:
+    from pi_core.render import Renderer
 
 
 @dataclass
@@ -34,7 +36,7 @@ class CommandContext:
     args: argparse.Namespace
     stdout: IO[str]
     stderr: IO[str]
-    _renderer: Renderer | None = field(default=None, repr=False)
+    _renderer: Any = field(default=None, repr=False)
 
     @cached_property
     def config(self) -> PiConfig:
@@ -51,6 +53,8 @@ class CommandContext:
     def renderer(self) -> Renderer:
         """Human-readable output on stdout (rich on a terminal)."""
         if self._renderer is None:
+            from pi_core.render import Renderer
+
             self._renderer = Renderer(self.stdout)
         return self._renderer
 
@@ -190,9 +194,7 @@ def cmd_call(ctx: CommandContext) -> int:
         message = AssistantMessage(content=[tool_call], stop_reason="toolUse")
         context = AgentContext(messages=[message], tools=list(session.tools))
         outcomes.append(
-            await run_tool_call(
-                tool_call, context, config, assistant_message=message, abort=abort
-            )
+            await run_tool_call(tool_call, context, config, assistant_message=message, abort=abort)
         )
 
     interrupted = run_interruptible(call)

@@ -20,7 +20,7 @@ class UsageError(PiError):
     missing file): exit status 2 with one line on stderr."""
 
 
-class ParserExit(Exception):  # noqa: N818 - mirrors argparse's own exit, not an error
+class ParserExit(Exception):
     """argparse wanted to exit (``--help``, ``--version``): ``status`` is the exit status."""
 
     def __init__(self, status: int) -> None:
@@ -45,7 +45,7 @@ class PiArgumentParser(argparse.ArgumentParser):
             raise UsageError(" ".join(message.split()))
         raise ParserExit(status)
 
-    def print_help(self, file: IO[str] | None = None) -> None:
+    def print_help(self, file: Any = None) -> None:
         """Help goes to the stdout ``main`` was given."""
         super().print_help(file if file is not None else self._stdout)
 
@@ -127,9 +127,7 @@ def build_parser(stdout: IO[str] | None = None) -> PiArgumentParser:
         action="store_true",
         help="print every agent event as JSON Lines (from the first tool execution on)",
     )
-    replay.add_argument(
-        "--sequential", action="store_true", help="run every batch sequentially"
-    )
+    replay.add_argument("--sequential", action="store_true", help="run every batch sequentially")
     return parser
 
 

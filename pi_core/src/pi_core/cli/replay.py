@@ -135,9 +135,7 @@ class _Sink:
                 if self.json:
                     write_json_line(self.ctx.stdout, message.to_json_dict())
                 else:
-                    self.ctx.renderer.tool_result(
-                        message, self.arguments.get(message.tool_call_id)
-                    )
+                    self.ctx.renderer.tool_result(message, self.arguments.get(message.tool_call_id))
         await self.hooks.on_event(event)
 
 

@@ -1,0 +1,971 @@
+"""Argument validation: lossless coercion, JSON Schema, Pi's message text (spec §2.11, §8.2,
+port decisions 4 and 10).
+
+Expected texts come from the spec, from the conformance cases in
+``/work/shared/conformance/cases/loop-*.json``, and from running TypeBox 1.4 / pi-ai 0.73.1 (the
+npm reference) on the same schema and value.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from typing import Any
+
+import jsonschema
+import pydantic
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pi_core import AgentTool, tool
+from pi_core.errors import ToolError
+from pi_core.validation import (
+    MAX_ERRORS,
+    ToolArgumentsError,
+    js_number_to_string,
+    json_stringify,
+    validate_tool_arguments,
+    validator_cache_info,
+)
+
+
+async def _never_called(*args: Any) -> Any:
+    raise AssertionError("validation never executes the tool")
+
+
+def make_tool(parameters: Any, name: str = "t") -> AgentTool:
+    return AgentTool(name=name, description="", parameters=parameters, execute=_never_called)
+
+
+# The reference's own schemas (npm 0.73.1 createAllTools; descriptions dropped).
+READ = make_tool(
+    {
+        "type": "object",
+        "required": ["path"],
+        "properties": {
+            "path": {"type": "string"},
+            "offset": {"type": "number"},
+            "limit": {"type": "number"},
+        },
+    },
+    name="read",
+)
+EDIT = make_tool(
+    {
+        "type": "object",
+        "required": ["path", "edits"],
+        "properties": {
+            "path": {"type": "string"},
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["oldText", "newText"],
+                    "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
+                    "additionalProperties": False,
+                },
+            },
+        },
+        "additionalProperties": False,
+    },
+    name="edit",
+)
+GREP = make_tool(
+    {
+        "type": "object",
+        "required": ["pattern"],
+        "properties": {
+            "pattern": {"type": "string"},
+            "path": {"type": "string"},
+            "glob": {"type": "string"},
+            "ignoreCase": {"type": "boolean"},
+            "literal": {"type": "boolean"},
+            "context": {"type": "number"},
+            "limit": {"type": "number"},
+        },
+    },
+    name="grep",
+)
+
+
+def message(tool: AgentTool, arguments: Any) -> str:
+    with pytest.raises(ToolArgumentsError) as caught:
+        validate_tool_arguments(tool, arguments)
+    return str(caught.value)
+
+
+def error_lines(tool: AgentTool, arguments: Any) -> list[str]:
+    text = message(tool, arguments)
+    head, _, _ = text.partition("\n\nReceived arguments:\n")
+    return head.split("\n")[1:]
+
+
+def prop(schema: dict[str, Any]) -> AgentTool:
+    """A tool with one optional property ``x`` of the given schema."""
+    return make_tool({"type": "object", "properties": {"x": schema}})
+
+
+# ----------------------------------------------------------------------------------------------
+# §2.11 message examples and §8.2 scenarios 49-51 (exact full text)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_extra_key_with_additional_properties_false() -> None:
+    tool = make_tool(
+        {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "additionalProperties": False,
+        }
+    )
+    assert message(tool, {"path": "a", "extra": 1}) == (
+        'Validation failed for tool "t":\n'
+        "  - extra: schema is false\n"
+        "  - root: must not have additional properties\n"
+        "\n"
+        "Received arguments:\n"
+        '{\n  "path": "a",\n  "extra": 1\n}'
+    )
+
+
+def test_missing_required_properties_are_one_line_at_the_first_name() -> None:
+    assert message(EDIT, {}) == (
+        'Validation failed for tool "edit":\n'
+        "  - path: must have required properties path, edits\n"
+        "\n"
+        "Received arguments:\n"
+        "{}"
+    )
+
+
+def test_null_arguments_are_not_an_object() -> None:
+    assert message(READ, None) == (
+        'Validation failed for tool "read":\n  - root: must be object\n\nReceived arguments:\nnull'
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "received"),
+    [([1], "[\n  1\n]"), ("str", '"str"'), (5.0, "5"), (True, "true"), ([], "[]")],
+)
+def test_non_object_arguments(arguments: Any, received: str) -> None:
+    assert message(READ, arguments) == (
+        'Validation failed for tool "read":\n'
+        "  - root: must be object\n\nReceived arguments:\n" + received
+    )
+
+
+def test_a_string_of_json_is_not_parsed() -> None:
+    assert error_lines(READ, '{"path": "a"}') == ["  - root: must be object"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Conformance cases (texts from the case files; loop-validation-errors from the reference run)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_case_loop_validation_errors() -> None:
+    assert message(EDIT, {}) == (
+        'Validation failed for tool "edit":\n  - path: must have required properties path, '
+        "edits\n\nReceived arguments:\n{}"
+    )
+    assert message(READ, {"path": {"a": 1}}) == (
+        'Validation failed for tool "read":\n  - path: must be string\n\nReceived arguments:\n'
+        '{\n  "path": {\n    "a": 1\n  }\n}'
+    )
+
+
+def test_case_loop_null_and_empty_not_coerced() -> None:
+    assert message(READ, {"path": "a.txt", "offset": None}) == (
+        'Validation failed for tool "read":\n  - offset: must be number\n\nReceived arguments:\n'
+        '{\n  "path": "a.txt",\n  "offset": null\n}'
+    )
+    assert message(READ, {"path": "a.txt", "limit": ""}) == (
+        'Validation failed for tool "read":\n  - limit: must be number\n\nReceived arguments:\n'
+        '{\n  "path": "a.txt",\n  "limit": ""\n}'
+    )
+
+
+def test_case_loop_path_number_rejected() -> None:
+    assert message(READ, {"path": 123}) == (
+        'Validation failed for tool "read":\n  - path: must be string\n\nReceived arguments:\n'
+        '{\n  "path": 123\n}'
+    )
+
+
+def test_case_loop_coercion_and_extra_keys() -> None:
+    offset_limit = validate_tool_arguments(READ, {"path": "five.txt", "offset": "2", "limit": "2"})
+    assert offset_limit == {"path": "five.txt", "offset": 2, "limit": 2}
+    assert type(offset_limit["offset"]) is int
+    assert validate_tool_arguments(
+        GREP, {"pattern": "alpha", "path": "case.txt", "ignoreCase": "true"}
+    ) == {"pattern": "alpha", "path": "case.txt", "ignoreCase": True}
+    assert validate_tool_arguments(READ, {"path": "case.txt", "encoding": "utf-8"}) == {
+        "path": "case.txt",
+        "encoding": "utf-8",
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# §8.2 scenarios 45-48 as amended by port decision 4
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [("5", 5), ("50", 50), ("-3", -3), ("-0", 0), ("5.5", 5.5), ("-1.25", -1.25), ("1e3", 1000.0)],
+)
+def test_numeric_string_becomes_a_number(text: str, number: float) -> None:
+    result = validate_tool_arguments(READ, {"path": "a", "offset": text})
+    assert result == {"path": "a", "offset": number}
+    assert type(result["offset"]) is type(number)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "abc",
+        "",
+        "   ",
+        " 7 ",
+        "\n5",
+        "0x10",
+        "0b11",
+        "0o7",
+        "+5",
+        ".5",
+        "5.",
+        "007",
+        "1_000",
+        "5px",
+        "Infinity",
+        "NaN",
+        "1e400",
+        "٣",  # an Arabic-Indic digit: int() would accept it
+        "true",
+        None,
+        True,
+        False,
+        [5],
+        {"n": 5},
+    ],
+)
+def test_nothing_else_becomes_a_number(value: Any) -> None:
+    assert error_lines(READ, {"path": "a", "offset": value}) == ["  - offset: must be number"]
+
+
+def test_scenario_45_exact_text() -> None:
+    assert message(READ, {"path": "a", "offset": "abc"}) == (
+        'Validation failed for tool "read":\n  - offset: must be number\n\nReceived arguments:\n'
+        '{\n  "path": "a",\n  "offset": "abc"\n}'
+    )
+
+
+INTEGER = prop({"type": "integer"})
+
+
+@pytest.mark.parametrize(("text", "number"), [("2", 2), ("-7", -7), ("2.0", 2), ("1e3", 1000)])
+def test_integer_string_becomes_an_int(text: str, number: int) -> None:
+    result = validate_tool_arguments(INTEGER, {"x": text})
+    assert result == {"x": number}
+    assert type(result["x"]) is int
+
+
+def test_big_integer_string_is_exact() -> None:
+    assert validate_tool_arguments(INTEGER, {"x": "123456789012345678901234567890"}) == {
+        "x": 123456789012345678901234567890
+    }
+
+
+@pytest.mark.parametrize("value", ["1.5", "2.5e0", "1e-3", "abc", "", 1.5, None, False])
+def test_non_integers_stay_and_fail(value: Any) -> None:
+    assert error_lines(INTEGER, {"x": value}) == ["  - x: must be integer"]
+
+
+@pytest.mark.parametrize("value", [123, 1.5, True, False, None, ["a"], {"a": 1}])
+def test_nothing_becomes_a_string(value: Any) -> None:
+    assert error_lines(READ, {"path": value}) == ["  - path: must be string"]
+
+
+BOOLEAN = prop({"type": "boolean"})
+
+
+@pytest.mark.parametrize(("text", "flag"), [("true", True), ("false", False)])
+def test_true_and_false_strings_become_booleans(text: str, flag: bool) -> None:
+    assert validate_tool_arguments(BOOLEAN, {"x": text}) == {"x": flag}
+
+
+@pytest.mark.parametrize("value", ["TRUE", "False", "1", "0", "yes", "", 1, 0, 2, None])
+def test_nothing_else_becomes_a_boolean(value: Any) -> None:
+    assert error_lines(BOOLEAN, {"x": value}) == ["  - x: must be boolean"]
+
+
+def test_single_edit_object_is_wrapped_into_an_array() -> None:
+    arguments = {"path": "a.ts", "edits": {"oldText": "a", "newText": "b"}}
+    assert validate_tool_arguments(EDIT, arguments) == {
+        "path": "a.ts",
+        "edits": [{"oldText": "a", "newText": "b"}],
+    }
+    assert arguments["edits"] == {"oldText": "a", "newText": "b"}
+
+
+def test_a_wrapped_object_is_coerced_and_validated_as_an_item() -> None:
+    tool = prop(
+        {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}}}
+    )
+    assert validate_tool_arguments(tool, {"x": {"n": "5"}}) == {"x": [{"n": 5}]}
+    assert message(EDIT, {"path": "a", "edits": {"oldText": "a"}}) == (
+        'Validation failed for tool "edit":\n'
+        "  - edits.0.newText: must have required properties newText\n\n"
+        'Received arguments:\n{\n  "path": "a",\n  "edits": {\n    "oldText": "a"\n  }\n}'
+    )
+
+
+@pytest.mark.parametrize("value", ["x", 5, None, True])
+def test_scalars_are_not_wrapped_into_arrays(value: Any) -> None:
+    tool = prop({"type": "array", "items": {"type": "string"}})
+    assert error_lines(tool, {"x": value}) == ["  - x: must be array"]
+
+
+def test_an_object_is_not_wrapped_where_items_are_not_objects() -> None:
+    for items in ({"type": "string"}, None):
+        schema: dict[str, Any] = {"type": "array"}
+        if items:
+            schema["items"] = items
+        assert error_lines(prop(schema), {"x": {"a": 1}}) == ["  - x: must be array"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Where coercion reaches: nesting, arrays, unions, $ref, additionalProperties
+# ----------------------------------------------------------------------------------------------
+
+
+def test_coercion_in_nested_arrays_and_objects() -> None:
+    tool = prop(
+        {
+            "type": "object",
+            "properties": {
+                "grid": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
+                "on": {"type": "boolean"},
+            },
+        }
+    )
+    assert validate_tool_arguments(
+        tool, {"x": {"grid": [["1", "2"], [], ["-3"]], "on": "false"}}
+    ) == {"x": {"grid": [[1, 2], [], [-3]], "on": False}}
+
+
+def test_coercion_through_additional_properties_pattern_properties_and_prefix_items() -> None:
+    tool = make_tool(
+        {
+            "type": "object",
+            "properties": {"fixed": {"type": "string"}},
+            "patternProperties": {"^n_": {"type": "number"}},
+            "additionalProperties": {"type": "boolean"},
+        }
+    )
+    assert validate_tool_arguments(tool, {"fixed": "1", "n_a": "1.5", "flag": "true"}) == {
+        "fixed": "1",
+        "n_a": 1.5,
+        "flag": True,
+    }
+    pair = prop(
+        {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "boolean"}}
+    )
+    assert validate_tool_arguments(pair, {"x": ["4", "true", "false"]}) == {"x": [4, True, False]}
+
+
+def test_union_takes_the_first_member_the_coerced_value_matches() -> None:
+    optional_int = prop({"anyOf": [{"type": "integer"}, {"type": "null"}]})
+    assert validate_tool_arguments(optional_int, {"x": "5"}) == {"x": 5}
+    assert validate_tool_arguments(optional_int, {"x": None}) == {"x": None}
+    type_list = prop({"type": ["null", "number"]})
+    assert validate_tool_arguments(type_list, {"x": "2.5"}) == {"x": 2.5}
+    one_of = prop({"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "integer"}}]})
+    assert validate_tool_arguments(one_of, {"x": ["1"]}) == {"x": [1]}
+
+
+def test_a_value_that_already_matches_a_union_member_is_kept() -> None:
+    for schema in (
+        {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        {"type": ["integer", "string"]},
+    ):
+        assert validate_tool_arguments(prop(schema), {"x": "5"}) == {"x": "5"}
+
+
+def test_allof_members_all_coerce() -> None:
+    tool = prop(
+        {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}},
+                {"properties": {"b": {"type": "boolean"}}},
+            ]
+        }
+    )
+    assert validate_tool_arguments(tool, {"x": {"a": "1", "b": "true"}}) == {
+        "x": {"a": 1, "b": True}
+    }
+
+
+class Edit(pydantic.BaseModel):
+    old_text: str
+    count: int = 1
+
+
+@tool
+def apply_edits(
+    path: str, edits: list[Edit], backup: Edit | None = None, dry_run: bool = False
+) -> str:
+    """Apply edits."""
+    return path
+
+
+def test_pydantic_schema_with_defs_ref_and_optional() -> None:
+    assert "$defs" in apply_edits.parameters
+    result = validate_tool_arguments(
+        apply_edits,
+        {
+            "path": "a",
+            "edits": {"old_text": "x", "count": "3"},
+            "backup": {"old_text": "y", "count": "2"},
+            "dry_run": "true",
+        },
+    )
+    assert result == {
+        "path": "a",
+        "edits": [{"old_text": "x", "count": 3}],
+        "backup": {"old_text": "y", "count": 2},
+        "dry_run": True,
+    }
+
+
+def test_pydantic_schema_errors() -> None:
+    assert message(apply_edits, {"path": 1, "edits": [{"count": "1.5"}], "extra": None}) == (
+        'Validation failed for tool "apply_edits":\n'
+        "  - extra: schema is false\n"
+        "  - root: must not have additional properties\n"
+        "  - path: must be string\n"
+        "  - edits.0.old_text: must have required properties old_text\n"
+        "  - edits.0.count: must be integer\n"
+        "\n"
+        "Received arguments:\n"
+        '{\n  "path": 1,\n  "edits": [\n    {\n      "count": "1.5"\n    }\n  ],\n'
+        '  "extra": null\n}'
+    )
+
+
+def test_recursive_schema_coerces_every_level() -> None:
+    tool = make_tool(
+        {
+            "$defs": {
+                "Node": {
+                    "type": "object",
+                    "properties": {
+                        "v": {"type": "integer"},
+                        "kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                    },
+                }
+            },
+            "$ref": "#/$defs/Node",
+        }
+    )
+    arguments = {"v": "1", "kids": [{"v": "2", "kids": {"v": "3"}}]}
+    assert validate_tool_arguments(tool, arguments) == {
+        "v": 1,
+        "kids": [{"v": 2, "kids": [{"v": 3}]}],
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Order and vocabulary (texts from TypeBox 1.4 on the same schema and value)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_order_required_extras_then_properties_in_schema_order_and_items_by_index() -> None:
+    tool = make_tool(
+        {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "edits": EDIT.parameters["properties"]["edits"],
+                "z": {"type": "string"},
+            },
+            "required": ["path", "edits", "q"],
+            "additionalProperties": False,
+        }
+    )
+    arguments = {
+        "z": 1,
+        "extra1": 2,
+        "edits": [{"oldText": 1}, {"oldText": "a", "newText": "b", "q": 1}],
+        "extra2": 3,
+    }
+    assert error_lines(tool, arguments) == [
+        "  - path: must have required properties path, q",
+        "  - extra1: schema is false",
+        "  - extra2: schema is false",
+        "  - root: must not have additional properties",
+        "  - edits.0.newText: must have required properties newText",
+        "  - edits.0.oldText: must be string",
+        "  - edits.1.q: schema is false",
+        "  - edits.1: must not have additional properties",
+    ]
+
+
+def test_at_most_eight_errors_are_listed() -> None:
+    assert MAX_ERRORS == 8
+    tool = make_tool({"type": "object", "additionalProperties": False})
+    arguments = {f"k{i}": i for i in range(10)}
+    lines = error_lines(tool, arguments)
+    assert lines == [f"  - k{i}: schema is false" for i in range(8)]
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "lines"),
+    [
+        (
+            {"type": "integer", "minimum": 0, "maximum": 10},
+            -1.5,
+            ["must be integer", "must be >= 0"],
+        ),
+        (
+            {"type": "number", "exclusiveMinimum": 0, "multipleOf": 2},
+            -3,
+            ["must be > 0", "must be multiple of 2"],
+        ),
+        ({"maximum": 1e21}, 1e22, ["must be <= 1e+21"]),
+        ({"exclusiveMaximum": 0.5}, 1, ["must be < 0.5"]),
+        ({"enum": ["a", "b"]}, "c", ["must be equal to one of the allowed values"]),
+        ({"const": 5}, 4, ["must be equal to constant"]),
+        (
+            {"type": "string", "pattern": "^a", "minLength": 2, "maxLength": 3},
+            "bbbb",
+            ["must not have more than 3 characters", 'must match pattern "^a"'],
+        ),
+        ({"type": "string", "minLength": 3}, "ab", ["must not have fewer than 3 characters"]),
+        ({"type": ["string", "null"]}, 3, ["must be either string or null"]),
+        ({"not": {"type": "string"}}, "x", ["must not be valid"]),
+        ({"contains": {"type": "string"}}, [1], ["must contain at least 1 valid item"]),
+        ({"type": "array", "minItems": 2}, [1], ["must not have fewer than 2 items"]),
+        (
+            {"type": "array", "maxItems": 3, "uniqueItems": True},
+            [1, 1, 1, 1],
+            ["must not have more than 3 items", "must not have duplicate items"],
+        ),
+        (
+            {"type": "object", "minProperties": 2, "maxProperties": 0},
+            {"a": 1},
+            ["must not have fewer than 2 properties", "must not have more than 0 properties"],
+        ),
+        (
+            {"dependentRequired": {"a": ["b", "c"]}},
+            {"a": 1, "c": 1},
+            ["must have properties b, c when property a is present"],
+        ),
+        (
+            {"type": "object", "unevaluatedProperties": False, "properties": {"a": {}}},
+            {"a": 1, "b": 2},
+            ["must not have unevaluated properties"],
+        ),
+        ({"if": {"type": "string"}, "then": {"minLength": 3}}, "ab", ['must match "then" schema']),
+        (
+            {"if": {"type": "string"}, "else": {"type": "number", "minimum": 5}},
+            2,
+            ["must be >= 5", 'must match "else" schema'],
+        ),
+        (
+            {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            5,
+            ["must be string", "must be null", "must match a schema in anyOf"],
+        ),
+        (
+            {"oneOf": [{"type": "string"}, {"type": "boolean"}]},
+            5,
+            ["must be string", "must be boolean", "must match exactly one schema in oneOf"],
+        ),
+        (
+            {"oneOf": [{"type": "number"}, {"type": "integer"}]},
+            5,
+            ["must match exactly one schema in oneOf"],
+        ),
+        (False, 1, ["schema is false"]),
+    ],
+)
+def test_keyword_messages(schema: Any, value: Any, lines: list[str]) -> None:
+    assert error_lines(prop(schema), {"x": value}) == [f"  - x: {line}" for line in lines]
+
+
+def test_nested_paths_and_grouped_lines() -> None:
+    tool = make_tool(
+        {
+            "type": "object",
+            "properties": {
+                "d": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "p": {"type": "object", "propertyNames": {"pattern": "^a"}},
+                "o": {"anyOf": [{"type": "object", "required": ["a"]}, {"type": "null"}]},
+                "q": {"type": "array", "prefixItems": [{"type": "string"}], "items": False},
+                "a/b": {"type": "string"},
+                "t~x": {"type": "string"},
+            },
+        }
+    )
+    arguments = {
+        "d": {"x": "a", "y": 1, "z": "b"},
+        "p": {"ab": 1, "b": 2},
+        "o": {},
+        "q": [1, 2],
+        "a/b": 1,
+        "t~x": 2,
+    }
+    assert error_lines(tool, arguments) == [
+        "  - d.x: must be integer",
+        "  - d.z: must be integer",
+        "  - d: must not have additional properties",
+        '  - p.b: must match pattern "^a"',
+        "  - p: property names b are invalid",
+        "  - o.a: must have required properties a",
+        "  - o: must be null",
+        "  - o: must match a schema in anyOf",
+    ]
+    rest = {"q": [1, 2], "a/b": 1, "t~x": 2}
+    assert error_lines(tool, rest) == [
+        "  - q.1: schema is false",
+        "  - q.0: must be string",
+        "  - a~1b: must be string",
+        "  - t~0x: must be string",
+    ]
+
+
+def test_required_inside_an_array_item_is_prefixed_by_its_path() -> None:
+    tool = prop({"type": "array", "items": {"type": "object", "required": ["b", "c"]}})
+    assert error_lines(tool, {"x": [{"b": 1}, {}]}) == [
+        "  - x.0.c: must have required properties c",
+        "  - x.1.b: must have required properties b, c",
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Received arguments: JSON.stringify(arguments, null, 2)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("number", "text"),
+    [
+        (1.0, "1"),
+        (100.0, "100"),
+        (-0.0, "0"),
+        (0.5, "0.5"),
+        (-1.5, "-1.5"),
+        (1e20, "100000000000000000000"),
+        (1e21, "1e+21"),
+        (1e100, "1e+100"),
+        (0.000001, "0.000001"),
+        (1e-7, "1e-7"),
+        (1.5e-7, "1.5e-7"),
+        (123e-20, "1.23e-18"),
+        (0.1 + 0.2, "0.30000000000000004"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (1234.5678, "1234.5678"),
+        (2**53, "9007199254740992"),
+        (2**53 + 1, "9007199254740992"),
+        (12345678901234567890, "12345678901234567000"),
+        (123456789012345678901234, "1.2345678901234569e+23"),
+        (math.inf, "Infinity"),
+        (math.nan, "NaN"),
+    ],
+)
+def test_js_number_to_string(number: float, text: str) -> None:
+    assert js_number_to_string(number) == text
+
+
+def test_json_stringify_matches_javascript() -> None:
+    value = {
+        "s": '\x00\x1f\x7f\u2028é😀"\\/\b\f\n\r\t\ud800x\udfff',
+        "e": {},
+        "l": [],
+        "n": [[], {}, [1, [2.0]]],
+        "k\n": None,
+        "b": [True, False],
+        "f": [math.nan, -math.inf],
+    }
+    assert json_stringify(value) == (
+        "{\n"
+        '  "s": "\\u0000\\u001f\x7f\u2028é😀\\"\\\\/\\b\\f\\n\\r\\t\\ud800x\\udfff",\n'
+        '  "e": {},\n'
+        '  "l": [],\n'
+        '  "n": [\n    [],\n    {},\n    [\n      1,\n      [\n        2\n      ]\n    ]\n  ],\n'
+        '  "k\\n": null,\n'
+        '  "b": [\n    true,\n    false\n  ],\n'
+        '  "f": [\n    null,\n    null\n  ]\n'
+        "}"
+    )
+
+
+def test_received_arguments_are_the_input_before_coercion_in_key_order() -> None:
+    text = message(READ, {"z": 1, "offset": "7", "path": 1.0, "a": "ü"})
+    assert text == (
+        'Validation failed for tool "read":\n  - path: must be string\n\nReceived arguments:\n'
+        '{\n  "z": 1,\n  "offset": "7",\n  "path": 1,\n  "a": "ü"\n}'
+    )
+
+
+def test_the_error_carries_its_parts() -> None:
+    with pytest.raises(ToolArgumentsError) as caught:
+        validate_tool_arguments(READ, {"path": 1, "offset": None})
+    error = caught.value
+    assert isinstance(error, ToolError)
+    assert error.tool_name == "read"
+    assert error.errors == [("path", "must be string"), ("offset", "must be number")]
+    assert error.arguments == {"path": 1, "offset": None}
+
+
+# ----------------------------------------------------------------------------------------------
+# Copies, cache, broken schemas
+# ----------------------------------------------------------------------------------------------
+
+
+def test_the_callers_arguments_are_never_modified() -> None:
+    arguments = {"path": "a", "edits": {"oldText": "x", "newText": "y"}}
+    snapshot = copy.deepcopy(arguments)
+    inner = arguments["edits"]
+    result = validate_tool_arguments(EDIT, arguments)
+    assert arguments == snapshot and arguments["edits"] is inner
+    assert result is not arguments
+    result["path"] = "changed"
+    result["edits"][0]["oldText"] = "changed"
+    assert arguments == snapshot
+
+    plain = {"path": "a", "offset": 3, "nested": {"k": [1]}}
+    same = validate_tool_arguments(READ, plain)
+    assert same == plain and same is not plain and same["nested"] is not plain["nested"]
+
+
+def test_tuples_are_arrays() -> None:
+    tool = prop({"type": "array", "items": {"type": "integer"}})
+    assert validate_tool_arguments(tool, {"x": ("1", 2)}) == {"x": [1, 2]}
+
+
+def test_the_validator_is_compiled_once_per_tool_and_schema() -> None:
+    tool = make_tool({"type": "object", "properties": {"n": {"type": "number"}}})
+    before = validator_cache_info()
+    for value in ("1", "2", "3"):
+        validate_tool_arguments(tool, {"n": value})
+    with pytest.raises(ToolArgumentsError):
+        validate_tool_arguments(tool, {"n": "x"})
+    after = validator_cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 3)
+
+    twin = make_tool(tool.parameters)
+    validate_tool_arguments(twin, {})
+    assert validator_cache_info().misses - after.misses == 1
+
+    tool.parameters = {"type": "object", "properties": {"n": {"type": "string"}}}
+    assert validate_tool_arguments(tool, {"n": "1"}) == {"n": "1"}
+    assert validator_cache_info().misses - after.misses == 2
+
+
+def test_cached_validators_do_not_keep_tools_alive() -> None:
+    import gc
+    import weakref
+
+    tool = make_tool({"type": "object"})
+    validate_tool_arguments(tool, {})
+    ref = weakref.ref(tool)
+    del tool
+    gc.collect()
+    assert ref() is None
+
+
+@pytest.mark.parametrize(
+    ("parameters", "text"),
+    [
+        ({"type": "objekt"}, "'objekt' is not valid under any of the given schemas (at type)"),
+        ([1], "expected a JSON Schema object, got list"),
+    ],
+)
+def test_an_invalid_schema_is_a_tool_error(parameters: Any, text: str) -> None:
+    with pytest.raises(ToolError) as caught:
+        validate_tool_arguments(make_tool(parameters), {})
+    assert type(caught.value) is ToolError
+    assert str(caught.value) == f'Invalid parameters schema for tool "t": {text}'
+
+
+def test_an_unresolvable_ref_is_a_tool_error() -> None:
+    tool = prop({"$ref": "#/$defs/missing"})
+    with pytest.raises(ToolError) as caught:
+        validate_tool_arguments(tool, {"x": 1})
+    assert type(caught.value) is ToolError
+    assert str(caught.value).startswith('Invalid parameters schema for tool "t": cannot resolve')
+
+
+def test_deeply_nested_arguments_are_an_arguments_error() -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(5000):
+        node["a"] = {}
+        node = node["a"]
+    tool = make_tool({"type": "object", "properties": {"a": {"$ref": "#"}}})
+    with pytest.raises(ToolArgumentsError) as caught:
+        validate_tool_arguments(tool, deep)
+    assert str(caught.value) == (
+        'Validation failed for tool "t":\n  - root: too deeply nested to validate\n\n'
+        "Received arguments:\n(nested too deeply to print)"
+    )
+
+
+def test_an_empty_or_true_schema_accepts_anything() -> None:
+    for parameters in ({}, True):
+        assert validate_tool_arguments(make_tool(parameters), [1, "2"]) == [1, "2"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Property: arbitrary JSON never raises anything but ToolArgumentsError
+# ----------------------------------------------------------------------------------------------
+
+SCHEMAS = [
+    READ.parameters,
+    EDIT.parameters,
+    GREP.parameters,
+    apply_edits.parameters,
+    {
+        "type": "object",
+        "properties": {
+            "a": {"type": ["string", "null"], "maxLength": 2},
+            "b": {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "number", "maximum": 0}]},
+            "c": {"type": "object", "additionalProperties": {"type": "boolean"}},
+            "d": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"k": {"enum": ["x", 1]}}},
+            },
+        },
+        "required": ["a"],
+    },
+]
+KEYS = ["path", "offset", "edits", "oldText", "old_text", "count", "pattern", "a", "b", "d", ""]
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+    | st.sampled_from(["5", "-1.5", "1e3", "2.0", "true", "false", "", "0x10", " 7", "x"])
+)
+json_values = st.recursive(
+    scalars,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=3), children, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+def number_text(number: float) -> str:
+    """How a model might write ``number`` as a string (a JSON number literal)."""
+    return json.dumps(number)
+
+
+def coercible(schema: Any, root: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values that match ``schema`` once the lossless conversions are applied: numbers or
+    numeric strings, booleans or "true"/"false", an array of objects or a single object.
+    Knows the keywords ``SCHEMAS`` use."""
+    if "$ref" in schema:
+        return coercible(root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root)
+    members = schema.get("anyOf") or schema.get("oneOf")
+    if members:
+        return st.one_of([coercible(member, root) for member in members])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return st.one_of([coercible({**schema, "type": each}, root) for each in kind])
+    if kind == "object":
+        properties = {
+            key: coercible(sub, root) for key, sub in schema.get("properties", {}).items()
+        }
+        required = {key: properties.pop(key) for key in schema.get("required", [])}
+        built = st.fixed_dictionaries(required, optional=properties)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            extras = st.dictionaries(st.text(max_size=3), coercible(extra, root), max_size=3)
+            built = st.tuples(extras, built).map(lambda pair: {**pair[0], **pair[1]})
+        return built
+    if kind == "array":
+        item = coercible(schema["items"], root)
+        if schema["items"].get("type") == "object" or "$ref" in schema["items"]:
+            return st.lists(item, max_size=3) | item
+        return st.lists(item, max_size=3)
+    if kind == "integer":
+        integers = st.integers(min_value=schema.get("minimum"), max_value=schema.get("maximum"))
+        return integers | integers.map(number_text)
+    if kind == "number":
+        floats = st.floats(
+            min_value=schema.get("minimum"),
+            max_value=schema.get("maximum"),
+            allow_nan=False,
+            allow_infinity=False,
+        )
+        return floats | floats.map(number_text) | st.integers(max_value=schema.get("maximum"))
+    if kind == "boolean":
+        return st.booleans() | st.sampled_from(["true", "false"])
+    if kind == "string":
+        return st.text(max_size=schema.get("maxLength", 8))
+    if kind == "null":
+        return st.none()
+    raise AssertionError(f"coercible() does not know {schema}")
+
+
+@st.composite
+def schema_and_coercible(draw: st.DrawFn) -> tuple[dict[str, Any], Any]:
+    schema = draw(st.sampled_from(SCHEMAS))
+    return schema, draw(coercible(schema, schema))
+
+
+@st.composite
+def schema_and_anything(draw: st.DrawFn) -> tuple[dict[str, Any], Any]:
+    schema = draw(st.sampled_from(SCHEMAS))
+    return schema, draw(coercible(schema, schema) | json_values)
+
+
+@settings(
+    max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(case=schema_and_coercible())
+def test_values_that_coerce_losslessly_are_accepted(case: tuple[dict[str, Any], Any]) -> None:
+    schema, arguments = case
+    snapshot = json.dumps(arguments)
+    result = validate_tool_arguments(make_tool(schema), arguments)
+    assert jsonschema.Draft202012Validator(schema).is_valid(result)
+    if jsonschema.Draft202012Validator(schema).is_valid(arguments):
+        assert json.dumps(result) == snapshot  # a valid value is returned as it was
+    assert json.dumps(arguments) == snapshot
+
+
+@settings(
+    max_examples=500, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(case=schema_and_anything())
+def test_arbitrary_json_gives_params_or_a_tool_arguments_error(
+    case: tuple[dict[str, Any], Any],
+) -> None:
+    schema, arguments = case
+    snapshot = json.dumps(arguments)
+    plain_valid = jsonschema.Draft202012Validator(schema).is_valid(arguments)
+    try:
+        result = validate_tool_arguments(make_tool(schema, name="tool"), arguments)
+    except ToolArgumentsError as error:
+        text = str(error)
+        assert text.startswith('Validation failed for tool "tool":\n  - ')
+        assert text.endswith("\n\nReceived arguments:\n" + json_stringify(arguments))
+        assert 1 <= len(error.errors) <= MAX_ERRORS
+        assert not plain_valid
+    else:
+        assert jsonschema.Draft202012Validator(schema).is_valid(result)
+        if plain_valid:
+            assert json.dumps(result) == snapshot
+    assert json.dumps(arguments) == snapshot
