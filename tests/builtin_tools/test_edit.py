@@ -1566,3 +1566,17 @@ async def test_patch_applies_for_multi_hunk_and_no_final_newline(
     result = await edit(tmp_path, params)
     assert result.details["patch"].count("@@ -") == 3
     assert_patch_applies(tmp_path, original, result, "p.txt", require_program)
+
+
+async def test_local_access_is_nodes_fs_access(tmp_path: Path) -> None:
+    ops = LocalFileOperations()
+    put(tmp_path, "ok.txt", b"x")
+    await ops.access(str(tmp_path / "ok.txt"), os.R_OK | os.W_OK)
+    with pytest.raises(FileNotFoundError) as caught:
+        await ops.access(str(tmp_path / "missing.txt"), os.R_OK)
+    assert caught.value.errno == errno.ENOENT
+    if os.geteuid() != 0:
+        (tmp_path / "ok.txt").chmod(0o444)
+        with pytest.raises(PermissionError) as denied:
+            await ops.access(str(tmp_path / "ok.txt"), os.R_OK | os.W_OK)
+        assert denied.value.errno == errno.EACCES

@@ -385,3 +385,63 @@ PATCH_CASES = [
 @pytest.mark.parametrize(("old", "new", "patch"), PATCH_CASES)
 def test_generate_unified_patch_matches_jsdiff(old: str, new: str, patch: str) -> None:
     assert generate_unified_patch("f.txt", old, new) == patch
+
+
+def test_random_edits_keep_every_byte_outside_the_match() -> None:
+    """Property check over mixed line endings: only the matched span changes, the LF view of
+    the written text is the reported new content, and the patch turns old into new."""
+    import random
+
+    rng = random.Random(20260)
+    pieces = ["ab", "cd", "é", "\r\n", "\n", "\r", "  ", "x‘y’", "\t"]
+    for _ in range(300):
+        original = "".join(rng.choice(pieces) for _ in range(rng.randint(3, 30)))
+        view = LineEndingView.of(original)
+        start = rng.randrange(len(view.text))
+        end = rng.randint(start + 1, len(view.text))
+        old = view.text[start:end]
+        if count_occurrences(view.text, old) != 1:
+            continue
+        new = rng.choice(["", "Z", "P\nQ", "R\r\nS\n", "T\rU"])
+        try:
+            applied = apply_edits(original, edits((old, new)), "r.txt")
+        except EditError as exc:
+            assert str(exc).startswith("No changes made")
+            continue
+        o_start, o_end = view.to_original(start), view.to_original(end)
+        ending = detect_line_ending(original)
+        assert applied.new_text == (
+            original[:o_start] + new.replace("\r\n", "\n").replace("\n", ending) + original[o_end:]
+        )
+        assert normalize_to_lf(applied.new_text) == applied.new_content
+        patch = generate_unified_patch("r.txt", original, applied.new_text)
+        assert _apply_patch(original, patch) == applied.new_text
+
+
+def _apply_patch(old: str, patch: str) -> str:
+    """A minimal unified-patch applier (context checked) for the property test."""
+    old_lines = tokenize_lines(old)
+    out: list[str] = []
+    pos = 0
+    lines = patch.split("\n")[2:-1]
+    i = 0
+    while i < len(lines):
+        header = lines[i]
+        assert header.startswith("@@ -")
+        old_start = int(header[4:].split(",")[0])
+        old_count = int(header.split(" ")[1].split(",")[1])
+        hunk_start = old_start - 1 if old_count else old_start
+        out.extend(old_lines[pos:hunk_start])
+        pos = hunk_start
+        i += 1
+        while i < len(lines) and not lines[i].startswith("@@"):
+            line = lines[i]
+            eol = "" if i + 1 < len(lines) and lines[i + 1].startswith("\\") else "\n"
+            if line[0] in " -":
+                assert old_lines[pos] == line[1:] + eol
+                pos += 1
+            if line[0] in " +":
+                out.append(line[1:] + eol)
+            i += 2 if not eol else 1
+    out.extend(old_lines[pos:])
+    return "".join(out)

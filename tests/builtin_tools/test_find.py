@@ -360,3 +360,20 @@ async def test_float_limit_with_integer_value(tmp_path: Path) -> None:
     assert await find_text(tmp_path, pattern="*", limit=2.0) == (
         "a\nb\n\n[2 results limit reached. Use limit=4 for more, or refine pattern]"
     )
+
+
+# --- documented differences from fd (see the module docstring of pi_builtin_tools.find) -------
+
+
+async def test_known_difference_symlinks_and_empty_directories_are_not_listed(
+    tmp_path: Path,
+) -> None:
+    make(tmp_path, ["real/a.txt", "empty/"])
+    os.symlink("real/a.txt", tmp_path / "link.txt")
+    os.symlink("real", tmp_path / "linkdir")
+    assert await find_text(tmp_path, pattern="*") == "real/\nreal/a.txt"
+
+
+async def test_git_directory_is_listed_as_fd_does(tmp_path: Path) -> None:
+    await git_init(tmp_path)
+    assert await find_text(tmp_path, pattern="HEAD") == ".git/HEAD"

@@ -31,7 +31,9 @@ def test_expand_path_at_and_home(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_special_spaces() -> None:
-    spaces = "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+    spaces = (
+        "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+    )
     assert normalize_unicode_spaces(f"a{spaces}b") == "a" + " " * len(spaces) + "b"
     assert expand_path("nb\u00a0space.txt") == "nb space.txt"
     assert expand_path("nb\u00a0space.txt", normalize_spaces=False) == "nb\u00a0space.txt"

@@ -91,9 +91,18 @@ def test_head_byte_stop_and_exact_fit() -> None:
 
 def test_head_unchanged_keeps_trailing_newline() -> None:
     r = truncate_head("x\n" * 2000)
-    assert (r.content, r.truncated, r.total_lines, r.output_lines) == ("x\n" * 2000, False, 2000, 2000)
+    assert (r.content, r.truncated, r.total_lines, r.output_lines) == (
+        "x\n" * 2000,
+        False,
+        2000,
+        2000,
+    )
     cut = truncate_head("x\n" * 2001)
-    assert (cut.content, cut.truncated_by, cut.total_lines) == ("\n".join(["x"] * 2000), "lines", 2001)
+    assert (cut.content, cut.truncated_by, cut.total_lines) == (
+        "\n".join(["x"] * 2000),
+        "lines",
+        2001,
+    )
 
 
 def test_head_to_details_is_pi_camel_case() -> None:
@@ -151,7 +160,8 @@ def test_tail_oversized_line_with_trailing_newline() -> None:
 
 
 @pytest.mark.parametrize(
-    "fixture", ["xxxx\n\n", "xxxx\n", "x" * 50 + "\n\n\n\n", "\n\n\n", "x\n\nx\n\n\n", "é" * 40 + "\n\n"]
+    "fixture",
+    ["xxxx\n\n", "xxxx\n", "x" * 50 + "\n\n\n\n", "\n\n\n", "x\n\nx\n\n\n", "é" * 40 + "\n\n"],
 )
 @pytest.mark.parametrize("max_bytes", [1, 2, 3, 5, 8])
 def test_tail_never_exceeds_max_bytes(fixture: str, max_bytes: int) -> None:

@@ -248,8 +248,8 @@ def _read_error(exc: OSError, absolute: str) -> ToolError:
 
 @dataclass(frozen=True)
 class _FileText:
-    """A text file as edit sees it: ``text`` without BOM, the ``bom`` character (``"\ufeff"``
-    or ``""``) and the ``encoding`` that gives the original bytes back."""
+    """A text file as edit sees it: ``text`` without BOM, the ``bom`` character (U+FEFF or
+    ``""``) and the ``encoding`` that gives the original bytes back."""
 
     text: str
     bom: str

@@ -409,21 +409,19 @@ def apply_edits(original: str, edits: Sequence[Any], path: str) -> AppliedEdits:
             )
 
     ending = detect_line_ending(original)
-    normalized_parts: list[str] = []
-    original_parts: list[str] = []
+    parts: list[str] = []
     pos = 0
     for r in replacements:
-        normalized_parts.append(content[pos : r.start])
-        normalized_parts.append(normalize_to_lf(r.text))
-        original_parts.append(original[view.to_original(pos) : view.to_original(r.start)])
-        original_parts.append(restore_line_endings(r.text, ending))
+        parts.append(original[view.to_original(pos) : view.to_original(r.start)])
+        parts.append(restore_line_endings(r.text, ending))
         pos = r.end
-    normalized_parts.append(content[pos:])
-    original_parts.append(original[view.to_original(pos) :])
-    new_content = "".join(normalized_parts)
+    parts.append(original[view.to_original(pos) :])
+    new_text = "".join(parts)
+    # the LF view of what is written (a kept "\r" meeting a kept "\n" is one line break)
+    new_content = normalize_to_lf(new_text)
     if new_content == content:
         raise _no_change_error(path, total)
-    return AppliedEdits(content, new_content, "".join(original_parts), replacements)
+    return AppliedEdits(content, new_content, new_text, replacements)
 
 
 def find_closest_match_context(content: str, old_text: str) -> str | None:

@@ -17,9 +17,11 @@ Deterministic order (where fd's is not): paths sorted component by component, a 
 just before its contents; the ``limit`` (default 1000; ``0`` means no limit, as fd's
 ``--max-results 0``) keeps the first ones in that order.
 
-Known differences from fd, both because ``rg --files`` lists files only: a directory is found
-only when it holds, at some depth, a file that is not ignored (an empty directory is never
-listed), and symbolic links are not listed (fd lists the link itself).
+Known differences from fd: ``rg --files`` lists files only, so a directory is found only when
+it holds, at some depth, a file that is not ignored (an empty directory is never listed), and
+symbolic links are not listed (fd lists the link itself; following links instead could walk
+whole trees outside the project); ripgrep reads ``.rgignore`` files where fd reads
+``.fdignore``. Like fd with ``--hidden``, ``.git/`` itself is not skipped.
 
 Errors keep fd's wording, since the model learns from it: ``[fd error]: Search path '{abs}' is
 not a directory.\\n[fd error]: No valid search paths given.`` and ``[fd error]: error parsing

@@ -3,7 +3,7 @@
 On a terminal the output is styled with rich (tool call header in bold, errors in red); when
 stdout is not a terminal it is plain text, exactly as below, so it can be piped and tested.
 
-A tool result (``pi call``, ``pi replay``)::
+A tool result of ``pi replay``::
 
     echo {"value":"x"}            header: tool name and the call's raw arguments (compact JSON)
     x                             the result's text blocks, each ending in a newline
@@ -11,8 +11,9 @@ A tool result (``pi call``, ``pi replay``)::
     nope {} [error]               an error result is marked in the header
     Tool nope not found
 
-An image block prints as ``[image image/png, 1.3KB]``. ``pi replay`` separates results with an
-empty line.
+Results are separated by an empty line; an image block prints as ``[image image/png, 1.3KB]``.
+``pi call`` prints the header only on a terminal: its plain output is the result's content
+alone (``isError`` is the exit status).
 
 ``pi tools``: one paragraph per tool::
 
@@ -96,16 +97,25 @@ class Renderer:
 
     # -- tool results ----------------------------------------------------------------------
 
-    def tool_result(self, message: ToolResultMessage, arguments: Any = None) -> None:
-        """Print one tool result with its call header (``arguments``: the call's raw
-        arguments; ``None`` when unknown)."""
+    def call_result(self, message: ToolResultMessage, arguments: Any = None) -> None:
+        """``pi call``: on a terminal the result with its call header; in plain text only the
+        result's content (what the model sees), so ``pi call ... > file`` keeps just that
+        (``isError`` is the exit status)."""
+        self.tool_result(message, arguments, header=self.styled)
+
+    def tool_result(
+        self, message: ToolResultMessage, arguments: Any = None, *, header: bool = True
+    ) -> None:
+        """Print one tool result, after its call header unless ``header`` is false
+        (``arguments``: the call's raw arguments; ``None`` when unknown)."""
         if self._results:
             self._write("\n")
         self._results += 1
         header_args = "" if arguments is None else " " + compact_json(arguments)
         if self.console is None:
             mark = " [error]" if message.is_error else ""
-            self._write(f"{message.tool_name}{header_args}{mark}\n")
+            if header:
+                self._write(f"{message.tool_name}{header_args}{mark}\n")
             for block in message.content:
                 if isinstance(block, TextContent):
                     self._write(_with_newline(block.text))
@@ -115,12 +125,13 @@ class Renderer:
             return
         from rich.text import Text
 
-        header = Text()
-        header.append(message.tool_name, style="bold red" if message.is_error else "bold cyan")
-        header.append(header_args, style="dim")
-        if message.is_error:
-            header.append(" [error]", style="bold red")
-        self.console.print(header)
+        if header:
+            title = Text()
+            title.append(message.tool_name, style="bold red" if message.is_error else "bold cyan")
+            title.append(header_args, style="dim")
+            if message.is_error:
+                title.append(" [error]", style="bold red")
+            self.console.print(title)
         for block in message.content:
             if isinstance(block, TextContent):
                 body = block.text[:-1] if block.text.endswith("\n") else block.text

@@ -24,9 +24,9 @@ def test_call_json_prints_one_compact_line(pi) -> None:
     )
 
 
-def test_call_rendered_plain_when_not_a_terminal(pi) -> None:
+def test_call_prints_just_the_content_when_not_a_terminal(pi) -> None:
     result = pi("-p", "cli_plugin", "call", "echo", '{"value":"héllo"}')
-    assert (result.status, result.out, result.err) == (0, 'echo {"value":"héllo"}\nhéllo\n', "")
+    assert (result.status, result.out, result.err) == (0, "héllo\n", "")
 
 
 def test_call_id_option_sets_the_tool_call_id(pi) -> None:
@@ -50,7 +50,7 @@ def test_unknown_tool_is_an_error_result_with_exit_1(pi) -> None:
 
 def test_unknown_tool_rendered(pi) -> None:
     result = pi("call", "nope", '{"a":1}')
-    assert (result.status, result.out) == (1, 'nope {"a":1} [error]\nTool nope not found\n')
+    assert (result.status, result.out) == (1, "Tool nope not found\n")
 
 
 def test_tool_that_raises_gives_its_message_and_exit_1(pi) -> None:
@@ -76,10 +76,7 @@ def test_invalid_arguments_fail_validation_not_the_cli(pi) -> None:
 
 def test_before_hook_blocks_the_call(pi) -> None:
     result = pi("-p", "cli_plugin", "call", "echo", '{"value":"forbidden"}')
-    assert (result.status, result.out) == (
-        1,
-        'echo {"value":"forbidden"} [error]\necho of \'forbidden\' is not allowed\n',
-    )
+    assert (result.status, result.out) == (1, "echo of 'forbidden' is not allowed\n")
 
 
 def test_cwd_option_is_the_session_cwd(pi, tmp_path: Path) -> None:
@@ -94,7 +91,7 @@ def test_cwd_option_is_the_session_cwd(pi, tmp_path: Path) -> None:
 
 def test_cwd_defaults_to_the_working_directory(pi, plugin_env: Path) -> None:
     result = pi("-p", "cli_plugin", "call", "where", "{}")
-    assert result.out == f"where {{}}\n{plugin_env}\n"
+    assert result.out == f"{plugin_env}\n"
 
 
 def test_relative_cwd_is_made_absolute(pi, plugin_env: Path) -> None:
@@ -108,7 +105,7 @@ def test_plugin_reads_its_own_config_table(pi, plugin_env: Path) -> None:
         '[pi]\ntool_execution = "sequential"\n\n[cli_plugin]\nprefix = ">> "\n'
     )
     result = pi("-p", "cli_plugin", "call", "echo", '{"value":"x"}')
-    assert (result.status, result.out) == (0, 'echo {"value":"x"}\n>> x\n')
+    assert (result.status, result.out) == (0, ">> x\n")
 
 
 def test_config_is_found_in_a_parent_directory(pi, plugin_env: Path) -> None:
@@ -119,14 +116,14 @@ def test_config_is_found_in_a_parent_directory(pi, plugin_env: Path) -> None:
 
     os.chdir(nested)
     result = pi("-p", "cli_plugin", "call", "echo", '{"value":"x"}')
-    assert result.out == 'echo {"value":"x"}\nup: x\n'
+    assert result.out == "up: x\n"
 
 
 def test_explicit_config_option(pi, tmp_path: Path) -> None:
     config = tmp_path / "other.toml"
     config.write_text('[cli_plugin]\nprefix = "cfg: "\n')
     result = pi("--config", str(config), "-p", "cli_plugin", "call", "echo", '{"value":"x"}')
-    assert result.out == 'echo {"value":"x"}\ncfg: x\n'
+    assert result.out == "cfg: x\n"
 
 
 def test_call_emits_no_agent_events(pi) -> None:

@@ -240,3 +240,27 @@ def test_ctrl_c_during_replay_exits_130_without_traceback(plugin_env: Path) -> N
     assert [(r["toolCallId"], r["content"][0]["text"]) for r in results] == [
         ("c1", "Operation aborted")
     ]
+
+
+def test_closed_stdout_ends_quietly_with_141(plugin_env: Path) -> None:
+    """``pi replay ... | head -1``: no traceback when the reader goes away."""
+    calls = [
+        {"type": "toolCall", "id": f"c{i}", "name": "echo", "arguments": {"value": "x" * 20000}}
+        for i in range(20)
+    ]
+    replay = plugin_env / "r.jsonl"
+    replay.write_text(json.dumps({"role": "assistant", "content": calls}) + "\n")
+    proc = subprocess.Popen(
+        [str(PI), "-p", "cli_plugin", "replay", str(replay), "--json"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    with proc.stdout, proc.stderr:
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read()
+    assert proc.wait(timeout=30) == 141
+    assert json.loads(first)["toolCallId"] == "c0"
+    assert err == b""

@@ -90,3 +90,16 @@ def test_terminal_plugin_table(monkeypatch) -> None:
         ["name", "distribution", "version", "hooks"],
         ["p", "-", "-", "pi_x"],
     ]
+
+
+def test_call_result_plain_is_the_content_only() -> None:
+    out = io.StringIO()
+    Renderer(out).call_result(message(TextContent(text="boom"), is_error=True), {"a": 1})
+    assert out.getvalue() == "boom\n"
+
+
+def test_call_result_on_a_terminal_has_the_header(monkeypatch) -> None:
+    monkeypatch.setenv("TERM", "xterm-256color")
+    out = FakeTerminal()
+    Renderer(out).call_result(message(TextContent(text="ok")), {"a": 1})
+    assert ANSI.sub("", out.getvalue()) == 'read {"a":1}\nok\n'

@@ -12,7 +12,8 @@
 Exit status: 0 success; 1 when the result of ``pi call`` has ``isError``; 2 for input pi cannot
 use (invalid JSON, a missing file or folder, an unknown option, a bad config file, a plugin that
 fails to load), with exactly one line ``pi: error: ...`` on stderr and no traceback; 130 after
-Ctrl-C; 3 for an internal error (a bug: the traceback is printed).
+Ctrl-C; 141 when stdout is closed early (``pi replay ... | head``), silently; 3 for an internal
+error (a bug in pi or a plugin: the traceback is printed).
 
 :func:`main` takes the argument list and returns the exit status, so tests call
 ``main(["call", "echo", "{}"])``; the ``pi`` console script calls it without arguments and
@@ -29,13 +30,14 @@ from typing import IO
 
 from pi_core.cli.commands import CommandContext, run_command
 from pi_core.cli.parser import ParserExit, UsageError, build_parser
-from pi_core.errors import ConfigError, PiError, PluginError
+from pi_core.errors import PiError
 
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,19 +71,31 @@ def run(
         return run_command(CommandContext(args=args, stdout=out, stderr=err))
     except ParserExit as e:
         return e.status
-    except (UsageError, ConfigError, PluginError) as e:
-        return _error(err, str(e))
-    except PiError as e:
-        return _error(err, str(e))
-    except KeyboardInterrupt:
+    except (Exception, KeyboardInterrupt, BaseExceptionGroup) as e:
+        return _failure(e, err)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups; ``[exc]`` for a plain one."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _failure(exc: BaseException, err: IO[str]) -> int:
+    """The exit status of a command that raised ``exc`` (trio may wrap it in a group)."""
+    leaves = _leaves(exc)
+    if any(isinstance(leaf, BrokenPipeError) for leaf in leaves):
+        _silence_stdout()  # the reader went away (``pi replay ... | head``): stop quietly
+        return EXIT_BROKEN_PIPE
+    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        _silence_stdout()
-        return EXIT_TOOL_ERROR
-    except Exception as e:  # a bug in pi or a plugin: say so, with the traceback
-        print(f"pi: internal error: {type(e).__name__}: {e}", file=err)
-        traceback.print_exc(file=err)
-        return EXIT_INTERNAL
+    if all(isinstance(leaf, PiError) for leaf in leaves):
+        return _error(err, str(leaves[0]))
+    # a bug in pi or in a plugin: say so, with the traceback
+    print(f"pi: internal error: {type(leaves[0]).__name__}: {leaves[0]}", file=err)
+    traceback.print_exception(exc, file=err)
+    return EXIT_INTERNAL
 
 
 def _error(err: IO[str], message: str) -> int:

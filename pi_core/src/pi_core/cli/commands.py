@@ -176,7 +176,8 @@ def cmd_call(ctx: CommandContext) -> int:
     """``pi call TOOL ARGS_JSON [--cwd DIR] [--id ID] [--json]``: one call through the whole
     pipeline (prepare, validate, before hooks, execute, after hooks), no events.
 
-    Prints the ToolResultMessage (one compact JSON line with ``--json``, rendered otherwise).
+    Prints the ToolResultMessage (one compact JSON line with ``--json``; otherwise its content,
+    after a call header on a terminal).
     Exit status 1 when it ``isError`` (an unknown tool is the error result
     ``Tool NAME not found``), else 0.
     """
@@ -205,7 +206,7 @@ def cmd_call(ctx: CommandContext) -> int:
     if ctx.args.json:
         write_json_line(ctx.stdout, message.to_json_dict())
     else:
-        ctx.renderer.tool_result(message, arguments)
+        ctx.renderer.call_result(message, arguments)
     if interrupted:
         return 130
     return 1 if message.is_error else 0

@@ -1,0 +1,751 @@
+"""The bash tool (seed §十五/§十六; spec §7.4, §8.11 #132–#150; port decision 6; §10 rows 11–16).
+
+Real commands through the local backend; a few small in-test backends stand for what a custom
+``BashOperations`` may do (stream a fixed sequence, report no exit code, fail)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import trio
+from pi_builtin_tools.bash import (
+    DESCRIPTION,
+    PARAMETERS,
+    BashToolOptions,
+    create_bash_tool_definition,
+    js_number,
+    strip_ansi,
+)
+from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_core.bash_contract import pids_in
+from pi_core.errors import CommandTimeout, ConfigError, ToolAborted, ToolError
+from pi_core.hook_types import BashSpawnContext
+from pi_core.messages import AgentToolResult
+
+FULL_OUTPUT = re.compile(r"Full output: (/\S+/pi-bash-[0-9a-f]{16}\.log)\]")
+
+
+@pytest.fixture(autouse=True)
+def private_tmpdir(tmp_path, monkeypatch):
+    """Full-output files go to this test's folder (``tempfile.gettempdir()``)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
+
+
+@pytest.fixture
+def workdir(tmp_path) -> str:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return str(ws)
+
+
+async def call(
+    workdir: str,
+    command: str,
+    *,
+    timeout: float | None = None,
+    operations: Any = None,
+    updates: list[AgentToolResult] | None = None,
+    ctx: Any = None,
+    **kwargs: Any,
+) -> AgentToolResult:
+    tool = create_bash_tool_definition(
+        workdir, operations or LocalBashOperations(kill_grace=0.3), **kwargs
+    )
+    params: dict[str, Any] = {"command": command}
+    if timeout is not None:
+        params["timeout"] = timeout
+    on_update = updates.append if updates is not None else None
+    with trio.fail_after(30):
+        return await tool.execute("call-1", params, on_update, ctx)
+
+
+def full_output_path(text: str) -> str:
+    match = FULL_OUTPUT.search(text)
+    assert match, text
+    return match.group(1)
+
+
+def read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+# -- in-test backends -------------------------------------------------------------------------
+
+
+@dataclass
+class ScriptedOperations:
+    """Streams ``chunks`` (``float`` items are pauses in seconds), then returns ``exit_code``
+    or raises ``error``; records the arguments it got."""
+
+    chunks: list[bytes | float]
+    exit_code: int | None = 0
+    error: BaseException | None = None
+    hang: bool = False
+    seen: dict[str, Any] | None = None
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str,
+        *,
+        on_data: Callable[[bytes], None],
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> int | None:
+        self.seen = {"command": command, "cwd": cwd, "env": env, "timeout": timeout}
+        for chunk in self.chunks:
+            if isinstance(chunk, float):
+                await trio.sleep(chunk)
+            else:
+                on_data(chunk)
+        if self.hang:
+            await trio.sleep_forever()
+        if self.error is not None:
+            raise self.error
+        return self.exit_code
+
+
+# -- definition ---------------------------------------------------------------------------------
+
+
+def test_definition_matches_pi(workdir) -> None:
+    tool = create_bash_tool_definition(workdir, LocalBashOperations())
+    assert tool.name == "bash"
+    assert tool.label == "bash"
+    assert tool.description == (
+        "Execute a bash command in the current working directory. Returns stdout and stderr. "
+        "Output is truncated to last 2000 lines or 50KB (whichever is hit first). If truncated, "
+        "full output is saved to a temp file. Optionally provide a timeout in seconds."
+    )
+    assert tool.description == DESCRIPTION
+    assert (
+        tool.parameters
+        == PARAMETERS
+        == {
+            "type": "object",
+            "required": ["command"],
+            "properties": {
+                "command": {"type": "string", "description": "Bash command to execute"},
+                "timeout": {
+                    "type": "number",
+                    "description": "Timeout in seconds (optional, no default timeout)",
+                },
+            },
+        }
+    )
+    assert tool.prompt_snippet == "Execute bash commands (ls, grep, find, etc.)"
+    assert tool.prompt_guidelines == [
+        "You can inspect PI_* environment variables for current model and session details."
+    ]
+    hidden = create_bash_tool_definition(
+        workdir, LocalBashOperations(), options={"expose_session_environment": False}
+    )
+    assert hidden.prompt_guidelines == []
+
+
+# -- outcomes -----------------------------------------------------------------------------------
+
+
+async def test_132_echo_keeps_trailing_newline(workdir) -> None:
+    result = await call(workdir, "echo 'test output'")
+    assert result.to_json_dict() == {
+        "content": [{"type": "text", "text": "test output\n"}],
+        "structuredContent": {
+            "output": "test output\n",
+            "truncated": False,
+            "exit_code": 0,
+            "full_output_path": None,
+        },
+    }
+
+
+async def test_no_output(workdir) -> None:
+    result = await call(workdir, "true")
+    assert result.text == "(no output)"
+    assert result.details is None
+    assert result.is_error is None
+
+
+async def test_runs_in_the_workdir(workdir) -> None:
+    with open(os.path.join(workdir, "marker.txt"), "w") as f:
+        f.write("m\n")
+    result = await call(workdir, "pwd; ls")
+    assert result.text == f"{workdir}\nmarker.txt\n"
+
+
+async def test_133_nonzero_exit_is_an_error_result(workdir) -> None:
+    result = await call(workdir, "exit 1")
+    assert result.to_json_dict() == {
+        "content": [{"type": "text", "text": "(no output)\n\nCommand exited with code 1"}],
+        "isError": True,
+        "structuredContent": {
+            "output": "",
+            "truncated": False,
+            "exit_code": 1,
+            "full_output_path": None,
+        },
+    }
+
+
+async def test_nonzero_exit_keeps_output(workdir) -> None:
+    result = await call(workdir, "echo out; sleep 0.1; echo err >&2; exit 3")
+    assert result.text == "out\nerr\n\n\nCommand exited with code 3"
+    assert result.is_error is True
+    assert result.structured_content["exit_code"] == 3
+
+
+async def test_150_signal_death_is_128_plus_signal(workdir) -> None:
+    result = await call(workdir, "echo x; kill -9 $$")
+    assert (result.text, result.is_error) == ("x\n\n\nCommand exited with code 137", True)
+    assert result.structured_content["exit_code"] == 137
+
+
+async def test_nonzero_exit_with_truncated_output_keeps_details(workdir) -> None:
+    result = await call(workdir, "seq 3000; exit 4")
+    path = full_output_path(result.text)
+    assert result.text == (
+        "\n".join(str(i) for i in range(1001, 3001))
+        + f"\n\n[Showing lines 1001-3000 of 3000. Full output: {path}]"
+        + "\n\nCommand exited with code 4"
+    )
+    assert result.is_error is True
+    assert result.details["fullOutputPath"] == path
+    assert result.details["truncation"]["truncatedBy"] == "lines"
+
+
+async def test_no_exit_code_is_an_error(workdir) -> None:
+    result = await call(workdir, "ignored", operations=ScriptedOperations([], exit_code=None))
+    assert (result.text, result.is_error) == (
+        "(no output)\n\nCommand terminated without an exit code",
+        True,
+    )
+    result = await call(workdir, "ignored", operations=ScriptedOperations([b"x\n"], exit_code=None))
+    assert result.text == "x\n\n\nCommand terminated without an exit code"
+    assert result.structured_content == {
+        "output": "x\n",
+        "truncated": False,
+        "exit_code": None,
+        "full_output_path": None,
+    }
+
+
+async def test_other_backend_errors_propagate_unchanged(workdir) -> None:
+    with pytest.raises(RuntimeError, match="^weird failure$"):
+        await call(
+            workdir, "x", operations=ScriptedOperations([b"a"], error=RuntimeError("weird failure"))
+        )
+
+
+# -- timeout ------------------------------------------------------------------------------------
+
+
+async def test_134_timeout(workdir) -> None:
+    with pytest.raises(ToolError) as info:
+        await call(workdir, "sleep 5", timeout=1)
+    assert str(info.value) == "Command timed out after 1 seconds"
+
+
+async def test_timeout_keeps_output(workdir) -> None:
+    start = trio.current_time()
+    with pytest.raises(ToolError) as info:
+        await call(workdir, "echo before; sleep 5", timeout=1)
+    assert str(info.value) == "before\n\n\nCommand timed out after 1 seconds"
+    assert trio.current_time() - start < 3
+
+
+async def test_fractional_timeout_text(workdir) -> None:
+    with pytest.raises(ToolError) as info:
+        await call(workdir, "sleep 5", timeout=0.5)
+    assert str(info.value) == "Command timed out after 0.5 seconds"
+
+
+async def test_c18_timeout_kills_term_ignoring_tree(workdir) -> None:
+    """c18-bash-timeout-kills-term-ignoring-tree."""
+    start = trio.current_time()
+    command = "sh -c 'trap \"\" TERM; exec sleep 97' & sleep 98"
+    with pytest.raises(ToolError) as info:
+        await call(workdir, command, timeout=2, operations=LocalBashOperations())
+    assert str(info.value) == "Command timed out after 2 seconds"
+    assert trio.current_time() - start < 6
+    # the descendants printed nothing; look for them by command line
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                cmdline = read_bytes(f"/proc/{name}/cmdline")
+            except OSError:
+                continue
+            assert not re.fullmatch(rb"sleep\x009[78]\x00", cmdline)
+
+
+@pytest.mark.parametrize("kind", ["timeout", "aborted"])
+async def test_135_truncated_timeout_and_abort_name_the_full_output(workdir, kind) -> None:
+    chunks: list[bytes | float] = [f"{i}\n".encode() for i in range(1, 3001)]
+    if kind == "timeout":
+        ops = ScriptedOperations(chunks, error=CommandTimeout(5))
+        with pytest.raises(ToolError) as info:
+            await call(workdir, "x", timeout=5, operations=ops)
+        text, status = str(info.value), "Command timed out after 5 seconds"
+    else:
+        ops = ScriptedOperations(chunks, hang=True)
+        with trio.move_on_after(0.3):
+            with pytest.raises(ToolAborted) as aborted:
+                await call(workdir, "x", operations=ops)
+        result = aborted.value.partial_result
+        assert (result.is_error, result.details) == (True, {})
+        text, status = result.text, "Command aborted"
+    path = full_output_path(text)
+    assert text == (
+        "\n".join(str(i) for i in range(1001, 3001))
+        + f"\n\n[Showing lines 1001-3000 of 3000. Full output: {path}]\n\n{status}"
+    )
+    assert "Full output: undefined" not in text
+    assert read_bytes(path) == "".join(f"{i}\n" for i in range(1, 3001)).encode()
+
+
+@pytest.mark.parametrize("bad", [0, -1, math.inf, -math.inf, math.nan])
+async def test_invalid_timeout(workdir, bad) -> None:
+    ops = ScriptedOperations([b"never"])
+    with pytest.raises(ToolError) as info:
+        await call(workdir, "echo never", timeout=bad, operations=ops)
+    assert str(info.value) == "Invalid timeout: must be a finite number of seconds"
+    assert ops.seen is None
+
+
+async def test_timeout_maximum(workdir) -> None:
+    ops = ScriptedOperations([])
+    with pytest.raises(ToolError) as info:
+        await call(workdir, "x", timeout=2147483.648, operations=ops)
+    assert str(info.value) == "Invalid timeout: maximum is 2147483.647 seconds"
+    assert ops.seen is None
+    await call(workdir, "x", timeout=2147483.647, operations=ops)
+    assert ops.seen is not None and ops.seen["timeout"] == 2147483.647
+
+
+def test_js_number() -> None:
+    assert [js_number(v) for v in (1, 1.0, 0.5, 2147483.647, 1e-7, 0.00001, 1e21)] == [
+        "1",
+        "1",
+        "0.5",
+        "2147483.647",
+        "1e-7",
+        "0.00001",
+        "1e+21",
+    ]
+
+
+# -- abort --------------------------------------------------------------------------------------
+
+
+async def test_148_pre_aborted(workdir) -> None:
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(ToolAborted) as info:
+            await call(workdir, "echo never")
+    assert info.value.partial_result.text == "Command aborted"
+    assert str(info.value) == "Command aborted"
+
+
+async def test_148_abort_after_output_kills_the_tree(workdir) -> None:
+    updates: list[AgentToolResult] = []
+    command = (
+        "sh -c 'trap \"\" TERM; echo pid:$$ >&2; exec sleep 97' & "
+        "setsid sh -c 'echo pid:$$ >&2; exec sleep 96' & sleep 0.3; echo started; sleep 98"
+    )
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+
+            async def cancel_when_started() -> None:
+                while not any("started" in u.text for u in updates):
+                    await trio.sleep(0.02)
+                scope.cancel()
+
+            nursery.start_soon(cancel_when_started)
+            with pytest.raises(ToolAborted) as info:
+                await call(workdir, command, updates=updates)
+    text = info.value.partial_result.text
+    pids = pids_in(text.encode())
+    assert len(pids) == 2
+    assert text == f"pid:{pids[0]}\npid:{pids[1]}\nstarted\n\n\nCommand aborted" or text == (
+        f"pid:{pids[1]}\npid:{pids[0]}\nstarted\n\n\nCommand aborted"
+    )
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+async def test_147_stderr_and_stdout_interleave_in_arrival_order(workdir) -> None:
+    result = await call(workdir, "echo a; sleep .05; echo b >&2; sleep .05; echo c")
+    assert result.text == "a\nb\nc\n"
+
+
+async def test_144_split_utf8_chunks(workdir) -> None:
+    result = await call(workdir, "x", operations=ScriptedOperations([b"\xe2", b"\x82\xac\n"]))
+    assert result.text == "€\n"
+
+
+async def test_c22_split_multibyte_character_from_a_real_process(workdir) -> None:
+    command = (
+        "python3 -c \"import os,time; os.write(1, b'cleanup \\xe2'); time.sleep(0.3); "
+        "os.write(1, b'\\x80\\x94 end\\n')\""
+    )
+    result = await call(workdir, command)
+    assert (result.text, result.is_error) == ("cleanup — end\n", None)
+
+
+async def test_invalid_utf8_becomes_replacement_characters(workdir) -> None:
+    result = await call(workdir, r"printf 'a\377b\n'")
+    assert result.text == "a\ufffdb\n"
+
+
+async def test_2000_lines_are_not_truncated(workdir) -> None:
+    result = await call(workdir, "seq 2000")
+    assert result.text == "".join(f"{i}\n" for i in range(1, 2001))
+    assert result.details is None
+
+
+async def test_146_c20_line_truncation_saves_full_output(workdir, private_tmpdir) -> None:
+    result = await call(workdir, "seq 1 3000")
+    path = full_output_path(result.text)
+    assert result.text == (
+        "\n".join(str(i) for i in range(1001, 3001))
+        + f"\n\n[Showing lines 1001-3000 of 3000. Full output: {path}]"
+    )
+    assert os.path.dirname(path) == str(private_tmpdir)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert read_bytes(path) == "".join(f"{i}\n" for i in range(1, 3001)).encode()
+    truncation = result.details["truncation"]
+    assert result.details["fullOutputPath"] == path
+    assert {k: v for k, v in truncation.items() if k != "content"} == {
+        "truncated": True,
+        "truncatedBy": "lines",
+        "totalLines": 3000,
+        "totalBytes": 13893,
+        "outputLines": 2000,
+        "outputBytes": 9999,
+        "lastLinePartial": False,
+        "firstLineExceedsLimit": False,
+        "maxLines": 2000,
+        "maxBytes": 51200,
+    }
+
+
+async def test_143_4000_lines_with_trailing_newline(workdir) -> None:
+    result = await call(workdir, "for i in $(seq -w 1 4000); do echo line-$i; done")
+    path = full_output_path(result.text)
+    assert result.text == (
+        "\n".join(f"line-{i:04d}" for i in range(2001, 4001))
+        + f"\n\n[Showing lines 2001-4000 of 4000. Full output: {path}]"
+    )
+    assert "4001" not in result.text
+    assert result.details["truncation"]["totalLines"] == 4000
+    assert result.details["truncation"]["outputLines"] == 2000
+
+
+async def test_byte_limit_tail(workdir) -> None:
+    result = await call(workdir, "for i in $(seq 1 80); do printf '%0800d\\n' $i; done")
+    path = full_output_path(result.text)
+    content = "\n".join(f"{i:0800d}" for i in range(18, 81))
+    assert (
+        result.text
+        == f"{content}\n\n[Showing lines 18-80 of 80 (50.0KB limit). Full output: {path}]"
+    )
+    assert result.details == {
+        "truncation": {
+            "content": content,
+            "truncated": True,
+            "truncatedBy": "bytes",
+            "totalLines": 80,
+            "totalBytes": 64080,
+            "outputLines": 63,
+            "outputBytes": 50462,
+            "lastLinePartial": False,
+            "firstLineExceedsLimit": False,
+            "maxLines": 2000,
+            "maxBytes": 51200,
+        },
+        "fullOutputPath": path,
+    }
+
+
+async def test_one_long_line(workdir) -> None:
+    result = await call(workdir, "head -c 60000 /dev/zero | tr '\\0' a")
+    path = full_output_path(result.text)
+    assert result.text == (
+        "a" * 51200 + f"\n\n[Showing last 50.0KB of line 1 (line is 58.6KB). Full output: {path}]"
+    )
+    assert read_bytes(path) == b"a" * 60000
+
+
+async def test_one_long_line_ending_with_newline_reports_its_size(workdir) -> None:
+    result = await call(workdir, "head -c 60000 /dev/zero | tr '\\0' a; echo")
+    path = full_output_path(result.text)
+    assert result.text == (
+        "a" * 51200 + f"\n\n[Showing last 50.0KB of line 1 (line is 58.6KB). Full output: {path}]"
+    )
+
+
+async def test_c23_ansi_escape_sequences_are_removed(workdir) -> None:
+    command = (
+        "printf '\\033[1;31mFAIL\\033[0m test_a\\n\\033[48;2;200;10;140m    \\033[0m swatch\\n"
+        "\\033]8;;https://example.com\\033\\\\link\\033]8;;\\033\\\\\\n'"
+    )
+    result = await call(workdir, command)
+    assert result.text == "FAIL test_a\n     swatch\nlink\n"
+    assert result.structured_content["output"] == "FAIL test_a\n     swatch\nlink\n"
+
+
+async def test_ansi_colours_and_cursor_moves(workdir) -> None:
+    result = await call(
+        workdir, "printf '\\033[31mred\\033[0m plain\\n\\033[2K\\033[1Gdone\\033[?25h\\n'"
+    )
+    assert result.text == "red plain\ndone\n"
+
+
+async def test_full_output_file_keeps_ansi_raw(workdir) -> None:
+    result = await call(
+        workdir, "for i in $(seq 1 2500); do printf '\\033[32m%d\\033[0m\\n' $i; done"
+    )
+    path = full_output_path(result.text)
+    assert "\x1b" not in result.text
+    assert result.text.startswith("501\n502\n")
+    expected = "".join(f"\x1b[32m{i}\x1b[0m\n" for i in range(1, 2501)).encode()
+    assert read_bytes(path) == expected
+
+
+def test_strip_ansi_leaves_plain_text_alone() -> None:
+    assert strip_ansi("a [0m b\r\n\tc") == "a [0m b\r\n\tc"
+    assert strip_ansi("\x1b]0;title\x07x\x1b(B\x1b7y\x1bPq#0\x1b\\z") == "xyz"
+
+
+async def test_structured_output_is_the_last_mib(workdir) -> None:
+    result = await call(workdir, "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end")
+    structured = result.structured_content
+    path = full_output_path(result.text)
+    assert structured["truncated"] is True
+    assert structured["exit_code"] == 0
+    assert structured["full_output_path"] == path
+    assert structured["output"] == "x" * (1024 * 1024 - 5) + "\nend\n"
+
+
+async def test_structured_output_cut_on_a_character_boundary(workdir) -> None:
+    result = await call(workdir, "python3 -c \"print('€' * 400000, end='')\"")
+    output = result.structured_content["output"]
+    assert output == "€" * (1024 * 1024 // 3)
+    assert result.structured_content["truncated"] is True
+
+
+# -- stdin, background children ---------------------------------------------------------------
+
+
+async def test_c19_commands_reading_stdin_get_end_of_file(workdir) -> None:
+    start = trio.current_time()
+    assert (await call(workdir, "cat")).text == "(no output)"
+    assert (await call(workdir, 'read -r line; echo "got:[$line]"')).text == "got:[]\n"
+    result = await call(workdir, 'python3 -c "import sys; print(len(sys.stdin.read()))"')
+    assert result.text == "0\n"
+    assert trio.current_time() - start < 5
+
+
+async def test_background_server_does_not_block_and_keeps_running(workdir) -> None:
+    start = trio.current_time()
+    result = await call(workdir, "sleep 30 & echo pid:$!; echo started")
+    (pid,) = pids_in(result.text.encode())
+    try:
+        assert result.text == f"pid:{pid}\nstarted\n"
+        assert trio.current_time() - start < 3
+        os.kill(pid, 0)  # still running
+    finally:
+        os.kill(pid, 9)
+
+
+async def test_background_child_with_redirected_output_does_not_block(workdir) -> None:
+    result = await call(workdir, "nohup sleep 30 >/dev/null 2>&1 & echo pid:$!")
+    (pid,) = pids_in(result.text.encode())
+    os.kill(pid, 9)
+    assert result.text == f"pid:{pid}\n"
+
+
+# -- updates ------------------------------------------------------------------------------------
+
+
+async def test_149_first_update_is_empty_then_throttled_snapshots(workdir) -> None:
+    updates: list[AgentToolResult] = []
+    await call(workdir, "echo a; sleep 0.05; echo b", updates=updates)
+    assert [u.to_json_dict() for u in updates] == [
+        {"content": []},
+        {"content": [{"type": "text", "text": "a\n"}], "details": {}},
+        {"content": [{"type": "text", "text": "a\nb\n"}], "details": {}},
+    ]
+
+
+async def test_142_chatty_output_is_throttled(workdir) -> None:
+    updates: list[AgentToolResult] = []
+    chunks: list[bytes | float] = []
+    for i in range(5000):
+        chunks += [f"line {i}\n".encode(), 0.0]
+    result = await call(workdir, "x", operations=ScriptedOperations(chunks), updates=updates)
+    assert 2 <= len(updates) < 25
+    assert updates[0].content == []
+    assert "line 4999" in updates[-1].text
+    assert "line 4999" in result.text
+
+
+async def test_updates_are_at_least_100ms_apart(workdir) -> None:
+    times: list[float] = []
+    updates: list[AgentToolResult] = []
+
+    class Recording(list):  # type: ignore[type-arg]
+        def append(self, item: AgentToolResult) -> None:
+            times.append(trio.current_time())
+            updates.append(item)
+
+    await call(
+        workdir,
+        "for i in $(seq 1 40); do echo $i; sleep 0.02; done",
+        updates=Recording(),
+    )
+    gaps = [b - a for a, b in zip(times[1:-1], times[2:-1], strict=False)]
+    assert gaps and min(gaps) >= 0.099
+    assert updates[-1].text == "".join(f"{i}\n" for i in range(1, 41))
+
+
+async def test_truncated_updates_carry_truncation_and_path(workdir) -> None:
+    updates: list[AgentToolResult] = []
+    await call(workdir, "seq 3000", updates=updates)
+    last = updates[-1]
+    assert last.text == "\n".join(str(i) for i in range(1001, 3001))
+    assert set(last.details) == {"truncation", "fullOutputPath"}
+    assert last.details["truncation"]["totalLines"] == 3000
+
+
+async def test_chunks_after_finish_are_ignored(workdir) -> None:
+    leaked: list[Callable[[bytes], None]] = []
+
+    class Leaky(ScriptedOperations):
+        async def exec(self, command, cwd, *, on_data, env=None, timeout=None):  # type: ignore[override]
+            leaked.append(on_data)
+            return await super().exec(command, cwd, on_data=on_data, env=env, timeout=timeout)
+
+    result = await call(workdir, "x", operations=Leaky([b"a\n"]))
+    leaked[0](b"late\n")  # no error, no effect
+    assert result.text == "a\n"
+
+
+# -- prefix, spawn context, environment ---------------------------------------------------------
+
+
+async def test_139_command_prefix_sets_variables(workdir) -> None:
+    result = await call(
+        workdir, "echo $TEST_VAR", options={"commandPrefix": "export TEST_VAR=hello"}
+    )
+    assert result.text.strip() == "hello"
+
+
+async def test_140_prefix_output_comes_first(workdir) -> None:
+    result = await call(
+        workdir, "echo command-output", options=BashToolOptions(command_prefix="echo prefix-output")
+    )
+    assert result.text == "prefix-output\ncommand-output\n"
+
+
+async def test_141_no_prefix(workdir) -> None:
+    ops = ScriptedOperations([b"no-prefix"])
+    result = await call(workdir, "echo no-prefix", operations=ops)
+    assert result.text == "no-prefix"
+    assert ops.seen is not None and ops.seen["command"] == "echo no-prefix"
+
+
+def test_unknown_option_is_a_config_error(workdir) -> None:
+    with pytest.raises(ConfigError, match="^bash: unknown option 'comand_prefix'$"):
+        create_bash_tool_definition(workdir, LocalBashOperations(), options={"comand_prefix": "x"})
+
+
+async def test_145_spawn_hook_env_reaches_the_command(workdir) -> None:
+    def hook(context: BashSpawnContext) -> BashSpawnContext:
+        context.env["FROM_HOOK"] = "from-local-ops"
+        return context
+
+    result = await call(workdir, "echo $FROM_HOOK", spawn_hook=hook)
+    assert result.text == "from-local-ops\n"
+
+
+async def test_spawn_hook_may_replace_command_and_cwd(workdir, tmp_path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+
+    def hook(context: BashSpawnContext) -> BashSpawnContext:
+        return BashSpawnContext(
+            command=f"echo wrapped; {context.command}", cwd=str(other), env=context.env
+        )
+
+    result = await call(workdir, "pwd", spawn_hook=hook)
+    assert result.text == f"wrapped\n{other}\n"
+    unchanged = await call(workdir, "pwd", spawn_hook=lambda context: None)
+    assert unchanged.text == f"{workdir}\n"
+
+
+async def test_136_missing_cwd(tmp_path) -> None:
+    missing = str(tmp_path / "nope")
+    with pytest.raises(ToolError) as info:
+        await call(missing, "echo x")
+    assert str(info.value) == (
+        f"Working directory does not exist: {missing}\nCannot execute bash commands."
+    )
+
+
+async def test_138_custom_shell_path_missing(workdir) -> None:
+    with pytest.raises(ToolError) as info:
+        await call(workdir, "echo x", operations=LocalBashOperations(shell_path="/custom/bash"))
+    assert str(info.value) == "Custom shell path not found: /custom/bash"
+
+
+@dataclass
+class Model:
+    provider: str
+    id: str
+
+
+@dataclass
+class SessionContext:
+    session_id: str
+    session_file: str | None
+    model: Model | None
+    thinking_level: str | None
+
+
+async def test_stale_session_variables_are_replaced(workdir, monkeypatch) -> None:
+    for name in (
+        "PI_SESSION_ID",
+        "PI_SESSION_FILE",
+        "PI_PROVIDER",
+        "PI_MODEL",
+        "PI_REASONING_LEVEL",
+    ):
+        monkeypatch.setenv(name, "stale")
+    monkeypatch.setenv("PI_OTHER", "kept")
+    command = "env | grep '^PI_' | sort"
+    bare = await call(workdir, command)
+    assert bare.text == "PI_OTHER=kept\n"
+    ctx = SessionContext("s-1", "/sessions/s-1.jsonl", Model("anthropic", "claude"), "high")
+    exposed = await call(workdir, command, ctx=ctx)
+    assert exposed.text == (
+        "PI_MODEL=claude\nPI_OTHER=kept\nPI_PROVIDER=anthropic\nPI_REASONING_LEVEL=high\n"
+        "PI_SESSION_FILE=/sessions/s-1.jsonl\nPI_SESSION_ID=s-1\n"
+    )
+    hidden = await call(workdir, command, ctx=ctx, options={"exposeSessionEnvironment": False})
+    assert hidden.text == "PI_OTHER=kept\n"
