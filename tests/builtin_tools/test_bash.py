@@ -5,6 +5,7 @@ Real commands through the local backend; a few small in-test backends stand for 
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 import trio
+
 from pi_builtin_tools.bash import (
     DESCRIPTION,
     PARAMETERS,
@@ -53,7 +55,7 @@ async def call(
     workdir: str,
     command: str,
     *,
-    timeout: float | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109 (the tool's parameter)
     operations: Any = None,
     updates: list[AgentToolResult] | None = None,
     ctx: Any = None,
@@ -74,6 +76,11 @@ def full_output_path(text: str) -> str:
     match = FULL_OUTPUT.search(text)
     assert match, text
     return match.group(1)
+
+
+def write_text(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def read_bytes(path: str) -> bytes:
@@ -102,7 +109,7 @@ class ScriptedOperations:
         *,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
     ) -> int | None:
         self.seen = {"command": command, "cwd": cwd, "env": env, "timeout": timeout}
         for chunk in self.chunks:
@@ -179,8 +186,7 @@ async def test_no_output(workdir) -> None:
 
 
 async def test_runs_in_the_workdir(workdir) -> None:
-    with open(os.path.join(workdir, "marker.txt"), "w") as f:
-        f.write("m\n")
+    write_text(os.path.join(workdir, "marker.txt"), "m\n")
     result = await call(workdir, "pwd; ls")
     assert result.text == f"{workdir}\nmarker.txt\n"
 
@@ -242,7 +248,7 @@ async def test_no_exit_code_is_an_error(workdir) -> None:
 
 
 async def test_other_backend_errors_propagate_unchanged(workdir) -> None:
-    with pytest.raises(RuntimeError, match="^weird failure$"):
+    with pytest.raises(RuntimeError, match=r"^weird failure$"):
         await call(
             workdir, "x", operations=ScriptedOperations([b"a"], error=RuntimeError("weird failure"))
         )
@@ -358,7 +364,15 @@ async def test_148_pre_aborted(workdir) -> None:
 
 
 async def test_148_abort_after_output_kills_the_tree(workdir) -> None:
-    updates: list[AgentToolResult] = []
+    started = trio.Event()
+
+    class Updates(list):  # type: ignore[type-arg]
+        def append(self, item: AgentToolResult) -> None:
+            super().append(item)
+            if "started" in item.text:
+                started.set()
+
+    updates = Updates()
     command = (
         "sh -c 'trap \"\" TERM; echo pid:$$ >&2; exec sleep 97' & "
         "setsid sh -c 'echo pid:$$ >&2; exec sleep 96' & sleep 0.3; echo started; sleep 98"
@@ -367,8 +381,7 @@ async def test_148_abort_after_output_kills_the_tree(workdir) -> None:
         async with trio.open_nursery() as nursery:
 
             async def cancel_when_started() -> None:
-                while not any("started" in u.text for u in updates):
-                    await trio.sleep(0.02)
+                await started.wait()
                 scope.cancel()
 
             nursery.start_soon(cancel_when_started)
@@ -619,7 +632,7 @@ async def test_updates_are_at_least_100ms_apart(workdir) -> None:
         "for i in $(seq 1 40); do echo $i; sleep 0.02; done",
         updates=Recording(),
     )
-    gaps = [b - a for a, b in zip(times[1:-1], times[2:-1], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times[1:-1])]
     assert gaps and min(gaps) >= 0.099
     assert updates[-1].text == "".join(f"{i}\n" for i in range(1, 41))
 
@@ -637,7 +650,7 @@ async def test_chunks_after_finish_are_ignored(workdir) -> None:
     leaked: list[Callable[[bytes], None]] = []
 
     class Leaky(ScriptedOperations):
-        async def exec(self, command, cwd, *, on_data, env=None, timeout=None):  # type: ignore[override]
+        async def exec(self, command, cwd, *, on_data, env=None, timeout=None):  # type: ignore[override]  # noqa: ASYNC109
             leaked.append(on_data)
             return await super().exec(command, cwd, on_data=on_data, env=env, timeout=timeout)
 
@@ -671,7 +684,7 @@ async def test_141_no_prefix(workdir) -> None:
 
 
 def test_unknown_option_is_a_config_error(workdir) -> None:
-    with pytest.raises(ConfigError, match="^bash: unknown option 'comand_prefix'$"):
+    with pytest.raises(ConfigError, match=r"^bash: unknown option 'comand_prefix'$"):
         create_bash_tool_definition(workdir, LocalBashOperations(), options={"comand_prefix": "x"})
 
 

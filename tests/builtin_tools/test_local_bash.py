@@ -11,10 +11,16 @@ import time
 
 import pytest
 import trio
+
 from pi_builtin_tools.local_bash import SUPERVISOR, LocalBashOperations, resolve_shell
 from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in
 from pi_core.errors import CommandTimeout, ToolError
 from pi_core.operations import BashOperations
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
 class TestLocalBashContract(BashOperationsContract):
@@ -168,9 +174,7 @@ async def test_supervisor_killed_from_outside_reports_signal(tmp_path) -> None:
     async def kill_supervisor() -> None:
         await recorder.wait_for(b"pid:")
         (shell_pid,) = pids_in(recorder.data)
-        with open(f"/proc/{shell_pid}/stat") as f:
-            supervisor = int(f.read().rsplit(")", 1)[1].split()[1])
-        os.kill(supervisor, signal.SIGKILL)
+        os.kill(parent_of(shell_pid), signal.SIGKILL)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(kill_supervisor)
@@ -220,11 +224,13 @@ def test_supervisor_kills_tree_when_pi_dies(tmp_path) -> None:
 def test_orphans_stay_descendants_of_the_test_session() -> None:
     """The session-wide leak check (tests/conftest.py) can see orphans: pytest is a subreaper."""
     out = subprocess.run(
-        ["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"], capture_output=True, check=True, text=True
+        ["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"],
+        capture_output=True,
+        check=True,
+        text=True,
     ).stdout
     pid = int(out)
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            assert int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid()
+        assert parent_of(pid) == os.getpid()
     finally:
         os.kill(pid, signal.SIGKILL)

@@ -134,3 +134,18 @@ async def test_io_does_not_block_the_loop(tmp_path: Path) -> None:
         nursery.cancel_scope.cancel()
     assert len(data) == 32 << 20
     assert ticks > 1
+
+
+def test_plugin_provides_local_backend_and_file_tools(tmp_path: Path) -> None:
+    from pi_builtin_tools import plugin
+    from pi_core.hook_types import BackendContext, RegisterToolsContext
+
+    assert isinstance(
+        plugin.pi_file_operations(BackendContext(cwd=str(tmp_path))), LocalFileOperations
+    )
+    registered: list[object] = []
+    plugin.pi_register_tools(
+        registered.append, RegisterToolsContext(cwd=str(tmp_path), file_operations=OPS)
+    )
+    names = [getattr(tool, "name", None) for tool in registered]
+    assert {"read", "write"} <= set(names)

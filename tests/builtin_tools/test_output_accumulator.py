@@ -11,6 +11,7 @@ import tracemalloc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from pi_builtin_tools.output_accumulator import OutputAccumulator
 from pi_builtin_tools.truncate import truncate_tail
 
@@ -59,7 +60,7 @@ def test_invalid_bytes_become_replacement_characters() -> None:
 def test_append_after_finish_raises() -> None:
     acc = OutputAccumulator()
     acc.finish()
-    with pytest.raises(RuntimeError, match="^Cannot append to a finished output accumulator$"):
+    with pytest.raises(RuntimeError, match=r"^Cannot append to a finished output accumulator$"):
         acc.append(b"x")
 
 
@@ -83,7 +84,12 @@ def test_line_limit_tail_and_full_output_file(private_tmpdir) -> None:
     snap = acc.finish()
     assert snap.content == "\n".join(str(i) for i in range(1001, 3001))
     t = snap.truncation
-    assert (t.truncated, t.truncated_by, t.total_lines, t.total_bytes) == (True, "lines", 3000, 13893)
+    assert (t.truncated, t.truncated_by, t.total_lines, t.total_bytes) == (
+        True,
+        "lines",
+        3000,
+        13893,
+    )
     assert (t.output_lines, t.output_bytes, t.last_line_partial) == (2000, 9999, False)
     path = snap.full_output_path
     assert path is not None

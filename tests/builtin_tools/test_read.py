@@ -683,3 +683,13 @@ def test_one_gigabyte_file_is_streamed(tmp_path: Path) -> None:
         b"".join(b"line %d\n" % i for i in range(1, 1_000_000))
     )
     assert out["peak_kib"] < 150 * 1024, out
+
+
+async def test_special_files(tmp_path: Path) -> None:
+    """A file whose size stat reports as 0 (/proc) is still read; devices are refused, never
+    read forever."""
+    result = await read(tmp_path, path="/proc/version")
+    assert result.text.startswith("Linux version")
+    assert await read_error(tmp_path, path="/dev/zero") == (
+        "Cannot read /dev/zero: not a regular file (a device, FIFO or socket)."
+    )

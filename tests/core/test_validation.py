@@ -745,6 +745,41 @@ def test_the_callers_arguments_are_never_modified() -> None:
     assert same == plain and same is not plain and same["nested"] is not plain["nested"]
 
 
+def test_draft_07_spellings() -> None:
+    tuple_items = prop({"type": "array", "items": [{"type": "integer"}], "additionalItems": False})
+    assert validate_tool_arguments(tuple_items, {"x": ["1"]}) == {"x": [1]}
+    assert error_lines(tuple_items, {"x": ["a", 2]}) == [
+        "  - x.1: schema is false",
+        "  - x.0: must be integer",
+    ]
+    dependencies = prop({"dependencies": {"a": ["b"], "c": {"required": ["d"]}}})
+    assert error_lines(dependencies, {"x": {"a": 1, "c": 2}}) == [
+        "  - x: must have properties b when property a is present",
+        "  - x.d: must have required properties d",
+    ]
+
+
+def test_the_error_survives_pickling() -> None:
+    import pickle
+
+    with pytest.raises(ToolArgumentsError) as caught:
+        validate_tool_arguments(READ, {"path": 1})
+    copied = pickle.loads(pickle.dumps(caught.value))
+    assert str(copied) == str(caught.value)
+    assert copied.errors == [("path", "must be string")]
+
+
+def test_keys_that_are_not_strings_are_reported_not_raised() -> None:
+    tool = make_tool(
+        {"type": "object", "patternProperties": {"^a": {}}, "additionalProperties": False}
+    )
+    assert message(tool, {1: "x", "ab": 2}) == (
+        'Validation failed for tool "t":\n  - 1: schema is false\n'
+        "  - root: must not have additional properties\n\n"
+        'Received arguments:\n{\n  "1": "x",\n  "ab": 2\n}'
+    )
+
+
 def test_tuples_are_arrays() -> None:
     tool = prop({"type": "array", "items": {"type": "integer"}})
     assert validate_tool_arguments(tool, {"x": ("1", 2)}) == {"x": [1, 2]}

@@ -32,7 +32,7 @@ def unwrap_exception_group() -> Iterator[None]:
         exc = others[0] if others else leaves[0]
         context = exc.__context__
         try:
-            raise exc  # noqa: B904 (the group is only a wrapper: keep exc's own context)
+            raise exc  # the group was only a wrapper: keep exc's own context
         finally:
             exc.__context__ = context
 

@@ -30,9 +30,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import trio
-from pi_core.errors import CommandTimeout, ToolError
 
 from pi_builtin_tools._trio_util import unwrap_exception_group
+from pi_core.errors import CommandTimeout, ToolError
 
 SUPERVISOR = str(Path(__file__).with_name("_bash_supervisor.py"))
 """Path of the supervisor script, run with ``sys.executable -I -S``."""
@@ -61,6 +61,16 @@ def resolve_shell(shell_path: str | None = None) -> str:
         if found:
             return found
     raise ToolError("spawn sh ENOENT")
+
+
+def _check_spawn(cwd: str, shell_path: str | None) -> str:
+    """The shell to run, after checking that ``cwd`` and the shell exist (Pi's texts)."""
+    if not os.path.isdir(cwd):
+        raise ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
+    shell = resolve_shell(shell_path)
+    if not os.access(shell, os.X_OK):
+        raise ToolError(f"spawn {shell} {'EACCES' if os.path.exists(shell) else 'ENOENT'}")
+    return shell
 
 
 class LocalBashOperations:
@@ -92,7 +102,7 @@ class LocalBashOperations:
         *,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
     ) -> int | None:
         """Run ``command`` in ``cwd``; see :class:`pi_core.BashOperations` and the module
         docstring.
@@ -102,13 +112,7 @@ class LocalBashOperations:
         :class:`~pi_core.CommandTimeout` when ``timeout`` (seconds, > 0) passes.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
-        if not os.path.isdir(cwd):
-            raise ToolError(
-                f"Working directory does not exist: {cwd}\nCannot execute bash commands."
-            )
-        shell = resolve_shell(self.shell_path)
-        if not os.access(shell, os.X_OK):
-            raise ToolError(f"spawn {shell} {'EACCES' if os.path.exists(shell) else 'ENOENT'}")
+        shell = _check_spawn(cwd, self.shell_path)
 
         lifeline_r, lifeline_w = os.pipe()
         spawned = False
@@ -139,7 +143,7 @@ class LocalBashOperations:
                 os.close(lifeline_w)
 
         stream = process.stdout
-        assert stream is not None
+        assert isinstance(stream, trio.lowlevel.FdStream)
         with contextlib.suppress(OSError):
             fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, 1024 * 1024)
         eof = trio.Event()
@@ -154,7 +158,7 @@ class LocalBashOperations:
                     eof.set()
                     return
                 last_data = trio.current_time()
-                on_data(chunk)
+                on_data(bytes(chunk))
 
         try:
             with unwrap_exception_group():

@@ -234,9 +234,7 @@ class OutputAccumulator:
             if not tail.truncated and tail.content.endswith("\n"):
                 # The window fits but the whole output does not: kept lines are joined without
                 # the final newline, as truncate_tail does whenever it cuts.
-                tail = replace(
-                    tail, content=tail.content[:-1], output_bytes=tail.output_bytes - 1
-                )
+                tail = replace(tail, content=tail.content[:-1], output_bytes=tail.output_bytes - 1)
             if not whole and not tail.last_line_partial and tail.output_lines >= tail.total_lines:
                 # Every line of the window was kept: the line before the window is too long to
                 # fit (the window holds twice max_bytes), unless the line limit was reached.

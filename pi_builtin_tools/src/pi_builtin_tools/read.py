@@ -12,8 +12,8 @@ with BOM, Windows-1252/Latin-1) and binary files are refused with a short descri
 from __future__ import annotations
 
 import codecs
+import errno
 import math
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,41 +225,6 @@ class _Scanner:
         return self.sel
 
 
-async def _utf8_chunks(
-    ops: FileOperations,
-    path: str,
-    encoding: TextEncoding,
-    first: bytes,
-    complete: bool,
-    chunk_size: int,
-) -> AsyncIterator[bytes]:
-    """The file's text as UTF-8 bytes, chunk by chunk (``first`` is the start already read;
-    ``complete``: it is the whole file)."""
-    if encoding.is_utf8:
-        yield first
-        if complete:
-            return
-        offset = len(first)
-        while True:
-            chunk = await ops.read_bytes(path, offset, chunk_size)
-            if not chunk:
-                return
-            yield chunk
-            offset += len(chunk)
-    decoder = codecs.getincrementaldecoder(encoding.codec)("replace")
-    yield decoder.decode(first, final=complete).encode("utf-8", "replace")
-    if complete:
-        return
-    offset = len(first)
-    while True:
-        chunk = await ops.read_bytes(path, offset, chunk_size)
-        if not chunk:
-            yield decoder.decode(b"", final=True).encode("utf-8", "replace")
-            return
-        yield decoder.decode(chunk).encode("utf-8", "replace")
-        offset += len(chunk)
-
-
 async def _scan(
     ops: FileOperations,
     path: str,
@@ -270,9 +235,24 @@ async def _scan(
     start: int,
     end: int | None,
 ) -> _Selection:
+    """Feed the file's text, as UTF-8 bytes, chunk by chunk through a :class:`_Scanner`
+    (``first`` is the start already read; ``complete``: it is the whole file)."""
     scanner = _Scanner(start, end, DEFAULT_MAX_BYTES + 1)
-    async for chunk in _utf8_chunks(ops, path, encoding, first, complete, options.chunk_size):
-        scanner.feed(chunk)
+    decoder = None if encoding.is_utf8 else codecs.getincrementaldecoder(encoding.codec)("replace")
+
+    def feed(raw: bytes, final: bool) -> None:
+        if decoder is None:
+            scanner.feed(raw)
+        else:
+            scanner.feed(decoder.decode(raw, final=final).encode("utf-8", "replace"))
+
+    feed(first, complete)
+    offset = len(first)
+    while not complete:
+        chunk = await ops.read_bytes(path, offset, options.chunk_size)
+        complete = not chunk
+        feed(chunk, complete)
+        offset += len(chunk)
     return scanner.finish()
 
 
@@ -361,13 +341,15 @@ async def read_file(
         raise fs_error(exc, "access", path) from exc
     if info.kind == "directory":
         raise ToolError("EISDIR: illegal operation on a directory, read")
-    whole = info.size <= opts.whole_file_limit
+    if info.kind == "other":
+        raise ToolError(f"Cannot read {raw_path}: not a regular file (a device, FIFO or socket).")
+    whole = 0 < info.size <= opts.whole_file_limit
     try:
         first = await ops.read_bytes(path, 0, None if whole else opts.chunk_size)
     except IsADirectoryError as exc:
         raise ToolError("EISDIR: illegal operation on a directory, read") from exc
     except OSError as exc:
-        raise fs_error(exc, "access" if exc.errno == 13 else "open", path) from exc
+        raise fs_error(exc, "access" if exc.errno == errno.EACCES else "open", path) from exc
     complete = whole or len(first) < opts.chunk_size
 
     mime = detect_image_mime(first[:IMAGE_SNIFF_BYTES])

@@ -98,6 +98,7 @@ import referencing.exceptions
 import referencing.jsonschema
 
 from pi_core.errors import ToolError
+from pi_core.tools import AgentTool
 
 _Resolver = Any
 """A ``referencing`` resolver (the class is not exported by ``referencing``)."""
@@ -140,6 +141,9 @@ class ToolArgumentsError(ToolError):
             f'Validation failed for tool "{tool_name}":\n{lines or "Unknown validation error"}'
             f"\n\nReceived arguments:\n{received}"
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.tool_name, self.errors, self.arguments))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -358,7 +362,8 @@ def _extra_keys(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[
     return [
         key
         for key in instance
-        if key not in properties and not any(re.search(p, key) for p in patterns)
+        if key not in properties
+        and not (isinstance(key, str) and any(re.search(p, key) for p in patterns))
     ]
 
 
@@ -556,12 +561,25 @@ _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 
 def _normalise(schema: Any) -> Any:
-    """A copy of ``schema`` whose ``false`` subschemas are ``{_FALSE_SCHEMA: true}``."""
+    """A copy of ``schema`` whose ``false`` subschemas are ``{_FALSE_SCHEMA: true}``, and
+    whose draft-07 spellings are the 2020-12 ones TypeBox also accepts: an ``items`` array is
+    ``prefixItems`` (``additionalItems`` becomes ``items``), ``dependencies`` is split into
+    ``dependentRequired`` and ``dependentSchemas``."""
     if schema is False:
         return {_FALSE_SCHEMA: True}
     if not isinstance(schema, dict):
         return schema
     result = dict(schema)
+    if isinstance(result.get("items"), list) and "prefixItems" not in result:
+        result["prefixItems"] = result.pop("items")
+        if "additionalItems" in result:
+            result["items"] = result.pop("additionalItems")
+    dependencies = result.get("dependencies")
+    if isinstance(dependencies, dict):
+        del result["dependencies"]
+        for name, dependency in dependencies.items():
+            target = "dependentRequired" if isinstance(dependency, list) else "dependentSchemas"
+            result[target] = {**result.get(target, {}), name: dependency}
     for key in _SCHEMA_MAPS:
         if isinstance(result.get(key), dict):
             result[key] = {name: _normalise(sub) for name, sub in result[key].items()}
@@ -613,14 +631,14 @@ def _compile(tool_name: str, parameters: Any) -> _Compiled:
             f'Invalid parameters schema for tool "{tool_name}": expected a JSON Schema object, '
             f"got {type(parameters).__name__}"
         )
+    schema = _normalise(parameters_schema)
     try:
-        _BASE.check_schema(parameters_schema)
+        _BASE.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
         where = "/".join(map(str, exc.absolute_path)) or "root"
         raise ToolError(
             f'Invalid parameters schema for tool "{tool_name}": {exc.message} (at {where})'
         ) from None
-    schema = _normalise(parameters_schema)
     validator = _PiValidator(schema, registry=referencing.Registry())
     resource = referencing.jsonschema.DRAFT202012.create_resource(schema)
     resolver = referencing.Registry().resolver_with_root(resource)
@@ -858,11 +876,11 @@ def _list(value: Any) -> list[Any]:
 # ----------------------------------------------------------------------------------------------
 
 
-def validate_tool_arguments(tool: Any, arguments: Any) -> Any:
+def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
     """Coerce and validate ``arguments`` against ``tool.parameters`` (spec §2.11, decision 4).
 
-    ``tool`` is an :class:`~pi_core.tools.AgentTool` (anything with ``name`` and
-    ``parameters``); ``arguments`` are the call's arguments after ``prepare_arguments`` (any
+    ``tool`` is an :class:`~pi_core.tools.AgentTool` (a ``ToolDefinition`` or ``@tool``
+    function works too: only ``name`` and ``parameters`` are read); ``arguments`` are the call's arguments after ``prepare_arguments`` (any
     JSON value; untrusted). Returns a deep copy with the lossless conversions applied; the
     caller's object is never modified.
 

@@ -1,0 +1,261 @@
+"""The write tool through its ``execute``: spec §7.2, scenarios §8.6 (81–84) and 168, the write
+conformance cases, atomicity and the mutation queue (port decisions 3, 8, 9)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.read import create_read_tool_definition
+from pi_builtin_tools.write import (
+    WRITE_DESCRIPTION,
+    WRITE_PARAMETERS,
+    create_write_tool_definition,
+)
+from pi_core.errors import ToolError
+from pi_core.messages import AgentToolResult
+
+OPS = LocalFileOperations()
+
+
+async def write(cwd: Path, ops: Any = OPS, **args: Any) -> AgentToolResult:
+    definition = create_write_tool_definition(str(cwd), ops)
+    return await definition.execute("call-1", args, None, None)
+
+
+async def write_error(cwd: Path, **args: Any) -> str:
+    with pytest.raises(ToolError) as info:
+        await write(cwd, **args)
+    return str(info.value)
+
+
+def test_definition_matches_pi() -> None:
+    definition = create_write_tool_definition("/w", OPS)
+    assert (definition.name, definition.label) == ("write", "write")
+    assert definition.description == (
+        "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. "
+        "Automatically creates parent directories."
+    )
+    assert definition.description == WRITE_DESCRIPTION
+    assert definition.parameters == {
+        "type": "object",
+        "required": ["path", "content"],
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "Path to the file to write (relative or absolute)",
+            },
+            "content": {"type": "string", "description": "Content to write to the file"},
+        },
+    }
+    assert definition.parameters is WRITE_PARAMETERS
+    assert definition.prompt_snippet == "Create or overwrite files"
+    assert definition.prompt_guidelines == ["Use write only for new files or complete rewrites."]
+
+
+async def test_new_and_nested(tmp_path: Path) -> None:
+    """Scenarios 81-82 / write-new-and-nested."""
+    first = await write(tmp_path, path="test.txt", content="Test content")
+    assert first.to_json_dict() == {
+        "content": [{"type": "text", "text": "Successfully wrote 12 bytes to test.txt"}]
+    }
+    nested = await write(tmp_path, path="nested/dir/test.txt", content="deep\n")
+    assert nested.text == "Successfully wrote 5 bytes to nested/dir/test.txt"
+    assert (tmp_path / "test.txt").read_bytes() == b"Test content"
+    assert (tmp_path / "nested" / "dir" / "test.txt").read_bytes() == b"deep\n"
+
+
+async def test_utf8_byte_count(tmp_path: Path) -> None:
+    """Scenario 83 / write-unicode-byte-count (decision 3: UTF-8 bytes, 10 not 7)."""
+    result = await write(tmp_path, path="hello.txt", content="héllo😀")
+    assert result.text == "Successfully wrote 10 bytes to hello.txt"
+    assert (tmp_path / "hello.txt").read_bytes() == "héllo😀".encode()
+
+
+async def test_onto_directory_is_eisdir(tmp_path: Path) -> None:
+    """Scenario 84 / write-onto-directory."""
+    (tmp_path / "adir").mkdir()
+    assert await write_error(tmp_path, path="adir", content="x") == (
+        f"EISDIR: illegal operation on a directory, open '{tmp_path}/adir'"
+    )
+    assert os.listdir(tmp_path / "adir") == []
+
+
+async def test_parent_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    assert await write_error(tmp_path, path="file/sub/x.txt", content="x") == (
+        f"ENOTDIR: not a directory, mkdir '{tmp_path}/file/sub'"
+    )
+
+
+async def test_overwrite_then_read(tmp_path: Path) -> None:
+    """write-overwrite."""
+    (tmp_path / "config.ini").write_text("old=1\nmore=2\n")
+    assert (await write(tmp_path, path="config.ini", content="new=3\n")).text == (
+        "Successfully wrote 6 bytes to config.ini"
+    )
+    read = create_read_tool_definition(str(tmp_path), OPS)
+    assert (await read.execute("c2", {"path": "config.ini"}, None, None)).to_json_dict() == {
+        "content": [{"type": "text", "text": "new=3\n"}]
+    }
+
+
+async def test_special_space_path(tmp_path: Path) -> None:
+    """write-special-space-path: U+3000 becomes a space on disk; the message keeps the raw path."""
+    result = await write(tmp_path, path="w\u3000x.txt", content="q")
+    assert result.text == "Successfully wrote 1 bytes to w\u3000x.txt"
+    assert os.listdir(tmp_path) == ["w x.txt"]
+
+
+async def test_existing_name_with_special_space_is_overwritten(tmp_path: Path) -> None:
+    """Decision 9: an existing file whose name holds U+00A0 is written, not a twin."""
+    (tmp_path / "a\u00a0b.txt").write_text("old")
+    await write(tmp_path, path="a\u00a0b.txt", content="new")
+    assert sorted(os.listdir(tmp_path)) == ["a\u00a0b.txt"]
+    assert (tmp_path / "a\u00a0b.txt").read_text() == "new"
+
+
+async def test_content_bytes_unchanged(tmp_path: Path) -> None:
+    """No BOM added, no line-ending changes, empty content allowed."""
+    await write(tmp_path, path="crlf.txt", content="\ufeffa\r\nb\rc\n")
+    assert (tmp_path / "crlf.txt").read_bytes() == b"\xef\xbb\xbfa\r\nb\rc\n"
+    assert (await write(tmp_path, path="empty.txt", content="")).text == (
+        "Successfully wrote 0 bytes to empty.txt"
+    )
+    assert (tmp_path / "empty.txt").read_bytes() == b""
+
+
+async def test_lone_surrogate_becomes_replacement(tmp_path: Path) -> None:
+    result = await write(tmp_path, path="s.txt", content="a\ud800b")
+    assert result.text == "Successfully wrote 5 bytes to s.txt"
+    assert (tmp_path / "s.txt").read_bytes() == b"a\xef\xbf\xbdb"
+
+
+async def test_mode_kept(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("old")
+    script.chmod(0o755)
+    await write(tmp_path, path="run.sh", content="#!/bin/sh\n")
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+
+
+async def test_through_symlink(tmp_path: Path) -> None:
+    """Case c27 (write step): the target is written, the link stays the same link."""
+    (tmp_path / "dotfiles").mkdir()
+    (tmp_path / "dotfiles" / "bashrc").write_bytes(b"export A=2\n")
+    os.symlink("dotfiles/bashrc", tmp_path / ".bashrc")
+    result = await write(tmp_path, path=".bashrc", content="export A=3\n")
+    assert result.text == "Successfully wrote 11 bytes to .bashrc"
+    assert (tmp_path / "dotfiles" / "bashrc").read_bytes() == b"export A=3\n"
+    assert os.readlink(tmp_path / ".bashrc") == "dotfiles/bashrc"
+
+
+async def test_absolute_and_home_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    await write(Path("/"), path=str(tmp_path / "abs.txt"), content="a")
+    await write(Path("/"), path="~/h.txt", content="h")
+    assert (tmp_path / "abs.txt").read_text() == "a"
+    assert (tmp_path / "home" / "h.txt").read_text() == "h"
+
+
+async def test_reader_never_sees_partial_file(tmp_path: Path) -> None:
+    """Decision 8: a read racing writes sees one whole version, never an empty file."""
+    versions = [(c * 50 + "\n") * 4000 for c in "ABC"]
+    (tmp_path / "f.txt").write_text(versions[0])
+    read = create_read_tool_definition(str(tmp_path), OPS)
+    seen: list[str] = []
+
+    async def reader() -> None:
+        for _ in range(60):
+            result = await read.execute("r", {"path": "f.txt", "limit": 1}, None, None)
+            line, notice = result.text.split("\n", 1)
+            assert notice == "\n[4000 more lines in file. Use offset=2 to continue.]"
+            seen.append(line)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(reader)
+        for i in range(60):
+            await write(tmp_path, path="f.txt", content=versions[i % 3])
+    assert set(seen) <= {"A" * 50, "B" * 50, "C" * 50}
+    assert len(seen) == 60
+
+
+async def test_many_files_in_parallel(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        for i in range(200):
+            nursery.start_soon(
+                lambda i=i: write(tmp_path, path=f"d{i % 7}/f{i}.txt", content=str(i))
+            )
+    assert sorted(int((tmp_path / f"d{i % 7}/f{i}.txt").read_text()) for i in range(200)) == list(
+        range(200)
+    )
+
+
+class GatedOps(LocalFileOperations):
+    """Local ops whose first ``write_bytes`` waits for ``release`` (a write in flight)."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.release = trio.Event()
+        self.first_started = trio.Event()
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        self.log.append(f"write:{data.decode().strip()}:start")
+        if not self.first_started.is_set():
+            self.first_started.set()
+            await self.release.wait()
+        await super().write_bytes(path, data)
+        self.log.append(f"write:{data.decode().strip()}:end")
+
+
+async def test_aborted_write_keeps_queue_until_settled(tmp_path: Path) -> None:
+    """Scenario 168: the first write blocks inside write_bytes and is aborted; the second must
+    not start until the first write settles; the first reports the abort (Cancelled, which the
+    loop turns into ``Operation aborted``), the second completes; the file ends as second."""
+    ops = GatedOps()
+    outcome: list[str] = []
+
+    async def first() -> None:
+        with trio.CancelScope() as scope:
+            first_scope.append(scope)
+            await write(tmp_path, ops, path="f.txt", content="first\n")
+            outcome.append("first:returned")
+        if scope.cancelled_caught:
+            outcome.append("first:aborted")
+
+    async def second() -> None:
+        result = await write(tmp_path, ops, path="f.txt", content="second\n")
+        outcome.append(result.text)
+
+    first_scope: list[trio.CancelScope] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(first)
+        await ops.first_started.wait()
+        nursery.start_soon(second)
+        first_scope[0].cancel()
+        await trio.sleep(0.05)
+        assert ops.log == ["write:first:start"]
+        assert outcome == []
+        ops.release.set()
+    assert ops.log == [
+        "write:first:start",
+        "write:first:end",
+        "write:second:start",
+        "write:second:end",
+    ]
+    assert outcome == ["first:aborted", "Successfully wrote 7 bytes to f.txt"]
+    assert (tmp_path / "f.txt").read_text() == "second\n"
+
+
+async def test_cancelled_before_start_writes_nothing(tmp_path: Path) -> None:
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await write(tmp_path, path="never.txt", content="x")
+    assert scope.cancelled_caught
+    assert not (tmp_path / "never.txt").exists()
