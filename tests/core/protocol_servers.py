@@ -100,13 +100,15 @@ class ProtocolServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT``."""
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self.server.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def __enter__(self) -> ProtocolServer:
         self.thread.start()
@@ -229,9 +231,17 @@ def anthropic_message_start(
 def anthropic_text_block(index: int, pieces: list[str]) -> list[dict[str, Any]]:
     """``content_block_start`` (text), one ``text_delta`` per piece, ``content_block_stop``."""
     return [
-        {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+        {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": "text", "text": ""},
+        },
         *[
-            {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}}
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "text_delta", "text": p},
+            }
             for p in pieces
         ],
         {"type": "content_block_stop", "index": index},

@@ -759,6 +759,22 @@ def test_draft_07_spellings() -> None:
     ]
 
 
+def test_a_schema_keyword_does_not_change_the_messages() -> None:
+    tool = make_tool(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"self": {"$ref": "#"}, "a": {"type": "string"}},
+            "required": ["a", "b"],
+        }
+    )
+    assert error_lines(tool, {"a": "x", "self": {"a": 1}}) == [
+        "  - b: must have required properties b",
+        "  - self.b: must have required properties b",
+        "  - self.a: must be string",
+    ]
+
+
 def test_the_error_survives_pickling() -> None:
     import pickle
 
@@ -778,6 +794,7 @@ def test_keys_that_are_not_strings_are_reported_not_raised() -> None:
         "  - root: must not have additional properties\n\n"
         'Received arguments:\n{\n  "1": "x",\n  "ab": 2\n}'
     )
+    assert validate_tool_arguments(make_tool({"type": "object"}), {1: "x"}) == {"1": "x"}
 
 
 def test_tuples_are_arrays() -> None:

@@ -236,8 +236,30 @@ async def stream_sse_response(
                     return
         finally:
             with trio.CancelScope(shield=True):
-                await events.aclose()
-                await response.aclose()
+                await _close_stream(response, events)
+
+
+async def _close_stream(response: httpx.Response, events: AsyncIterator[Any]) -> None:
+    """Close ``response`` and run ``events`` to its end.
+
+    httpx reads a response through a chain of async generators; one left suspended is
+    garbage collected unfinished, which trio reports as a ``ResourceWarning`` (encode/httpx
+    #3686). Once the response is closed, the next read fails or ends, which finishes every
+    generator of the chain; a bounded wait guards against a read that would not return.
+    """
+    await response.aclose()
+    with trio.move_on_after(_CLOSE_GRACE):
+        while True:
+            try:
+                await anext(events)
+            except StopAsyncIteration:
+                break
+            except Exception:
+                break
+
+
+_CLOSE_GRACE = 1.0
+"""Seconds :func:`_close_stream` waits for the closed stream to finish."""
 
 
 __all__ = [

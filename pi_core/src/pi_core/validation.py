@@ -1,6 +1,7 @@
 """Argument validation for the tool pipeline: lossless coercion, then JSON Schema, then Pi's text.
 
-Spec §2.11 (pi-ai ``validateToolArguments``) as amended by port decision 4; seed §三. One call,
+Spec §2.11 (pi-ai ``validateToolArguments``) as amended by port decision 4; seed §六 (schema
+validation between ``prepareArguments`` and ``execute``). One call,
 :func:`validate_tool_arguments`, turns the raw arguments of a tool call (after
 ``prepare_arguments`` and the ``pi_prepare_arguments`` chain) into the params ``execute``
 receives, or raises :class:`ToolArgumentsError`, whose ``str()`` is the complete error text the
@@ -72,9 +73,16 @@ unevaluated*          ``must not have unevaluated properties`` / ``… items``
 ====================  ==============================================================
 
 At most :data:`MAX_ERRORS` (8) lines are listed, the first ones in that order, as TypeBox's
-``maxErrors`` setting does. Paths are instance paths with ``.`` separators (``edits.0.oldText``; ``~`` and ``/`` inside a
-key are written ``~0`` and ``~1``), ``root`` for the top level. ``Received arguments`` is the
-input as JavaScript's ``JSON.stringify(value, null, 2)`` writes it (see :func:`json_stringify`).
+``maxErrors`` setting does. Paths are instance paths with ``.`` separators (``edits.0.oldText``;
+``~`` and ``/`` inside a key are written ``~0`` and ``~1``), ``root`` for the top level.
+``Received arguments`` is the input as JavaScript's ``JSON.stringify(value, null, 2)`` writes it
+(see :func:`json_stringify`), except that keys keep their order (JavaScript would list
+integer-like keys first).
+
+**Schemas** may use draft-07 spellings TypeBox also accepts (an ``items`` array,
+``additionalItems``, ``dependencies``); they are read as their 2020-12 equivalents. A
+``parameters`` that is not a valid schema, or a ``$ref`` that cannot be resolved (remote
+references are never fetched), is a :class:`~pi_core.errors.ToolError` naming the tool.
 """
 
 from __future__ import annotations
@@ -373,13 +381,8 @@ def _kw_additional_properties(
     if not validator.is_type(instance, "object"):
         return
     failed = False
-    for key in _extra_keys(instance, schema):
-        if additional is False:  # only when compiled from a schema we did not normalise
-            errors: list[jsonschema.exceptions.ValidationError] = [
-                _Line("schema is false", path=[key])
-            ]
-        else:
-            errors = list(validator.descend(instance[key], additional, path=key))
+    for key in _extra_keys(instance, schema):  # ``false`` is {_FALSE_SCHEMA: true} by now
+        errors = list(validator.descend(instance[key], additional, path=key))
         failed = failed or bool(errors)
         yield from errors
     if failed:
@@ -497,8 +500,7 @@ _FIXED = {
     "not": "must not be valid",
     "unevaluatedItems": "must not have unevaluated items",
     "unevaluatedProperties": "must not have unevaluated properties",
-    "items": "schema is false",  # ``items: false`` in a schema we did not normalise
-    None: "schema is false",  # a ``false`` root schema
+    None: "schema is false",  # a ``false`` subschema _normalise() could not see
 }
 
 
@@ -561,15 +563,18 @@ _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 
 def _normalise(schema: Any) -> Any:
-    """A copy of ``schema`` whose ``false`` subschemas are ``{_FALSE_SCHEMA: true}``, and
-    whose draft-07 spellings are the 2020-12 ones TypeBox also accepts: an ``items`` array is
-    ``prefixItems`` (``additionalItems`` becomes ``items``), ``dependencies`` is split into
-    ``dependentRequired`` and ``dependentSchemas``."""
+    """A copy of ``schema`` whose ``false`` subschemas are ``{_FALSE_SCHEMA: true}``, without
+    ``$schema`` keys, and whose draft-07 spellings are the 2020-12 ones TypeBox also accepts:
+    an ``items`` array is ``prefixItems`` (``additionalItems`` becomes ``items``),
+    ``dependencies`` is split into ``dependentRequired`` and ``dependentSchemas``."""
     if schema is False:
         return {_FALSE_SCHEMA: True}
     if not isinstance(schema, dict):
         return schema
     result = dict(schema)
+    # Every subschema is read as 2020-12 by our validator class: a "$schema" would make
+    # jsonschema switch to its stock class for that subtree (and to its own message texts).
+    result.pop("$schema", None)
     if isinstance(result.get("items"), list) and "prefixItems" not in result:
         result["prefixItems"] = result.pop("items")
         if "additionalItems" in result:
@@ -645,7 +650,7 @@ def _compile(tool_name: str, parameters: Any) -> _Compiled:
     return _Compiled(parameters, schema, validator, resolver)
 
 
-def _compiled_for(tool: Any) -> _Compiled:
+def _compiled_for(tool: AgentTool) -> _Compiled:
     global _hits, _misses
     parameters = tool.parameters
     with _cache_lock:
@@ -657,7 +662,7 @@ def _compiled_for(tool: Any) -> _Compiled:
             _hits += 1
             return entry
         _misses += 1
-    entry = _compile(getattr(tool, "name", "?"), parameters)
+    entry = _compile(tool.name, parameters)
     with _cache_lock:
         try:
             _cache[tool] = entry
@@ -693,15 +698,16 @@ def _parse_number(text: str, *, integer: bool) -> int | float | None:
 
 
 def _copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value, without recursion (tuples become lists; other objects
-    are deep-copied when they can be, else shared)."""
+    """A deep copy of a JSON-like value, without recursion. As in JavaScript, object keys are
+    strings (``1`` becomes ``"1"``) and tuples are arrays; other objects are deep-copied when
+    they can be, else shared."""
     holder: list[Any] = [None]
     pending: list[tuple[Any, Any, Any]] = [(holder, 0, value)]
     while pending:
         container, slot, item = pending.pop()
         if isinstance(item, dict):
-            copied: Any = dict.fromkeys(item)
-            pending.extend((copied, key, sub) for key, sub in item.items())
+            copied: Any = dict.fromkeys(map(_json_key, item))
+            pending.extend((copied, _json_key(key), sub) for key, sub in item.items())
         elif isinstance(item, list | tuple):
             copied = [None] * len(item)
             pending.extend((copied, index, sub) for index, sub in enumerate(item))
@@ -724,7 +730,6 @@ class _Coercer:
 
     def __init__(self, compiled: _Compiled) -> None:
         self.validator = compiled.validator
-        self.root_resolver = compiled.resolver
         self.active: set[tuple[int, int]] = set()
 
     def is_valid(self, value: Any, schema: Any, resolver: _Resolver) -> bool:
@@ -880,16 +885,16 @@ def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
     """Coerce and validate ``arguments`` against ``tool.parameters`` (spec §2.11, decision 4).
 
     ``tool`` is an :class:`~pi_core.tools.AgentTool` (a ``ToolDefinition`` or ``@tool``
-    function works too: only ``name`` and ``parameters`` are read); ``arguments`` are the call's arguments after ``prepare_arguments`` (any
-    JSON value; untrusted). Returns a deep copy with the lossless conversions applied; the
-    caller's object is never modified.
+    function works too: only ``name`` and ``parameters`` are read). ``arguments`` are the
+    call's arguments after ``prepare_arguments`` (any JSON value; untrusted). Returns a deep
+    copy with the lossless conversions applied; the caller's object is never modified.
 
     Raises :class:`ToolArgumentsError` (its ``str()`` is Pi's full message) when the coerced
     copy does not match the schema, and :class:`~pi_core.errors.ToolError` when the tool's
     ``parameters`` is not a valid JSON Schema or holds an unresolvable ``$ref``.
     """
     compiled = _compiled_for(tool)
-    name = str(getattr(tool, "name", ""))
+    name = tool.name
     try:
         coerced = _Coercer(compiled).coerce(
             _copy_json(arguments), compiled.schema, compiled.resolver

@@ -264,3 +264,39 @@ def test_closed_stdout_ends_quietly_with_141(plugin_env: Path) -> None:
     assert proc.wait(timeout=30) == 141
     assert json.loads(first)["toolCallId"] == "c0"
     assert err == b""
+
+
+def _write_plugin(folder: Path, name: str, source: str, monkeypatch) -> None:
+    (folder / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(folder))
+
+
+def test_misspelt_hook_is_a_plugin_error(pi, plugin_env: Path, monkeypatch) -> None:
+    _write_plugin(
+        plugin_env,
+        "typo_plugin",
+        "from pi_core import hookimpl\n\n@hookimpl\ndef pi_register_tool(register):\n    pass\n",
+        monkeypatch,
+    )
+    out = pi("-p", "typo_plugin", "plugins")
+    assert (out.status, out.out) == (2, "")
+    assert out.err == (
+        "pi: error: plugin 'typo_plugin' implements unknown hook 'pi_register_tool' "
+        "(did you mean 'pi_register_tools'?)\n"
+    )
+
+
+def test_tool_name_taken_by_two_plugins(pi, plugin_env: Path, monkeypatch) -> None:
+    _write_plugin(
+        plugin_env,
+        "second_echo",
+        "from pi_core import hookimpl, tool\n\n"
+        "@tool\ndef echo(value: str) -> str:\n    return value\n\n"
+        "@hookimpl\ndef pi_register_tools(register):\n    register(echo)\n",
+        monkeypatch,
+    )
+    out = pi("-p", "cli_plugin", "-p", "second_echo", "call", "echo", '{"value":"x"}')
+    assert (out.status, out.out) == (2, "")
+    assert out.err == (
+        "pi: error: tool 'echo' is registered by plugin 'second_echo' and by plugin 'cli_plugin'\n"
+    )

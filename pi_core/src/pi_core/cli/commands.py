@@ -24,6 +24,7 @@ from pi_core.plugins import PiPluginManager, list_plugins, make_plugin_manager
 from pi_core.tools import AgentTool
 
 if TYPE_CHECKING:
+    from pi_core.registry import Session
     from pi_core.render import Renderer
 
 
@@ -70,7 +71,7 @@ class CommandContext:
             raise UsageError(f"--cwd {given}: {reason}")
         return os.path.abspath(given)
 
-    def session(self, cwd: str) -> Any:
+    def session(self, cwd: str) -> Session:
         """The session (tools and hooks) of ``cwd`` from the loaded plugins."""
         from pi_core.registry import build_session
 
@@ -84,7 +85,7 @@ class CommandContext:
                 f"a plugin failed while setting up tools: {type(e).__name__}: {e}"
             ) from e
 
-    def loop_config(self, session: Any) -> LoopConfig:
+    def loop_config(self, session: Session) -> LoopConfig:
         """A :class:`LoopConfig` with the ``[pi]`` settings and the session's hooks."""
         config = self.config.apply_to(LoopConfig())
         session.hooks.apply_to(config)

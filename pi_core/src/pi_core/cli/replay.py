@@ -27,7 +27,7 @@ still printed; a second one cancels it).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_core.cli.commands import CommandContext
 from pi_core.cli.interrupt import run_interruptible
@@ -35,6 +35,10 @@ from pi_core.cli.output import write_json_line
 from pi_core.loop_config import AgentContext
 from pi_core.messages import AssistantMessage, TextContent, UserMessage
 from pi_core.session_files import read_session_file
+
+if TYPE_CHECKING:
+    from pi_core.abort import Abort
+    from pi_core.hooks import PluginHooks
 
 REPLAY_PROMPT = "replay"
 """Text of the user message each replay run starts with."""
@@ -94,7 +98,7 @@ def cmd_replay(ctx: CommandContext) -> int:
     runs = plan_runs(recorded)
     sink = _Sink(ctx, session.hooks)
 
-    async def replay(abort: Any) -> None:
+    async def replay(abort: Abort) -> None:
         context = AgentContext(tools=list(session.tools))
         for answers in runs:
             config.provider = ScriptedProvider(answers, when_exhausted="stop")
@@ -111,7 +115,7 @@ def cmd_replay(ctx: CommandContext) -> int:
 class _Sink:
     """The loop's event sink: prints what ``pi replay`` shows, then notifies ``pi_on_event``."""
 
-    def __init__(self, ctx: CommandContext, hooks: Any) -> None:
+    def __init__(self, ctx: CommandContext, hooks: PluginHooks) -> None:
         self.ctx = ctx
         self.hooks = hooks
         self.events = bool(ctx.args.events)

@@ -1,0 +1,1021 @@
+"""Every simple command a bash command line would run, found with tree-sitter-bash (issue 6 item 1).
+
+:func:`parse_command_line` parses a command line with the tree-sitter bash grammar and returns,
+in source order, one :class:`SimpleCommand` per simple command anywhere in it (pipelines, lists,
+subshells, brace groups, ``if``/``while``/``for``/``case`` bodies and conditions, function
+bodies, command and process substitutions in words, double quotes, assignments, redirection
+targets, here-strings and the bodies of here-docs with an unquoted delimiter) and, for wrappers
+that run their arguments (``bash -c``, ``env``, ``sudo``, ``xargs``, ``timeout``, ``find
+-exec``, ...), the command they run, unwrapped recursively. What the policy cannot decide
+statically (``eval``, a program name that is not a literal, a shell reading standard input, a
+line that does not parse, ...) becomes an :class:`Undecidable` item with the reason.
+
+The words of each command are given after bash's quote removal and escape removal
+(:class:`Word`); backslash-newline is removed before parsing, as bash does. Nothing is
+evaluated: a word holding an expansion or a substitution has no literal ``value``.
+
+The semantics are those of ``/work/shared/policy/README.md`` (the policy corpus).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import tree_sitter
+import tree_sitter_bash
+
+MAX_DEPTH = 12
+"""How deeply command strings (``bash -c``, backticks in here-docs, ...) may nest."""
+
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash"})
+"""Shells whose ``-c`` string is parsed as a command line."""
+
+_RESERVED = frozenset({"then", "else", "elif", "fi", "do", "done", "esac", "}", "in"})
+
+UNDECIDABLE_PROGRAMS = frozenset({"eval", "source", "."})
+"""Builtins that run a string or a file as shell code: always undecidable."""
+
+
+@dataclass(frozen=True)
+class Word:
+    """One shell word.
+
+    * ``raw``: the source text.
+    * ``value``: the word after quote and escape removal, ``None`` when it is not a literal (it
+      holds a parameter expansion, a substitution, arithmetic or a brace expansion).
+    * ``prefix``: the literal text before the first non-literal part (``value`` when literal).
+    * ``glob``: an unquoted ``*``, ``?`` or ``[...]`` (pathname expansion may change it).
+    """
+
+    raw: str
+    value: str | None
+    prefix: str = ""
+    glob: bool = False
+
+    @property
+    def text(self) -> str:
+        """``value`` when literal, else ``raw``: what ``pi policy check`` prints."""
+        return self.value if self.value is not None else self.raw
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """A simple command: its ``words`` (argv, assignments and redirections left out)."""
+
+    words: tuple[Word, ...]
+
+    @property
+    def argv(self) -> list[str]:
+        """The words as text (``Word.text``)."""
+        return [w.text for w in self.words]
+
+    @property
+    def program(self) -> str | None:
+        """The basename of argv[0] when it is a literal without glob characters, else ``None``."""
+        first = self.words[0]
+        if first.value is None or first.glob:
+            return None
+        return basename(first.value)
+
+
+@dataclass(frozen=True)
+class Undecidable:
+    """Something the policy cannot decide statically; ``reason`` says what."""
+
+    reason: str
+
+
+Item = SimpleCommand | Undecidable
+
+
+@dataclass
+class ParseResult:
+    """What :func:`parse_command_line` found, in source order."""
+
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def commands(self) -> list[SimpleCommand]:
+        """Every simple command (wrappers and what they run both count)."""
+        return [i for i in self.items if isinstance(i, SimpleCommand)]
+
+    @property
+    def undecidable(self) -> list[Undecidable]:
+        """Every undecidable part."""
+        return [i for i in self.items if isinstance(i, Undecidable)]
+
+
+def basename(path: str) -> str:
+    """The last ``/``-separated part of ``path`` (``/bin/rm`` -> ``rm``)."""
+    return path.rsplit("/", 1)[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Words: quote removal, escape removal, ANSI-C strings
+# ---------------------------------------------------------------------------------------------
+
+_NAME_START = re.compile(r"[A-Za-z_0-9{(\[@*#?!$-]")
+_ANSI_SIMPLE = {
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+
+
+class _NotLiteral(Exception):
+    pass
+
+
+class _BadWord(Exception):
+    pass
+
+
+def _ansi_c(raw: str, i: int) -> tuple[str, int]:
+    """Decode ``$'...'`` whose opening quote is at ``raw[i]``; returns (text, index after)."""
+    out: list[str] = []
+    j = i + 1
+    n = len(raw)
+    while j < n:
+        c = raw[j]
+        if c == "'":
+            return "".join(out), j + 1
+        if c != "\\" or j + 1 >= n:
+            out.append(c)
+            j += 1
+            continue
+        e = raw[j + 1]
+        if e in _ANSI_SIMPLE:
+            out.append(_ANSI_SIMPLE[e])
+            j += 2
+        elif e in "01234567":
+            m = re.match(r"[0-7]{1,3}", raw[j + 1 :])
+            assert m is not None
+            out.append(chr(int(m.group(), 8) & 0xFF))
+            j += 1 + len(m.group())
+        elif e in "xuU":
+            size = {"x": 2, "u": 4, "U": 8}[e]
+            m = re.match(r"[0-9A-Fa-f]{1,%d}" % size, raw[j + 2 :])
+            if m is None:
+                out.append("\\" + e)
+                j += 2
+            else:
+                out.append(chr(int(m.group(), 16)))
+                j += 2 + len(m.group())
+        elif e == "c" and j + 2 < n:
+            out.append(chr(ord(raw[j + 2]) & 0x1F))
+            j += 3
+        else:
+            out.append("\\" + e)
+            j += 2
+    raise _BadWord("unterminated $'...' string")
+
+
+def _double_quoted(raw: str, i: int, out: list[str]) -> int:
+    """Append the content of the double-quoted string opening at ``raw[i]``; index after it."""
+    j = i + 1
+    n = len(raw)
+    while j < n:
+        c = raw[j]
+        if c == '"':
+            return j + 1
+        if c == "\\" and j + 1 < n and raw[j + 1] in '$`"\\\n':
+            if raw[j + 1] != "\n":
+                out.append(raw[j + 1])
+            j += 2
+            continue
+        if c == "`" or (c == "$" and j + 1 < n and _NAME_START.match(raw[j + 1])):
+            raise _NotLiteral
+        out.append(c)
+        j += 1
+    raise _BadWord("unterminated double quote")
+
+
+def scan_word(raw: str) -> Word:
+    """A :class:`Word` from its source text (quote removal, escapes, ``$'...'``, globs)."""
+    out: list[str] = []
+    glob = False
+    i = 0
+    n = len(raw)
+    try:
+        while i < n:
+            c = raw[i]
+            if c == "\\":
+                if i + 1 < n:
+                    if raw[i + 1] != "\n":
+                        out.append(raw[i + 1])
+                    i += 2
+                else:
+                    out.append(c)
+                    i += 1
+            elif c == "'":
+                j = raw.find("'", i + 1)
+                if j < 0:
+                    raise _BadWord("unterminated single quote")
+                out.append(raw[i + 1 : j])
+                i = j + 1
+            elif c == "$" and raw.startswith("$'", i):
+                text, i = _ansi_c(raw, i + 1)
+                out.append(text)
+            elif c == "$" and raw.startswith('$"', i):
+                i = _double_quoted(raw, i + 1, out)
+            elif c == '"':
+                i = _double_quoted(raw, i, out)
+            elif c == "`" or (c == "$" and i + 1 < n and _NAME_START.match(raw[i + 1])):
+                raise _NotLiteral
+            elif c in "*?":
+                glob = True
+                out.append(c)
+                i += 1
+            elif c == "[":
+                if "]" in raw[i + 1 :]:
+                    glob = True
+                out.append(c)
+                i += 1
+            elif c == "{":
+                close = raw.find("}", i + 1)
+                if close > 0 and ("," in raw[i + 1 : close] or ".." in raw[i + 1 : close]):
+                    raise _NotLiteral
+                out.append(c)
+                i += 1
+            else:
+                out.append(c)
+                i += 1
+    except _NotLiteral:
+        return Word(raw=raw, value=None, prefix="".join(out), glob=glob)
+    value = "".join(out)
+    return Word(raw=raw, value=value, prefix=value, glob=glob)
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrappers: the command a wrapper runs
+# ---------------------------------------------------------------------------------------------
+
+Runs = list[Word] | str | Undecidable | None
+"""What a wrapper runs: argv words, a command line to parse, undecidable, or nothing."""
+
+
+def _not_literal(words: list[Word], i: int, wrapper: str) -> Undecidable:
+    return Undecidable(
+        f"the command run by {wrapper} is not a literal: {words[i].raw}"
+        if i < len(words)
+        else f"{wrapper}: cannot tell what it runs"
+    )
+
+
+def _skip_options(
+    words: list[Word],
+    wrapper: str,
+    *,
+    short_arg: str = "",
+    long_arg: frozenset[str] = frozenset(),
+    stop_at_digits: bool = False,
+) -> int | Undecidable:
+    """Index of the first operand after the options of ``words[0]`` (a getopt-style wrapper).
+
+    ``short_arg``: option letters taking an argument (attached or the next word);
+    ``long_arg``: long options taking an argument when not given with ``=``. ``--`` ends the
+    options. A word that is not a literal where an option or the command may be is undecidable.
+    """
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w.value is None:
+            if w.prefix.startswith("-") and "=" in w.prefix:
+                i += 1
+                continue
+            return _not_literal(words, i, wrapper)
+        v = w.value
+        if v == "--":
+            return i + 1
+        if v.startswith("--"):
+            i += 2 if ("=" not in v and v[2:] in long_arg) else 1
+            continue
+        if v.startswith("-") and len(v) > 1:
+            if stop_at_digits and v[1:].isdigit():
+                i += 1
+                continue
+            i += 1
+            for k, ch in enumerate(v[1:], start=1):
+                if ch in short_arg:
+                    if k == len(v) - 1:
+                        i += 1
+                    break
+            continue
+        return i
+    return i
+
+
+def _cluster_letters(words: list[Word], end: int) -> set[str]:
+    letters: set[str] = set()
+    for w in words[1:end]:
+        if w.value and w.value.startswith("-") and not w.value.startswith("--"):
+            letters.update(w.value[1:])
+    return letters
+
+
+def _rest(words: list[Word], start: int | Undecidable) -> Runs:
+    if isinstance(start, Undecidable):
+        return start
+    return words[start:] or None
+
+
+def _shell(words: list[Word]) -> Runs:
+    name = basename(words[0].text)
+    i = 1
+    has_c = False
+    stdin = False
+    while i < len(words):
+        w = words[i]
+        if w.value is None:
+            return Undecidable(f"an option of {name} is not a literal: {w.raw}")
+        v = w.value
+        if v in ("--", "-"):
+            i += 1
+            break
+        if v.startswith("--"):
+            if v in ("--version", "--help"):
+                return None
+            i += 2 if v in ("--rcfile", "--init-file") else 1
+            continue
+        if len(v) > 1 and v[0] in "-+":
+            i += 1
+            for ch in v[1:]:
+                if ch == "c":
+                    has_c = True
+                elif ch == "s":
+                    stdin = True
+                elif ch in "oO":
+                    i += 1
+            continue
+        break
+    operands = words[i:]
+    if stdin:
+        return Undecidable(f"{name} -s reads its commands from standard input")
+    if has_c:
+        if not operands:
+            return Undecidable(f"{name} -c without a command string")
+        if operands[0].value is None:
+            return Undecidable(f"the {name} -c string is not a literal: {operands[0].raw}")
+        return operands[0].value
+    if not operands:
+        return Undecidable(f"{name} without -c or a script reads its commands from standard input")
+    if operands[0].value is None:
+        return Undecidable(f"the script run by {name} is not a literal: {operands[0].raw}")
+    return None
+
+
+def _env(words: list[Word]) -> Runs:
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w.value is None:
+            if "=" in w.prefix:
+                i += 1
+                continue
+            return _not_literal(words, i, "env")
+        v = w.value
+        if v == "--":
+            i += 1
+            break
+        if v in ("-S", "--split-string") or v.startswith(("--split-string=", "-S")):
+            return Undecidable("env -S splits a string the policy does not parse")
+        if v.startswith("--"):
+            i += 2 if v in ("--unset", "--chdir") else 1
+            continue
+        if v.startswith("-") and len(v) > 1:
+            i += 1
+            for k, ch in enumerate(v[1:], start=1):
+                if ch == "S":
+                    return Undecidable("env -S splits a string the policy does not parse")
+                if ch in "uC":
+                    if k == len(v) - 1:
+                        i += 1
+                    break
+            continue
+        if v == "-":
+            i += 1
+            continue
+        if "=" in v:
+            i += 1
+            continue
+        break
+    while i < len(words) and (
+        (words[i].value is not None and "=" in words[i].value)  # type: ignore[operator]
+        or (words[i].value is None and "=" in words[i].prefix)
+    ):
+        i += 1
+    return words[i:] or None
+
+
+_XARGS_LONG = frozenset(
+    {"max-args", "max-procs", "delimiter", "max-chars", "arg-file", "process-slot-var"}
+)
+
+
+def _xargs(words: list[Word]) -> Runs:
+    start = _skip_options(words, "xargs", short_arg="nLPIdEsa", long_arg=_XARGS_LONG)
+    if isinstance(start, Undecidable):
+        return start
+    return words[start:] or [Word(raw="echo", value="echo", prefix="echo")]
+
+
+def _nice(words: list[Word]) -> Runs:
+    return _rest(
+        words,
+        _skip_options(
+            words, "nice", short_arg="n", long_arg=frozenset({"adjustment"}), stop_at_digits=True
+        ),
+    )
+
+
+def _plain(name: str, short_arg: str = "", long_arg: frozenset[str] = frozenset()) -> Wrapper:
+    def run(words: list[Word]) -> Runs:
+        return _rest(words, _skip_options(words, name, short_arg=short_arg, long_arg=long_arg))
+
+    return run
+
+
+def _timeout(words: list[Word]) -> Runs:
+    start = _skip_options(
+        words, "timeout", short_arg="sk", long_arg=frozenset({"signal", "kill-after"})
+    )
+    if isinstance(start, Undecidable):
+        return start
+    return words[start + 1 :] or None
+
+
+def _command(words: list[Word]) -> Runs:
+    start = _skip_options(words, "command")
+    if isinstance(start, Undecidable):
+        return start
+    if _cluster_letters(words, start) & {"v", "V"}:
+        return None
+    return words[start:] or None
+
+
+def _sudo(words: list[Word]) -> Runs:
+    start = _skip_options(
+        words,
+        "sudo",
+        short_arg="ugpCDrtTUR",
+        long_arg=frozenset(
+            {"user", "group", "prompt", "close-from", "chdir", "role", "type"}
+            | {"command-timeout", "other-user", "host"}
+        ),
+    )
+    if isinstance(start, Undecidable):
+        return start
+    letters = _cluster_letters(words, start)
+    longs = {w.value for w in words[1:start] if w.value and w.value.startswith("--")}
+    i = start
+    while i < len(words) and words[i].value is not None and "=" in words[i].text:
+        i += 1
+    if i < len(words):
+        return words[i:]
+    if letters & {"s", "i"} or longs & {"--shell", "--login"}:
+        return Undecidable("sudo -s / -i without a command starts a shell reading standard input")
+    return None
+
+
+def _doas(words: list[Word]) -> Runs:
+    start = _skip_options(words, "doas", short_arg="uC")
+    if isinstance(start, Undecidable):
+        return start
+    if start < len(words):
+        return words[start:]
+    if "s" in _cluster_letters(words, start):
+        return Undecidable("doas -s starts a shell reading standard input")
+    return None
+
+
+def _su(words: list[Word]) -> Runs:
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w.value is None:
+            return Undecidable(f"an argument of su is not a literal: {w.raw}")
+        v = w.value
+        if v in ("-c", "--command") or v.startswith(("--command=", "-c")):
+            if v in ("-c", "--command"):
+                if i + 1 >= len(words):
+                    return Undecidable("su -c without a command string")
+                s = words[i + 1]
+                if s.value is None:
+                    return Undecidable(f"the su -c string is not a literal: {s.raw}")
+                return s.value
+            return v.split("=", 1)[1] if v.startswith("--") else v[2:]
+        i += 1
+    return Undecidable("su without -c starts a shell reading standard input")
+
+
+def _exec(words: list[Word]) -> Runs:
+    return _rest(words, _skip_options(words, "exec", short_arg="a"))
+
+
+def _time(words: list[Word]) -> Runs:
+    return _rest(
+        words,
+        _skip_options(words, "time", short_arg="of", long_arg=frozenset({"output", "format"})),
+    )
+
+
+def _watch(words: list[Word]) -> Runs:
+    start = _skip_options(
+        words, "watch", short_arg="nq", long_arg=frozenset({"interval", "equexit"})
+    )
+    if isinstance(start, Undecidable):
+        return start
+    rest = words[start:]
+    if not rest:
+        return None
+    longs = {w.value for w in words[1:start]}
+    if "x" in _cluster_letters(words, start) or "--exec" in longs:
+        return rest
+    if any(w.value is None for w in rest):
+        return Undecidable("the command run by watch is not a literal")
+    return " ".join(w.value or "" for w in rest)
+
+
+def _chroot(words: list[Word]) -> Runs:
+    start = _skip_options(words, "chroot", long_arg=frozenset({"userspec", "groups"}))
+    if isinstance(start, Undecidable):
+        return start
+    if start >= len(words):
+        return None
+    if start + 1 >= len(words):
+        return Undecidable("chroot without a command starts a shell reading standard input")
+    return words[start + 1 :]
+
+
+def _trap(words: list[Word]) -> Runs:
+    start = _skip_options(words, "trap")
+    if isinstance(start, Undecidable):
+        return start
+    operands = words[start:]
+    if len(operands) < 2:
+        return None
+    action = operands[0]
+    if action.value is None:
+        return Undecidable(f"the trap action is not a literal: {action.raw}")
+    return None if action.value == "-" else action.value
+
+
+def _find(words: list[Word]) -> list[Runs]:
+    runs: list[Runs] = []
+    i = 1
+    while i < len(words):
+        v = words[i].value
+        if v in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(words):
+                wv = words[j].value
+                if wv == ";" or (wv == "+" and words[j - 1].value == "{}" and j > i + 1):
+                    break
+                j += 1
+            if j >= len(words):
+                runs.append(Undecidable(f"find {v} without its terminating ';' or '+'"))
+                return runs
+            runs.append(words[i + 1 : j] or Undecidable(f"find {v} without a command"))
+            i = j + 1
+            continue
+        i += 1
+    return runs
+
+
+Wrapper = Callable[[list[Word]], Runs]
+
+WRAPPERS: dict[str, Wrapper] = {
+    **{shell: _shell for shell in SHELLS},
+    "env": _env,
+    "xargs": _xargs,
+    "nice": _nice,
+    "nohup": _plain("nohup"),
+    "time": _time,
+    "stdbuf": _plain("stdbuf", "ioe", frozenset({"input", "output", "error"})),
+    "timeout": _timeout,
+    "command": _command,
+    "builtin": _plain("builtin"),
+    "exec": _exec,
+    "sudo": _sudo,
+    "doas": _doas,
+    "su": _su,
+    "setsid": _plain("setsid"),
+    "coproc": _plain("coproc"),
+    "watch": _watch,
+    "chroot": _chroot,
+    "trap": _trap,
+}
+"""Wrappers by basename: each returns what it runs (find is handled on its own)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree walk
+# ---------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _language() -> tree_sitter.Language:
+    return tree_sitter.Language(tree_sitter_bash.language())
+
+
+def _join_continuations(source: str) -> str:
+    """Remove backslash-newline outside single quotes and comments, as bash's reader does."""
+    if "\\\n" not in source:
+        return source
+    out: list[str] = []
+    i = 0
+    n = len(source)
+    in_dq = False
+    while i < n:
+        c = source[i]
+        if c == "\\" and i + 1 < n:
+            if source[i + 1] != "\n":
+                out.append(source[i : i + 2])
+            i += 2
+            continue
+        if not in_dq and c == "'":
+            j = source.find("'", i + 1)
+            j = n if j < 0 else j + 1
+            if i > 0 and source[i - 1] == "$":
+                # $'...': a backslash escapes the quote
+                j = i + 1
+                while j < n and source[j] != "'":
+                    j += 2 if source[j] == "\\" else 1
+                j = min(j + 1, n)
+            out.append(source[i:j])
+            i = j
+            continue
+        if not in_dq and c == "#" and (i == 0 or source[i - 1] in " \t\n;&|()<>"):
+            j = source.find("\n", i)
+            j = n if j < 0 else j
+            out.append(source[i:j])
+            i = j
+            continue
+        if c == '"':
+            in_dq = not in_dq
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+class _Walker:
+    def __init__(
+        self, source: bytes, depth: int, items: list[Item], heredocs: dict[int, _HereDoc]
+    ) -> None:
+        self.src = source
+        self.depth = depth
+        self.items = items
+        self.heredocs = heredocs
+
+    def text(self, node: tree_sitter.Node) -> str:
+        return self.src[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
+
+    def walk(self, node: tree_sitter.Node) -> None:
+        t = node.type
+        if t == "command":
+            self.command(node, [])
+        elif t == "redirected_statement":
+            self.redirected(node)
+        elif t == "heredoc_redirect":
+            self.heredoc(node)
+        elif t in ("declaration_command", "unset_command"):
+            self.declaration(node)
+        elif t in ("comment", "raw_string", "ansi_c_string", "heredoc_body"):
+            return
+        elif t in (";;", ";&", ";;&"):
+            parent = node.parent
+            if parent is None or parent.type != "case_item":
+                self.items.append(Undecidable(f"the command line does not parse: unexpected {t!r}"))
+        elif t in ("word", "string_content"):
+            text = self.text(node)
+            if "`" in text or "$(" in text:
+                self.scan_text(text)
+        else:
+            for child in node.children:
+                self.walk(child)
+
+    # --- simple commands ----------------------------------------------------------------------
+
+    def redirect_words(self, node: tree_sitter.Node) -> list[tree_sitter.Node]:
+        """Walk a file redirect's target; return the words after it (argv words in bash)."""
+        extra: list[tree_sitter.Node] = []
+        seen_target = False
+        for child in node.children:
+            if not child.is_named or child.type == "file_descriptor":
+                continue
+            if seen_target:
+                extra.append(child)
+            else:
+                seen_target = True
+                self.walk(child)
+        return extra
+
+    def redirected(self, node: tree_sitter.Node) -> None:
+        body = node.child_by_field_name("body")
+        extra: list[tree_sitter.Node] = []
+        for child in node.children:
+            if child is body or child == body:
+                continue
+            if child.type == "file_redirect":
+                extra.extend(self.redirect_words(child))
+            else:
+                self.walk(child)
+        if body is None:
+            if extra:
+                self.argv_nodes(extra)
+        elif body.type == "command":
+            self.command(body, extra)
+        else:
+            self.walk(body)
+            if extra:
+                self.items.append(
+                    Undecidable("words after a redirection of a compound command do not parse")
+                )
+
+    def command(self, node: tree_sitter.Node, extra: list[tree_sitter.Node]) -> None:
+        word_nodes: list[tree_sitter.Node] = []
+        for i, child in enumerate(node.children):
+            fname = node.field_name_for_child(i)
+            if fname in ("name", "argument"):
+                word_nodes.append(child)
+            elif child.type == "file_redirect":
+                word_nodes.extend(self.redirect_words(child))
+            else:
+                self.walk(child)
+        self.argv_nodes(word_nodes + extra)
+
+    def argv_nodes(self, nodes: list[tree_sitter.Node]) -> None:
+        spans: list[list[int]] = []
+        for n in sorted(nodes, key=lambda x: x.start_byte):
+            self.walk_word(n)
+            if spans and spans[-1][1] == n.start_byte:
+                spans[-1][1] = n.end_byte
+            else:
+                spans.append([n.start_byte, n.end_byte])
+        words: list[Word] = []
+        for start, end in spans:
+            raw = self.src[start:end].decode("utf-8", "surrogateescape")
+            try:
+                words.append(scan_word(raw))
+            except _BadWord as e:
+                self.items.append(Undecidable(f"{e}: {raw}"))
+                return
+        self.analyze(words, self.depth)
+
+    def walk_word(self, node: tree_sitter.Node) -> None:
+        """Find the substitutions inside a word."""
+        self.walk(node)
+
+    def declaration(self, node: tree_sitter.Node) -> None:
+        words: list[Word] = []
+        for child in node.children:
+            self.walk(child)
+            raw = self.text(child)
+            if child.type in ("comment",):
+                continue
+            try:
+                words.append(scan_word(raw))
+            except _BadWord as e:
+                self.items.append(Undecidable(f"{e}: {raw}"))
+                return
+        if words:
+            self.items.append(SimpleCommand(tuple(words)))
+
+    # --- here-docs and substitutions tree-sitter leaves as text -------------------------------
+
+    def heredoc(self, node: tree_sitter.Node) -> None:
+        doc: _HereDoc | None = None
+        for child in node.children:
+            if child.type == "heredoc_start":
+                doc = self.heredocs.get(child.start_byte)
+            elif child.type not in ("heredoc_body", "heredoc_end"):
+                self.walk(child)
+        if doc is None:
+            self.items.append(Undecidable("a here-doc the parser cannot delimit"))
+        elif not doc.quoted:
+            self.scan_text(doc.body)
+
+    def scan_text(self, text: str) -> None:
+        """Find ``$( )`` and backquote substitutions in text that has no quotes (the body of
+        an unquoted here-doc, or a word tree-sitter did not split); ``\\`` escapes."""
+        i = 0
+        n = len(text)
+        while i < n:
+            c = text[i]
+            if c == "\\":
+                i += 2
+            elif c == "`":
+                j = i + 1
+                while j < n and text[j] != "`":
+                    j += 2 if text[j] == "\\" else 1
+                if j >= n:
+                    self.items.append(Undecidable("an unterminated backquote"))
+                    return
+                inner = re.sub(r"\\([\\`$])", r"\1", text[i + 1 : j])
+                self.items.extend(_extract(inner, self.depth + 1))
+                i = j + 1
+            elif text.startswith("$((", i):
+                i += 3
+            elif text.startswith("$(", i):
+                j = _substitution_end(text, i)
+                if j is None:
+                    self.items.append(Undecidable("an unbalanced $( in a here-doc"))
+                    return
+                self.items.extend(_extract(text[i + 2 : j], self.depth + 1))
+                i = j + 1
+            else:
+                i += 1
+
+    # --- wrappers -----------------------------------------------------------------------------
+
+    def analyze(self, words: list[Word], depth: int) -> None:
+        if not words:
+            return
+        self.items.append(SimpleCommand(tuple(words)))
+        first = words[0]
+        if first.raw in _RESERVED:
+            self.items.append(Undecidable(f"the command line does not parse: unexpected {first.raw!r}"))
+            return
+        if first.value is None:
+            self.items.append(Undecidable(f"the program name is not a literal: {first.raw}"))
+            return
+        if first.glob:
+            self.items.append(Undecidable(f"the program name is a glob pattern: {first.raw}"))
+            return
+        name = basename(first.value)
+        if name in UNDECIDABLE_PROGRAMS:
+            self.items.append(Undecidable(f"{name} runs code the policy cannot inspect"))
+            return
+        if name == "find":
+            runs = _find(words)
+        elif name in WRAPPERS:
+            runs = [WRAPPERS[name](words)]
+        else:
+            return
+        for run in runs:
+            if run is None:
+                continue
+            if isinstance(run, Undecidable):
+                self.items.append(run)
+            elif isinstance(run, str):
+                self.items.extend(_extract(run, depth + 1))
+            else:
+                self.analyze(run, depth)
+
+
+@dataclass(frozen=True)
+class _HereDoc:
+    """A here-doc found by :func:`_find_heredocs`: its ``body`` and whether the delimiter was
+    quoted; ``start``/``end`` are the body's byte offsets."""
+
+    quoted: bool
+    body: str
+    start: int
+    end: int
+
+
+def _parse(data: bytes) -> tree_sitter.Node:
+    return tree_sitter.Parser(_language()).parse(data).root_node
+
+
+def _find_heredocs(data: bytes, root: tree_sitter.Node) -> dict[int, _HereDoc]:
+    """The here-docs of ``data`` by the byte offset of their delimiter word.
+
+    tree-sitter-bash delimits here-doc bodies unreliably (a body starting with a backslash or a
+    tab), so the bodies are found here, as bash does: from the line after the operator to the
+    first line equal to the delimiter (after leading tabs with ``<<-``), or the end of input.
+    """
+    starts: list[tree_sitter.Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "heredoc_start":
+            starts.append(node)
+        stack.extend(node.children)
+    starts.sort(key=lambda n: n.start_byte)
+    docs: dict[int, _HereDoc] = {}
+    resume = 0
+    for node in starts:
+        raw = data[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
+        try:
+            word = scan_word(raw)
+        except _BadWord:
+            continue
+        delim = word.value if word.value is not None else raw
+        before = data[: node.start_byte].rstrip(b" \t")
+        strip_tabs = before.endswith(b"<<-")
+        line_end = data.find(b"\n", max(node.end_byte, resume))
+        if line_end < 0:
+            docs[node.start_byte] = _HereDoc(any(q in raw for q in "'\"\\"), "", len(data), len(data))
+            resume = len(data)
+            continue
+        body_start = pos = line_end + 1
+        body_end = len(data)
+        after = len(data)
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            line_stop = len(data) if nl < 0 else nl
+            line = data[pos:line_stop]
+            if strip_tabs:
+                line = line.lstrip(b"\t")
+            if line.decode("utf-8", "surrogateescape") == delim:
+                body_end = pos
+                after = line_stop
+                break
+            pos = line_stop + 1
+        body = data[body_start:body_end].decode("utf-8", "surrogateescape")
+        quoted = any(q in raw for q in "'\"\\")
+        docs[node.start_byte] = _HereDoc(quoted, body, body_start, body_end)
+        resume = after
+    return docs
+
+
+def _blank(data: bytes, docs: dict[int, _HereDoc]) -> bytes:
+    """``data`` with every here-doc body replaced by blanks (newlines kept)."""
+    out = bytearray(data)
+    for doc in docs.values():
+        for k in range(doc.start, doc.end):
+            if out[k] != 0x0A:
+                out[k] = 0x20
+    return bytes(out)
+
+
+def _substitution_end(text: str, i: int) -> int | None:
+    """The index of the ``)`` closing the ``$(`` at ``text[i]``: the first ``)`` before which
+    the text parses as a command line; ``None`` when there is none."""
+    j = text.find(")", i + 2)
+    while j >= 0:
+        if not _parse(text[i + 2 : j].encode("utf-8", "surrogateescape")).has_error:
+            return j
+        j = text.find(")", j + 1)
+    return None
+
+
+def _extract(source: str, depth: int) -> list[Item]:
+    if depth > MAX_DEPTH:
+        return [Undecidable(f"command strings nest more than {MAX_DEPTH} levels deep")]
+    data = _join_continuations(source).encode("utf-8", "surrogateescape")
+    root = _parse(data)
+    docs: dict[int, _HereDoc] = {}
+    if b"<<" in data:
+        docs = _find_heredocs(data, root)
+        if docs:
+            data = _blank(data, docs)
+            root = _parse(data)
+    if root.has_error:
+        return [Undecidable(f"the command line does not parse: {_error_hint(root, data)}")]
+    items: list[Item] = []
+    _Walker(data, depth, items, docs).walk(root)
+    return items
+
+
+def _error_hint(root: tree_sitter.Node, data: bytes) -> str:
+    """Where the first syntax error is: ``unexpected 'TEXT' at line L`` or ``missing 'X'``."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_missing:
+            return f"missing {node.type!r} at line {node.start_point[0] + 1}"
+        if node.is_error:
+            text = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+            text = text if len(text) <= 40 else text[:37] + "..."
+            return f"unexpected {text!r} at line {node.start_point[0] + 1}"
+        stack.extend(reversed(node.children))
+    return "syntax error"
+
+
+def parse_command_line(source: str) -> ParseResult:
+    """Every simple command of ``source`` and what cannot be decided, in source order.
+
+    Never raises for any input: a line that does not parse gives one :class:`Undecidable`.
+    """
+    return ParseResult(_extract(source, 0))
+
+
+__all__ = [
+    "MAX_DEPTH",
+    "SHELLS",
+    "UNDECIDABLE_PROGRAMS",
+    "WRAPPERS",
+    "Item",
+    "ParseResult",
+    "SimpleCommand",
+    "Undecidable",
+    "Word",
+    "basename",
+    "parse_command_line",
+    "scan_word",
+]

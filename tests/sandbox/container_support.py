@@ -1,0 +1,140 @@
+"""Test support for the container backend: a container image built without any registry.
+
+:func:`build_rootfs_tar` packs the host's ``bash``, ``sh``, the coreutils the tools and the
+contract suite use, ``sed``, ``setsid`` and ``rg``, with every library they link (``ldd``), into a
+root file system tarball; :func:`import_image` imports it with ``podman import``. The fixtures
+that use them live in ``tests/sandbox/test_container_backend.py``.
+
+On this machine podman needs :data:`PODMAN_CLI_ARGS` (global flags) and :data:`PODMAN_RUN_ARGS`
+(flags of ``run``); both are passed to the backend by the tests, never hard-coded in it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+
+PODMAN_CLI_ARGS = ["--runtime", "runc", "--cgroup-manager", "cgroupfs"]
+"""Global podman flags this machine needs (no systemd, runc instead of crun)."""
+
+PODMAN_RUN_ARGS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
+"""Flags of ``podman run`` this machine needs (the default ulimits cannot be raised here)."""
+
+IMAGE_PROGRAMS = [
+    "bash", "sh", "cat", "head", "tail", "tr", "cut", "sleep", "dd", "stat", "realpath",
+    "mkdir", "mktemp", "mv", "rm", "chmod", "chown", "sync", "dirname", "basename", "ls", "env",
+    "pwd", "printf", "echo", "true", "false", "test", "id", "touch", "ln", "wc", "sort", "date",
+    "readlink", "kill", "sed", "setsid", "rg",
+]  # fmt: skip
+"""Programs copied into the image: shell, coreutils, ``sed``/``setsid`` (the contract suite) and
+``rg`` (grep and find)."""
+
+
+def _libraries(binary: str) -> list[str]:
+    """Absolute paths of the shared libraries ``binary`` links (``ldd``), loader included."""
+    result = subprocess.run(["ldd", binary], capture_output=True, text=True, check=False)
+    if result.returncode != 0:  # a static binary
+        return []
+    return re.findall(r"(/\S+)", result.stdout)
+
+
+def _add_path(tar: tarfile.TarFile, path: str, seen: set[str]) -> None:
+    """Add ``path`` as seen on the host: each symlink of it (parents included) as a symlink, the
+    final file as a regular file, parent directories as directories."""
+    path = os.path.normpath(path)
+    if path in seen or path == "/":
+        return
+    parent = os.path.dirname(path)
+    _add_path(tar, parent, seen)
+    seen.add(path)
+    name = path.lstrip("/")
+    if os.path.islink(path):
+        target = os.readlink(path)
+        info = tarfile.TarInfo(name)
+        info.type = tarfile.SYMTYPE
+        info.linkname = target
+        tar.addfile(info)
+        _add_path(tar, os.path.join(parent, target), seen)
+    elif os.path.isdir(path):
+        info = tarfile.TarInfo(name)
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o755
+        tar.addfile(info)
+    else:
+        tar.add(path, arcname=name, recursive=False)
+
+
+def build_rootfs_tar(destination: str) -> list[str]:
+    """Write a root file system tarball to ``destination``; returns the programs it holds.
+
+    Raises ``FileNotFoundError`` when a program of :data:`IMAGE_PROGRAMS` is not on ``PATH``.
+    """
+    seen: set[str] = set()
+    programs = []
+    with tarfile.open(destination, "w") as tar:
+        for directory, mode in (("tmp", 0o1777), ("proc", 0o555), ("sys", 0o555), ("dev", 0o755),
+                                ("etc", 0o755), ("root", 0o700), ("work", 0o755),
+                                ("run", 0o755), ("var", 0o755)):  # fmt: skip
+            info = tarfile.TarInfo(directory)
+            info.type = tarfile.DIRTYPE
+            info.mode = mode
+            tar.addfile(info)
+            seen.add("/" + directory)
+        passwd = b"root:x:0:0:root:/root:/bin/bash\n"
+        info = tarfile.TarInfo("etc/passwd")
+        info.size = len(passwd)
+        info.mode = 0o644
+        tar.addfile(info, io.BytesIO(passwd))
+        for top in ("/bin", "/sbin", "/lib", "/lib64"):
+            if os.path.islink(top):
+                _add_path(tar, top, seen)
+        for program in IMAGE_PROGRAMS:
+            found = shutil.which(program)
+            if found is None:
+                raise FileNotFoundError(f"{program} is not installed")
+            programs.append(found)
+            _add_path(tar, found, seen)
+            for library in _libraries(os.path.realpath(found)):
+                _add_path(tar, library, seen)
+    return programs
+
+
+def import_image(cli: str, cli_args: list[str], tarball: str, name: str) -> None:
+    """``podman import`` the tarball as image ``name`` (raises ``CalledProcessError``)."""
+    subprocess.run(
+        [cli, *cli_args, "import", tarball, name], check=True, capture_output=True, timeout=300
+    )
+
+
+def remove_image(cli: str, cli_args: list[str], name: str) -> None:
+    """Remove image ``name`` (best effort)."""
+    subprocess.run(
+        [cli, *cli_args, "rmi", "-f", name], check=False, capture_output=True, timeout=120
+    )
+
+
+def container_names(cli: str, cli_args: list[str]) -> list[str]:
+    """Names of every container, running or not."""
+    result = subprocess.run(
+        [cli, *cli_args, "ps", "-a", "--format", "{{.Names}}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return result.stdout.split()
+
+
+__all__ = [
+    "IMAGE_PROGRAMS",
+    "PODMAN_CLI_ARGS",
+    "PODMAN_RUN_ARGS",
+    "build_rootfs_tar",
+    "container_names",
+    "import_image",
+    "remove_image",
+]
