@@ -25,7 +25,7 @@ def test_exported_from_pi_core() -> None:
     assert "with_file_mutation_queue" in pi_core.__all__
 
 
-async def _in_order(fn, *args, task_status=trio.TASK_STATUS_IGNORED):  # type: ignore[no-untyped-def]
+async def _in_order(fn, *args, task_status=trio.TASK_STATUS_IGNORED):
     """Run ``fn(*args)`` as a task that starts before the caller goes on (``nursery.start``):
     trio does not run ``start_soon`` tasks in start order, so tests that need call order (as
     the loop's parallel batch does) start tasks this way."""
@@ -33,7 +33,7 @@ async def _in_order(fn, *args, task_status=trio.TASK_STATUS_IGNORED):  # type: i
     await fn(*args)
 
 
-def _job(log: list[str], name: str, delay: float = 0.01):  # type: ignore[no-untyped-def]
+def _job(log: list[str], name: str, delay: float = 0.01):
     async def run() -> str:
         log.append(f"{name}:start")
         await trio.sleep(delay)
@@ -110,7 +110,7 @@ async def test_fifo_in_call_order(tmp_path: Path, autojump_clock: trio.testing.M
     target = str(tmp_path / "f")
     order: list[int] = []
 
-    def job(i: int):  # type: ignore[no-untyped-def]
+    def job(i: int):
         async def run() -> None:
             order.append(i)
             await trio.sleep(0.001 * ((i * 7) % 5))
@@ -240,14 +240,14 @@ async def test_resolving_keeps_call_order(
     target = str(tmp_path / "f")
     log: list[str] = []
 
-    def resolver(delay: float):  # type: ignore[no-untyped-def]
+    def resolver(delay: float):
         async def resolve() -> str:
             await trio.sleep(delay)
             return target
 
         return resolve
 
-    def fn(name: str):  # type: ignore[no-untyped-def]
+    def fn(name: str):
         async def run(path: str) -> None:
             assert path == target
             log.append(name)

@@ -95,7 +95,7 @@ def test_definition_matches_pi() -> None:
 async def test_wrapped_agent_tool_runs(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("A\n")
     agent_tool = wrap_tool_definition(create_read_tool_definition(str(tmp_path), OPS))
-    result = await agent_tool.execute("c1", {"path": "a.txt"})
+    result = await agent_tool.execute("c1", {"path": "a.txt"}, None)
     assert wire(result) == {"content": [{"type": "text", "text": "A\n"}]}
 
 
@@ -478,9 +478,7 @@ async def test_payload_limit_forces_jpeg(tmp_path: Path) -> None:
     result = await read(tmp_path, options, path="noise.png")
     assert result.content[1].mime_type == "image/jpeg"  # type: ignore[union-attr]
     assert len(result.content[1].data) < 40_000  # type: ignore[union-attr]
-    assert result.content[0].text.startswith(
-        "Read image file [image/jpeg]\n[Image: original 200x200"
-    )  # type: ignore[union-attr]
+    assert result.text.startswith("Read image file [image/jpeg]\n[Image: original 200x200")
 
 
 async def test_undecodable_image_omitted(tmp_path: Path) -> None:
@@ -695,3 +693,48 @@ async def test_special_files(tmp_path: Path) -> None:
     assert await read_error(tmp_path, path="/dev/zero") == (
         "Cannot read /dev/zero: not a regular file (a device, FIFO or socket)."
     )
+
+
+async def test_resize_limits_from_model_input_limits(tmp_path: Path) -> None:
+    """Seed §十二: ctx.model.inputLimits.images.resize wins over the tool options."""
+    (tmp_path / "p.png").write_bytes(_image_bytes("PNG", (400, 200)))
+    definition = create_read_tool_definition(str(tmp_path), OPS)
+    ctx = {
+        "model": {
+            "input": ["text", "image"],
+            "inputLimits": {"images": {"resize": {"maxWidth": 100}}},
+        }
+    }
+    result = await definition.execute("c", {"path": "p.png"}, None, ctx)
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        "Read image file [image/png]\n[Image: original 400x200, displayed at 100x50. "
+        "Multiply coordinates by 4.00 to map to original image.]"
+    )
+
+
+async def test_utf16_without_bom_decoded(tmp_path: Path) -> None:
+    (tmp_path / "le.txt").write_bytes("hello wörld\r\n".encode("utf-16-le"))
+    (tmp_path / "be.txt").write_bytes("hi there\n".encode("utf-16-be"))
+    assert (await read(tmp_path, path="le.txt")).text == "hello wörld\r\n"
+    assert (await read(tmp_path, path="be.txt")).text == "hi there\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "label"),
+    [
+        (b"plain\n", "UTF-8"),
+        (b"\xef\xbb\xbfbom\r\n", "UTF-8"),
+        (b"\xff\xfeh\x00i\x00", "UTF-16LE"),
+        (b"\xfe\xff\x00h\x00i", "UTF-16BE"),
+        ("h\u00e9".encode("utf-16-le"), "UTF-16LE"),
+        (b"caf\xe9 \x93q\x94", "Windows-1252"),
+        (b"x\x81y", "Latin-1 (ISO-8859-1)"),
+    ],
+)
+def test_encodings_round_trip(data: bytes, label: str) -> None:
+    """What edit needs from decision 7: decode then encode gives the same bytes."""
+    from pi_builtin_tools.file_encoding import decode_text, detect_encoding, encode_text
+
+    encoding = detect_encoding(data)
+    assert encoding is not None and encoding.label == label
+    assert encode_text(decode_text(data, encoding), encoding) == data

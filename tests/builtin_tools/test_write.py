@@ -3,6 +3,7 @@ conformance cases, atomicity and the mutation queue (port decisions 3, 8, 9)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from pathlib import Path
@@ -190,7 +191,7 @@ async def test_many_files_in_parallel(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
         for i in range(200):
             nursery.start_soon(
-                lambda i=i: write(tmp_path, path=f"d{i % 7}/f{i}.txt", content=str(i))
+                functools.partial(write, tmp_path, path=f"d{i % 7}/f{i}.txt", content=str(i))
             )
     assert sorted(int((tmp_path / f"d{i % 7}/f{i}.txt").read_text()) for i in range(200)) == list(
         range(200)

@@ -95,7 +95,7 @@ class ProtocolServer:
                             # a closed client shows up as a failed write
                             self.wfile.write(b": keep-alive\n\n")
                             self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
+                except OSError:  # the client went away
                     pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

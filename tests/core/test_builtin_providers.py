@@ -277,6 +277,17 @@ def test_scripted_file_errors(tmp_path: Path) -> None:
         resolve_model(factories, f"scripted:{wrong}")
     assert str(info.value).startswith(f"{wrong}:1: not an assistant message: content: ")
 
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"role": "assistant", "content": []}\n')
+    with pytest.raises(ConfigError) as info:
+        resolve_model(factories, f"scripted:{good}", {"when_exhausted": "loop"})
+    assert str(info.value) == (
+        f"scripted:{good}: when_exhausted must be error, repeat or stop (got 'loop')"
+    )
+    repeat = resolve_model(factories, f"scripted:{good}", {"when_exhausted": "repeat"})
+    assert isinstance(repeat, ScriptedProvider)
+    assert repeat.when_exhausted == "repeat"
+
     empty = tmp_path / "empty.jsonl"
     empty.write_text('{"role": "user", "content": "hi"}\n')
     with pytest.raises(ConfigError) as info:

@@ -63,12 +63,32 @@ def _valid_utf8(data: bytes, *, complete: bool) -> bool:
     return True
 
 
+def _bomless_utf16(head: bytes) -> TextEncoding | None:
+    """UTF-16 without a BOM when (nearly) every other byte is NUL and the text decodes."""
+    even, odd = head[0::2], head[1::2]
+    if len(head) < 4 or len(head) % 2:
+        head = head[: len(head) - len(head) % 2]
+        even, odd = head[0::2], head[1::2]
+    if len(head) < 4:
+        return None
+    for zeros, others, encoding in ((odd, even, UTF16LE), (even, odd, UTF16BE)):
+        if zeros.count(0) >= 0.9 * len(zeros) and others.count(0) == 0:
+            try:
+                text = head.decode(encoding.codec)
+            except UnicodeDecodeError:
+                continue
+            if all(ch.isprintable() or ch in "\t\n\r\x0c" for ch in text):
+                return encoding
+    return None
+
+
 def detect_encoding(data: bytes, *, complete: bool = True) -> TextEncoding | None:
     """The encoding of a file whose content (``complete``) or first bytes is ``data``;
     ``None`` for binary content.
 
-    Order: a BOM decides (UTF-32, UTF-8, UTF-16); a NUL byte or mostly control characters in the
-    first :data:`SNIFF_BYTES` mean binary; valid UTF-8 is UTF-8 (a sequence cut at the end of an
+    Order: a BOM decides (UTF-32, UTF-8, UTF-16); NUL bytes in the first :data:`SNIFF_BYTES`
+    mean UTF-16 without BOM when every other byte is NUL and the rest is printable text, else
+    binary; so do mostly control characters; valid UTF-8 is UTF-8 (a sequence cut at the end of an
     incomplete sample is allowed); otherwise Windows-1252 when it decodes, else Latin-1.
     """
     for bom, encoding in _BOMS:
@@ -76,7 +96,7 @@ def detect_encoding(data: bytes, *, complete: bool = True) -> TextEncoding | Non
             return encoding
     head = data[:SNIFF_BYTES]
     if b"\x00" in head:
-        return None
+        return _bomless_utf16(head)
     if head and len(head) - len(head.translate(None, _CONTROL)) > len(head) // 10:
         return None
     if _valid_utf8(data, complete=complete):

@@ -11,6 +11,7 @@ with BOM, Windows-1252/Latin-1) and binary files are refused with a short descri
 
 from __future__ import annotations
 
+import base64
 import codecs
 import errno
 import math
@@ -280,15 +281,35 @@ def _truncation(sel: _Selection) -> TruncationResult:
     )
 
 
+def _field(obj: Any, *names: str) -> Any:
+    """``obj.name`` or ``obj[name]`` for the first of ``names`` present (``None`` if none)."""
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if obj is not None and not isinstance(obj, dict) and hasattr(obj, name):
+            return getattr(obj, name)
+    return None
+
+
+def _resize_options(options: ReadToolOptions, ctx: Any) -> ImageResizeOptions:
+    """Seed §十二: ``ctx.model.inputLimits.images.resize`` when present, else the options."""
+    model = _field(ctx, "model")
+    limits = _field(_field(_field(model, "inputLimits", "input_limits"), "images"), "resize")
+    if limits is None:
+        return options.image_resize
+    base = options.image_resize
+    return ImageResizeOptions(
+        max_width=int(_field(limits, "maxWidth", "max_width") or base.max_width),
+        max_height=int(_field(limits, "maxHeight", "max_height") or base.max_height),
+        max_bytes=int(_field(limits, "maxBytes", "max_bytes") or base.max_bytes),
+        jpeg_quality=int(_field(limits, "jpegQuality", "jpeg_quality") or base.jpeg_quality),
+    )
+
+
 def _wants_images(options: ReadToolOptions, ctx: Any) -> bool:
     if options.supports_images is not None:
         return options.supports_images
-    model = getattr(ctx, "model", None)
-    if model is None and isinstance(ctx, dict):
-        model = ctx.get("model")
-    if model is None:
-        return True
-    inputs = model.get("input") if isinstance(model, dict) else getattr(model, "input", None)
+    inputs = _field(_field(ctx, "model"), "input")
     return inputs is None or "image" in inputs
 
 
@@ -298,7 +319,9 @@ async def _read_image(
     data = await ops.read_bytes(path)
     wants = _wants_images(options, ctx)
     if options.auto_resize_images or mime == "image/bmp":
-        processed = await trio.to_thread.run_sync(process_image, data, mime, options.image_resize)
+        processed = await trio.to_thread.run_sync(
+            process_image, data, mime, _resize_options(options, ctx)
+        )
         if processed is None:
             text = f"Read image file [{mime}]\n[Image omitted: could not be resized below the inline image size limit.]"
             if not wants:
@@ -312,8 +335,6 @@ async def _read_image(
             text += f"\n{note}"
         image = ImageContent(data=processed.data, mime_type=processed.mime_type)
     else:
-        import base64
-
         text = f"Read image file [{mime}]"
         image = ImageContent(data=base64.b64encode(data).decode("ascii"), mime_type=mime)
     if not wants:

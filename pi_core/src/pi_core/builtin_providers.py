@@ -65,9 +65,15 @@ class ScriptedProviderFactory:
         ]
         if not messages:
             raise ConfigError(f"scripted:{model}: {path} holds no assistant message")
+        when_exhausted = options.get("when_exhausted", "error")
+        if when_exhausted not in ("error", "repeat", "stop"):
+            raise ConfigError(
+                f"scripted:{model}: when_exhausted must be error, repeat or stop "
+                f"(got {when_exhausted!r})"
+            )
         return ScriptedProvider(
             messages,
-            when_exhausted=options.get("when_exhausted", "error"),
+            when_exhausted=when_exhausted,
             stream_deltas=options.get("stream_deltas", True),
         )
 

@@ -279,6 +279,7 @@ def make_plugin_manager(
     Environment variables are read when this is called, never at import.
     """
     pm = PiPluginManager()
+    _register_internal_plugins(pm)
     blocked = {*block, *_names(os.environ.get(ENV_BLOCK))}
     for name in sorted(blocked):
         pm.set_blocked(name)
@@ -314,8 +315,19 @@ def make_plugin_manager(
     return pm
 
 
+INTERNAL_PLUGINS: dict[str, str] = {"builtin_providers": "pi_core.builtin_providers"}
+"""The core's own plugins (name → module), registered first by every manager and, like
+pytest's internal plugins, not listed by :func:`list_plugins`: the core's model providers."""
+
+
+def _register_internal_plugins(pm: PiPluginManager) -> None:
+    for name, module in INTERNAL_PLUGINS.items():
+        pm.register(importlib.import_module(module), name=name)
+
+
 def list_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
-    """Every plugin registered on ``pm``, in registration order (the last one is called first).
+    """Every plugin registered on ``pm``, in registration order (the last one is called first),
+    without the core's internal plugins (:data:`INTERNAL_PLUGINS`).
 
     ``hooks`` are the sorted names of the hooks each implements (``[]`` for none). Works for any
     pluggy manager; distributions are known for plugins loaded by :func:`make_plugin_manager`.
@@ -323,7 +335,7 @@ def list_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
     origins = pm.origins if isinstance(pm, PiPluginManager) else {}
     infos = []
     for name, plugin in pm.list_name_plugin():
-        if plugin is None:  # a blocked name
+        if plugin is None or name in INTERNAL_PLUGINS:  # a blocked name, or the core's own
             continue
         origin = origins.get(name) or PluginOrigin(module=_module_of(plugin))
         hooks = sorted({hook.name for hook in pm.get_hookcallers(plugin) or []})

@@ -30,10 +30,18 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from pi_core.messages import ImageContent, TextContent, ToolResultMessage
+from pi_core.messages import (
+    AgentToolResult,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolResultMessage,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -205,4 +213,248 @@ class Renderer:
         self.file.write(text)
 
 
-__all__ = ["Renderer", "compact_json", "format_size"]
+# ---------------------------------------------------------------------------------------------
+# pi run: the live view of a run
+# ---------------------------------------------------------------------------------------------
+
+RESULT_PREVIEW_LINES = 8
+"""Lines of a tool result ``pi run`` shows (bash output and edit diffs are shown whole)."""
+
+_NOTICE = re.compile(r"^\[.*\]$")
+
+
+def _continuation(shown: str, text: str) -> int | None:
+    """Where ``text`` (a newer snapshot of a bash output) continues what was ``shown``: after
+    it when it is a prefix; after its last 200 characters when the rolling window moved on;
+    ``None`` when they are not found."""
+    if text.startswith(shown):
+        return len(shown)
+    anchor = shown[-200:]
+    at = text.rfind(anchor)
+    return at + len(anchor) if at >= 0 else None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def closing_line(turns: int, tool_calls: int, errors: int, seconds: float) -> str:
+    """``5 turns, 6 tool calls, 1 error, 0.3s`` (the end of ``pi run``)."""
+    return (
+        f"{_plural(turns, 'turn')}, {_plural(tool_calls, 'tool call')}, "
+        f"{_plural(errors, 'error')}, {seconds:.1f}s"
+    )
+
+
+def call_summary(name: str, args: Any) -> str:
+    """How ``pi run`` shows a call as it starts: ``bash $ COMMAND``; ``edit PATH`` and
+    ``write PATH`` (the diff or the result follows); other tools ``NAME {compact args}``."""
+    if isinstance(args, dict):
+        if name == "bash" and isinstance(args.get("command"), str):
+            return f"bash $ {args['command']}"
+        if name in ("edit", "write") and isinstance(args.get("path"), str):
+            return f"{name} {args['path']}"
+    return name if args is None else f"{name} {compact_json(args)}"
+
+
+class RunView:
+    """Renders the agent events of ``pi run`` on ``file`` as they come (issue 5 item 3).
+
+    Plain text (stdout not a terminal), each piece on its own lines::
+
+        model: scripted:/path/demo-session.jsonl            (from :meth:`intro`)
+        cwd: /tmp/pi-demo-x1y2
+
+        I'll run the tests first.                           assistant text, streamed
+        • bash $ python3 test_stats.py                      a call as it starts
+          FAIL mean([1, 2, 3]): got 3.0, want 2.0           bash output, live from the updates
+          Command exited with code 1                        the rest of the final result
+        • edit stats.py
+          ...                                                the edit's diff
+        • grep {"pattern":"def mean"}
+          stats.py:4: def mean(values):                     first 8 lines of other results,
+          … 12 more lines                                    then how many are left,
+          [50 matches limit reached. ...]                   and the truncation notice
+        error: 429 Too Many Requests                        a failed model call
+
+        5 turns, 6 tool calls, 1 error, 0.3s                (from :meth:`closing`)
+
+    Result lines are indented by two spaces. On a terminal the same text is styled with rich:
+    calls bold cyan, error results and failures red, diff lines green/red, notices yellow,
+    bash output dim, the closing line bold.
+    """
+
+    def __init__(self, file: IO[str], *, styled: bool | None = None) -> None:
+        self.base = Renderer(file, styled=styled)
+        self.file = file
+        self.styled = self.base.styled
+        self.console = self.base.console
+        self.turns = 0
+        self.tool_calls = 0
+        self.errors = 0
+        self._column0 = True  # the cursor is at the start of a line
+        self._streamed: set[int] = set()  # content indexes streamed in the current message
+        self._shown: dict[str, str] = {}  # bash output shown so far, per tool call id
+        self._args: dict[str, Any] = {}
+
+    # -- low-level output -------------------------------------------------------------------
+
+    def _out(self, text: str, style: str = "") -> None:
+        if not text:
+            return
+        if self.console is None:
+            self.file.write(text)
+        else:
+            from rich.text import Text
+
+            self.console.print(Text(text, style=style), end="")
+        self.file.flush()
+        self._column0 = text.endswith("\n")
+
+    def _line(self, text: str, style: str = "") -> None:
+        """``text`` on its own line (a newline first if the cursor is inside a line)."""
+        if not self._column0:
+            self._out("\n")
+        self._out(text + "\n", style)
+
+    def _block(self, text: str, style: str = "") -> None:
+        """``text`` indented by two spaces, each line styled by :meth:`_style_of`."""
+        for line in text.split("\n"):
+            self._line("  " + line, style or self._style_of(line))
+
+    @staticmethod
+    def _style_of(line: str) -> str:
+        return "yellow" if _NOTICE.match(line) else ""
+
+    # -- what pi run calls ------------------------------------------------------------------
+
+    def intro(self, model: str, cwd: str, note: str | None = None) -> None:
+        """The first lines: the model and the working directory (and ``note``)."""
+        self._line(f"model: {model}", "dim")
+        self._line(f"cwd: {cwd}" + (f" ({note})" if note else ""), "dim")
+        self._line("")
+
+    def notice(self, text: str, style: str = "yellow") -> None:
+        """A line of pi's own (``stopped after 3 turns (--max-turns 3)``)."""
+        self._line(text, style)
+
+    def closing(self, seconds: float, *, interrupted: bool = False) -> None:
+        """An empty line, then :func:`closing_line` (prefixed ``interrupted: `` after
+        Ctrl-C)."""
+        text = closing_line(self.turns, self.tool_calls, self.errors, seconds)
+        self._line("")
+        self._line(("interrupted: " if interrupted else "") + text, "bold")
+
+    def event(self, event: Any) -> None:
+        """Render one agent event."""
+        kind = event.type
+        if kind == "message_start" and getattr(event.message, "role", None) == "assistant":
+            self._streamed = set()
+        elif kind == "message_update":
+            self._update(event)
+        elif kind == "message_end":
+            if getattr(event.message, "role", None) == "assistant":
+                self._assistant_end(event.message)
+        elif kind == "turn_end":
+            self.turns += 1
+        elif kind == "tool_execution_start":
+            self.tool_calls += 1
+            self._args[event.tool_call_id] = event.args
+            self._line("• " + call_summary(event.tool_name, event.args), "bold cyan")
+        elif kind == "tool_execution_update":
+            if event.tool_name == "bash":
+                self._bash_output(event.tool_call_id, event.partial_result)
+        elif kind == "tool_execution_end":
+            if event.is_error:
+                self.errors += 1
+            self._tool_end(event)
+
+    # -- assistant messages -----------------------------------------------------------------
+
+    def _update(self, event: Any) -> None:
+        delta = event.assistant_message_event
+        kind = delta.get("type")
+        index = delta.get("contentIndex", 0)
+        if kind in ("text_start", "thinking_start"):
+            if not self._column0:
+                self._out("\n")
+        elif kind in ("text_delta", "thinking_delta"):
+            self._streamed.add(index)
+            self._out(delta.get("delta") or "", "dim italic" if kind == "thinking_delta" else "")
+        elif kind in ("text_end", "thinking_end") and index in self._streamed:
+            if not self._column0:
+                self._out("\n")
+
+    def _assistant_end(self, message: AssistantMessage) -> None:
+        for index, block in enumerate(message.content):
+            if index in self._streamed:
+                continue
+            if isinstance(block, TextContent) and block.text:
+                self._line(block.text.rstrip("\n"))
+            elif isinstance(block, ThinkingContent) and block.thinking:
+                self._line(block.thinking.rstrip("\n"), "dim italic")
+        if message.stop_reason == "error":
+            self.errors += 1
+            self._line(f"error: {message.error_message or 'the model call failed'}", "bold red")
+        elif message.stop_reason == "aborted":
+            self._line("aborted", "bold yellow")
+        elif message.stop_reason == "length":
+            self._line("the model's answer was cut off (stopReason: length)", "yellow")
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def _bash_output(self, call_id: str, partial: AgentToolResult) -> None:
+        text = "".join(b.text for b in partial.content if isinstance(b, TextContent))
+        shown = self._shown.get(call_id, "")
+        found = _continuation(shown, text)
+        if found is None:
+            self._line("  …", "dim")
+        start = found or 0
+        # whole lines only; a partial last line waits for the next update or the end
+        cut = text.rfind("\n", start) + 1
+        if cut > start:
+            self._block(text[start : cut - 1], "dim")
+            self._shown[call_id] = text[:cut]
+        elif call_id not in self._shown:
+            self._shown[call_id] = ""
+
+    def _tool_end(self, event: Any) -> None:
+        result = event.result
+        text = "".join(b.text for b in result.content if isinstance(b, TextContent))
+        images = [b for b in result.content if isinstance(b, ImageContent)]
+        error_style = "red" if event.is_error else ""
+        if event.tool_name == "bash" and event.tool_call_id in self._shown:
+            shown = self._shown.pop(event.tool_call_id)
+            start = _continuation(shown, text)
+            rest = text[start:] if start is not None else text
+            if rest.strip("\n"):
+                self._block(rest.strip("\n"), error_style)
+            return
+        details = result.details if isinstance(result.details, dict) else {}
+        diff = details.get("diff")
+        if event.tool_name == "edit" and not event.is_error and isinstance(diff, str):
+            self._line("  " + text.strip("\n"), "dim")
+            for line in diff.split("\n"):
+                style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+                self._line("  " + line, style or "dim")
+            return
+        for image in images:
+            self._line("  " + _image_label(image), "magenta")
+        if not text:
+            return
+        lines = text.rstrip("\n").split("\n")
+        notices = []
+        while lines and _NOTICE.match(lines[-1]):
+            notices.insert(0, lines.pop())
+        while lines and not lines[-1]:
+            lines.pop()
+        limit = len(lines) if event.tool_name == "bash" else RESULT_PREVIEW_LINES
+        for line in lines[:limit]:
+            self._line("  " + line, error_style)
+        if len(lines) > limit:
+            self._line(f"  … {len(lines) - limit} more lines", "dim")
+        for line in notices:
+            self._line("  " + line, "yellow")
+
+
+__all__ = ["Renderer", "RunView", "call_summary", "closing_line", "compact_json", "format_size"]

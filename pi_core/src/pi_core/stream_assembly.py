@@ -22,7 +22,7 @@ from typing import Any
 
 import pydantic_core
 
-from pi_core.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
+from pi_core.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, now_ms
 from pi_core.providers import EMPTY_USAGE, StreamDelta, StreamDone, StreamError, StreamStart
 
 _VALID_ESCAPES = frozenset('"\\/bfnrtu')
@@ -111,7 +111,12 @@ class MessageAssembler:
 
     def __init__(self, *, api: str, provider: str, model: str) -> None:
         self.base = AssistantMessage(
-            content=[], api=api, provider=provider, model=model, usage=new_usage()
+            content=[],
+            api=api,
+            provider=provider,
+            model=model,
+            usage=new_usage(),
+            timestamp=now_ms(),
         )
         self.blocks: list[Any] = []
         self.partial_args: dict[int, str] = {}

@@ -46,6 +46,10 @@ class AgentTool:
     label: str = ""
     prepare_arguments: Callable[[Any], Any] | None = None
     execution_mode: ExecutionMode = "parallel"
+    definition: ToolDefinition | None = field(default=None, repr=False)
+    """The :class:`ToolDefinition` this tool was wrapped from (``None`` for a plain
+    ``AgentTool``): hosts read its ``prompt_snippet``/``prompt_guidelines`` for the system
+    prompt (``pi run``) and its renderers; the loop never uses it."""
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -82,7 +86,8 @@ class ToolDefinition:
 def wrap_tool_definition(definition: ToolDefinition, context: Any = None) -> AgentTool:
     """The ``AgentTool`` of ``definition``: same name, label, description, parameters,
     ``prepare_arguments`` and ``execution_mode``; its ``execute`` passes ``context`` as the
-    definition's fourth argument. Prompt and rendering fields are dropped (spec §1.4).
+    definition's fourth argument. Prompt and rendering fields are not part of the AgentTool
+    (spec §1.4); the definition itself stays reachable as ``AgentTool.definition``.
     """
 
     async def execute(
@@ -98,6 +103,7 @@ def wrap_tool_definition(definition: ToolDefinition, context: Any = None) -> Age
         prepare_arguments=definition.prepare_arguments,
         execution_mode=definition.execution_mode,
         execute=execute,
+        definition=definition,
     )
 
 
