@@ -5,10 +5,26 @@ from __future__ import annotations
 import pi_core
 
 DESIGN_NAMES = {
-    "hookimpl", "hookspec", "tool", "AgentTool", "ToolDefinition", "AgentToolResult",
-    "TextContent", "ImageContent", "ToolCall", "AssistantMessage", "UserMessage",
-    "ToolResultMessage", "BeforeToolCallResult", "AfterToolCallResult", "BashOperations",
-    "FileOperations", "with_file_mutation_queue", "run_agent_loop", "Agent", "ToolAborted",
+    "hookimpl",
+    "hookspec",
+    "tool",
+    "AgentTool",
+    "ToolDefinition",
+    "AgentToolResult",
+    "TextContent",
+    "ImageContent",
+    "ToolCall",
+    "AssistantMessage",
+    "UserMessage",
+    "ToolResultMessage",
+    "BeforeToolCallResult",
+    "AfterToolCallResult",
+    "BashOperations",
+    "FileOperations",
+    "with_file_mutation_queue",
+    "run_agent_loop",
+    "Agent",
+    "ToolAborted",
     "CommandTimeout",
 }
 

@@ -50,8 +50,8 @@ def _failures(output: str, prefix: str) -> dict[str, str]:
 def conformance_failures() -> dict[str, str]:
     if not (SHARED / "conformance" / "compare.py").exists():
         pytest.skip("../shared/conformance is not beside this checkout")
-    import shutil
     import os
+    import shutil
 
     for program in ("node", "rg", "fd"):
         if shutil.which(program) is None:

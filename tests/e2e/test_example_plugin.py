@@ -20,7 +20,14 @@ pytestmark = pytest.mark.slow
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("venv") / "env"
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-    pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    pip = [
+        str(path / "bin" / "python"),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+    ]
     subprocess.run(
         [
             *pip,
@@ -80,7 +87,14 @@ def test_example_tool_is_registered_with_its_schema(venv: Path) -> None:
 
 def test_pi_call_runs_the_example_tool(venv: Path, tmp_path: Path) -> None:
     proc = run_pi(
-        venv, "call", "weather", '{"city": "Oslo", "days": "2"}', "--json", "--id", "w1", cwd=tmp_path
+        venv,
+        "call",
+        "weather",
+        '{"city": "Oslo", "days": "2"}',
+        "--json",
+        "--id",
+        "w1",
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -111,8 +125,15 @@ def test_core_alone_has_no_plugins(tmp_path: Path) -> None:
     path = tmp_path / "core-only"
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     subprocess.run(
-        [str(path / "bin" / "python"), "-m", "pip", "install", "-q",
-         "--disable-pip-version-check", str(ROOT / "pi_core")],
+        [
+            str(path / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            str(ROOT / "pi_core"),
+        ],
         check=True,
     )
     proc = run_pi(path, "plugins", "--json")

@@ -50,7 +50,7 @@ class WireModel(BaseModel):
 
 def _strip_none(data: dict[str, Any], model: BaseModel) -> dict[str, Any]:
     """Drop top-level ``None`` fields of ``model`` (recursively through nested models)."""
-    keep = getattr(model, "KEEP_NONE", frozenset())
+    keep: frozenset[str] = getattr(model, "KEEP_NONE", frozenset())
     out: dict[str, Any] = {}
     fields = type(model).model_fields
     for name, info in fields.items():

@@ -8,7 +8,7 @@ Pi session line parses and serialises back with the same structure.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag
 
@@ -67,19 +67,17 @@ def _block_tag(value: Any) -> str:
 
 
 ToolResultContent = Annotated[
-    Union[Annotated[TextContent, Tag("text")], Annotated[ImageContent, Tag("image")]],
+    Annotated[TextContent, Tag("text")] | Annotated[ImageContent, Tag("image")],
     Discriminator(lambda v: "image" if _block_tag(v) == "image" else "text"),
 ]
 """A block a tool result may hold: text or image."""
 
 AssistantContent = Annotated[
-    Union[
-        Annotated[TextContent, Tag("text")],
-        Annotated[ThinkingContent, Tag("thinking")],
-        Annotated[ToolCall, Tag("toolCall")],
-        Annotated[ImageContent, Tag("image")],
-        Annotated[OtherContent, Tag("other")],
-    ],
+    Annotated[TextContent, Tag("text")]
+    | Annotated[ThinkingContent, Tag("thinking")]
+    | Annotated[ToolCall, Tag("toolCall")]
+    | Annotated[ImageContent, Tag("image")]
+    | Annotated[OtherContent, Tag("other")],
     Discriminator(_block_tag),
 ]
 """A block an assistant message may hold."""
@@ -162,12 +160,10 @@ def _message_tag(value: Any) -> str:
 
 
 AgentMessage = Annotated[
-    Union[
-        Annotated[UserMessage, Tag("user")],
-        Annotated[AssistantMessage, Tag("assistant")],
-        Annotated[ToolResultMessage, Tag("toolResult")],
-        Annotated[CustomMessage, Tag("custom")],
-    ],
+    Annotated[UserMessage, Tag("user")]
+    | Annotated[AssistantMessage, Tag("assistant")]
+    | Annotated[ToolResultMessage, Tag("toolResult")]
+    | Annotated[CustomMessage, Tag("custom")],
     Discriminator(_message_tag),
 ]
 """Any message of a context, discriminated by ``role``."""

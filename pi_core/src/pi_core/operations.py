@@ -26,7 +26,7 @@ class BashOperations(Protocol):
     re-raises ``trio.Cancelled``.
     """
 
-    async def exec(
+    async def exec(  # noqa: ASYNC109 - the timeout is part of the DESIGN §2 contract
         self,
         command: str,
         cwd: str,

@@ -130,8 +130,10 @@ def result_from_value(value: Any) -> AgentToolResult:
         return AgentToolResult(content=[TextContent(text=value)])
     if isinstance(value, TextContent | ImageContent):
         return AgentToolResult(content=[value])
-    if isinstance(value, list) and value and all(
-        isinstance(v, TextContent | ImageContent) for v in value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, TextContent | ImageContent) for v in value)
     ):
         return AgentToolResult(content=list(value))
     if value is None:
@@ -161,7 +163,11 @@ def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
             if not stripped:
                 current = None
                 continue
-            if line[:1].isspace() and ":" in stripped and not (current and line.startswith("        ")):
+            if (
+                line[:1].isspace()
+                and ":" in stripped
+                and not (current and line.startswith("        "))
+            ):
                 name, _, text = stripped.partition(":")
                 name = name.split("(")[0].strip()
                 params[name] = text.strip()
@@ -185,7 +191,7 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
             if not (k == "title" and isinstance(v, str))
         }
     if isinstance(schema, list):
-        return [_clean_schema(v) for v in schema]  # type: ignore[return-value]
+        return [_clean_schema(v) for v in schema]
     return schema
 
 
@@ -230,7 +236,7 @@ def tool(
                 annotation,
                 pydantic.Field(default=default, description=param_docs.get(pname)),
             )
-        model = pydantic.create_model(  # type: ignore[call-overload]
+        model = pydantic.create_model(
             f"{fn.__name__}_arguments",
             __config__=pydantic.ConfigDict(extra="forbid"),
             **fields,
@@ -261,7 +267,7 @@ def tool(
         )
         definition.func = fn
         definition.arguments_model = model
-        functools.update_wrapper(definition, fn, updated=())  # type: ignore[arg-type]
+        functools.update_wrapper(definition, fn, updated=())
         return definition
 
     if func is not None:

@@ -28,7 +28,7 @@ from cli_helpers import PI
             ["frobnicate"],
             "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay')",
         ),
-        ([], "a command is required: plugins, tools, call or replay"),
+        ([], "a command is required: plugins, tools, call, replay or run"),
         (["replay", "missing.jsonl"], "cannot read missing.jsonl: No such file or directory"),
         (["call", "echo", "{}", "--cwd", "nowhere"], "--cwd nowhere: no such directory"),
         (

@@ -8,6 +8,10 @@
     pi tools [--cwd DIR] [--json]
     pi call TOOL ARGS_JSON [--cwd DIR] [--id ID] [--json]
     pi replay FILE [--cwd DIR] [--json] [--events] [--sequential]
+    pi replay FILE --verify [--cwd DIR] [--json] [--seed-from-reads] [--bash run|recorded]
+              [--map-cwd OLD=NEW]...
+    pi run [PROMPT] [--model P:M] [--tools a,b] [--max-turns N] [--cwd DIR] [--json]
+           [--session FILE] [--base-url URL]
 
 Exit status: 0 success; 1 when the result of ``pi call`` has ``isError``; 2 for input pi cannot
 use (invalid JSON, a missing file or folder, an unknown option, a bad config file, a plugin that
@@ -67,7 +71,7 @@ def run(
     try:
         args = build_parser(stdout=out).parse_args(list(argv))
         if args.command is None:
-            raise UsageError("a command is required: plugins, tools, call or replay")
+            raise UsageError("a command is required: plugins, tools, call, replay or run")
         return run_command(CommandContext(args=args, stdout=out, stderr=err))
     except ParserExit as e:
         return e.status

@@ -101,9 +101,17 @@ def run_command(ctx: CommandContext) -> int:
     if ctx.args.command == "call":
         return cmd_call(ctx)
     if ctx.args.command == "replay":
+        if ctx.args.verify:
+            from pi_core.cli.verify import cmd_verify
+
+            return cmd_verify(ctx)
         from pi_core.cli.replay import cmd_replay
 
         return cmd_replay(ctx)
+    if ctx.args.command == "run":
+        from pi_core.cli.run import cmd_run
+
+        return cmd_run(ctx)
     raise UsageError(f"unknown command {ctx.args.command!r}")  # pragma: no cover - argparse
 
 

@@ -52,13 +52,13 @@ class PiArgumentParser(argparse.ArgumentParser):
 
 DESCRIPTION = (
     "Run model tool calls through pi's tool pipeline: list plugins and tools, call one tool, "
-    "replay recorded assistant messages."
+    "replay and verify recorded sessions, run the agent loop against a model."
 )
 
 EPILOG = (
     "exit status: 0 success; 1 the tool result isError (pi call); 2 unusable input "
     "(invalid JSON, a missing file, an unknown option, a bad config file, a plugin that "
-    "fails to load); 130 interrupted."
+    "fails to load); 130 interrupted. pi run: 1 when the run ends with a failed model call."
 )
 
 
@@ -128,6 +128,55 @@ def build_parser(stdout: IO[str] | None = None) -> PiArgumentParser:
         help="print every agent event as JSON Lines (from the first tool execution on)",
     )
     replay.add_argument("--sequential", action="store_true", help="run every batch sequentially")
+    replay.add_argument(
+        "--verify",
+        action="store_true",
+        help="compare each executed result with the recorded one; print an agreement table",
+    )
+    replay.add_argument(
+        "--seed-from-reads",
+        action="store_true",
+        help="(--verify) create missing files from recorded full-file read results first",
+    )
+    replay.add_argument(
+        "--bash",
+        choices=["run", "recorded"],
+        default="run",
+        help="(--verify) run bash calls (default) or answer them from the recording",
+    )
+    replay.add_argument(
+        "--map-cwd",
+        metavar="OLD=NEW",
+        action="append",
+        default=[],
+        help="(--verify) map the recorded working directory OLD to NEW (repeatable; default: "
+        "the session header's cwd to --cwd)",
+    )
+
+    run = command("run", "run the agent loop against a model (default: the embedded demo)")
+    run.add_argument(
+        "prompt",
+        metavar="PROMPT",
+        nargs="?",
+        help="the user's request (optional with the embedded demo)",
+    )
+    run.add_argument(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="scripted:FILE, openai:MODEL, anthropic:MODEL or a plugin's provider "
+        "(default: the embedded demo session in a copy of docs/examples/demo)",
+    )
+    run.add_argument("--tools", metavar="a,b,...", help="only these tools (default: all)")
+    run.add_argument("--max-turns", metavar="N", type=int, help="stop after N turns")
+    run.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="working directory (default: .; the demo copies its project there, default a "
+        "new temporary folder)",
+    )
+    run.add_argument("--json", action="store_true", help="print every event as JSON Lines")
+    run.add_argument("--session", metavar="FILE", help="write a Pi session file (v3)")
+    run.add_argument("--base-url", metavar="URL", help="the provider's base URL")
     return parser
 
 

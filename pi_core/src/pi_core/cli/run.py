@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_core.cli.commands import CommandContext
@@ -168,4 +167,3 @@ def _turns(n: int) -> str:
 
 
 __all__ = ["cmd_run", "resolve_provider", "select_tools"]
-_ = Path  # re-exported for type checkers of callers
