@@ -762,3 +762,48 @@ async def test_stale_session_variables_are_replaced(workdir, monkeypatch) -> Non
     )
     hidden = await call(workdir, command, ctx=ctx, options={"exposeSessionEnvironment": False})
     assert hidden.text == "PI_OTHER=kept\n"
+
+
+# -- through the loop ---------------------------------------------------------------------------
+
+
+async def test_abort_through_the_loop_reports_output_then_command_aborted(workdir) -> None:
+    from pi_core.abort import Abort
+    from pi_core.loop import run_tool_call
+    from pi_core.loop_config import AgentContext, LoopConfig
+    from pi_core.messages import ToolCall
+    from pi_core.tools import wrap_tool_definition
+
+    tool = wrap_tool_definition(
+        create_bash_tool_definition(workdir, LocalBashOperations(kill_grace=0.3))
+    )
+    abort = Abort()
+    started = trio.Event()
+
+    def on_update(partial: AgentToolResult) -> None:
+        if "started" in partial.text:
+            started.set()
+
+    async def abort_when_started() -> None:
+        await started.wait()
+        abort.abort()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_when_started)
+        with trio.fail_after(10):
+            outcome = await run_tool_call(
+                ToolCall(id="c1", name="bash", arguments={"command": "echo started; sleep 30"}),
+                AgentContext(tools=[tool]),
+                LoopConfig(),
+                abort=abort,
+                on_update=on_update,
+            )
+    assert outcome.to_message().to_json_dict() | {"timestamp": 0} == {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "bash",
+        "content": [{"type": "text", "text": "started\n\n\nCommand aborted"}],
+        "details": {},
+        "isError": True,
+        "timestamp": 0,
+    }

@@ -117,10 +117,11 @@ def remove_image(cli: str, cli_args: list[str], name: str) -> None:
     )
 
 
-def container_names(cli: str, cli_args: list[str]) -> list[str]:
-    """Names of every container, running or not."""
+def container_names(cli: str, cli_args: list[str], *, ancestor: str | None = None) -> list[str]:
+    """Names of every container, running or not (only those of image ``ancestor`` if given)."""
+    filters = ["--filter", f"ancestor={ancestor}"] if ancestor else []
     result = subprocess.run(
-        [cli, *cli_args, "ps", "-a", "--format", "{{.Names}}"],
+        [cli, *cli_args, "ps", "-a", *filters, "--format", "{{.Names}}"],
         check=True,
         capture_output=True,
         text=True,
@@ -129,8 +130,80 @@ def container_names(cli: str, cli_args: list[str]) -> list[str]:
     return result.stdout.split()
 
 
+class PodmanSession:
+    """One image and one running container for a whole test session, made on first use.
+
+    ``workspace``: the host directory mounted at ``/work`` in the container. :meth:`image` and
+    :meth:`container` build/start once and return the name, or skip (fail under ``CI=true``)
+    when this machine cannot; :meth:`cleanup` removes the container, every container started
+    from the image, and the image.
+    """
+
+    def __init__(self, scratch: str, workspace: str, cli: str = "podman") -> None:
+        self.scratch = scratch
+        self.workspace = workspace
+        self.cli = cli
+        self.cli_args = list(PODMAN_CLI_ARGS)
+        self.run_args = list(PODMAN_RUN_ARGS)
+        token = os.urandom(4).hex()
+        self.image_name = f"localhost/pi-sandbox-test:{token}"
+        self.container_name = f"pi-sandbox-test-{token}"
+        self._image_ready = False
+        self._container_ready = False
+        self._failure: str | None = None
+
+    def _give_up(self, reason: str) -> None:
+        import pytest
+
+        self._failure = reason
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason} (CI must be able to run podman)")
+        pytest.skip(reason)
+
+    def image(self) -> str:
+        if self._failure:
+            self._give_up(self._failure)
+        if not self._image_ready:
+            tarball = os.path.join(self.scratch, "rootfs.tar")
+            try:
+                build_rootfs_tar(tarball)
+                import_image(self.cli, self.cli_args, tarball, self.image_name)
+            except (OSError, subprocess.SubprocessError) as exc:
+                detail = getattr(exc, "stderr", b"") or b""
+                self._give_up(f"cannot build the test image: {exc} {detail.decode().strip()}")
+            self._image_ready = True
+        return self.image_name
+
+    def container(self) -> str:
+        from pi_sandbox_plugin.container_backend import PID1_LOOP
+
+        image = self.image()
+        if not self._container_ready:
+            result = subprocess.run(
+                [self.cli, *self.cli_args, "run", "-d", "--rm", "--name", self.container_name,
+                 *self.run_args, "-v", f"{self.workspace}:/work", "-w", "/work", image,
+                 "bash", "-c", PID1_LOOP],
+                capture_output=True, text=True, check=False, timeout=300,
+            )  # fmt: skip
+            if result.returncode != 0:
+                self._give_up(f"cannot start a test container: {result.stderr.strip()}")
+            self._container_ready = True
+        return self.container_name
+
+    def cleanup(self) -> None:
+        if self._image_ready:
+            names = container_names(self.cli, self.cli_args, ancestor=self.image_name)
+            if names:
+                subprocess.run(
+                    [self.cli, *self.cli_args, "rm", "-f", "-t", "0", *names],
+                    capture_output=True, check=False, timeout=300,
+                )  # fmt: skip
+            remove_image(self.cli, self.cli_args, self.image_name)
+
+
 __all__ = [
     "IMAGE_PROGRAMS",
+    "PodmanSession",
     "PODMAN_CLI_ARGS",
     "PODMAN_RUN_ARGS",
     "build_rootfs_tar",

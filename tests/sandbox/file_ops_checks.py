@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pi_core.operations import FileOperations
+from pi_core.operations import BashOperations, FileOperations
 
 
 class FileOpsChecks:
@@ -61,8 +61,8 @@ class FileOpsChecks:
 
     async def shell(self, file_ops: FileOperations, command: str) -> int | None:
         """Run ``command`` through the backend's bash (the backends are BashOperations too)."""
-        exec_ = getattr(file_ops, "exec")
-        return await exec_(command, "/", on_data=lambda chunk: None)
+        assert isinstance(file_ops, BashOperations)
+        return await file_ops.exec(command, "/", on_data=lambda chunk: None)
 
     async def test_stat(self, file_ops: FileOperations, file_root: str) -> None:
         before = time.time()
@@ -90,25 +90,30 @@ class FileOpsChecks:
         missing = f"{file_root}/missing"
         await file_ops.write_bytes(f"{file_root}/file", b"x")
         cases = [
-            (file_ops.read_bytes(missing), FileNotFoundError, errno.ENOENT, missing),
-            (file_ops.read_bytes(file_root), IsADirectoryError, errno.EISDIR, file_root),
-            (file_ops.stat(missing), FileNotFoundError, errno.ENOENT, missing),
-            (file_ops.list_dir(missing), FileNotFoundError, errno.ENOENT, missing),
+            (lambda: file_ops.read_bytes(missing), FileNotFoundError, errno.ENOENT, missing),
+            (lambda: file_ops.read_bytes(file_root), IsADirectoryError, errno.EISDIR, file_root),
+            (lambda: file_ops.stat(missing), FileNotFoundError, errno.ENOENT, missing),
+            (lambda: file_ops.list_dir(missing), FileNotFoundError, errno.ENOENT, missing),
             (
-                file_ops.list_dir(f"{file_root}/file"),
+                lambda: file_ops.list_dir(f"{file_root}/file"),
                 NotADirectoryError,
                 errno.ENOTDIR,
                 f"{file_root}/file",
             ),
-            (file_ops.write_bytes(file_root, b"x"), IsADirectoryError, errno.EISDIR, file_root),
             (
-                file_ops.write_bytes(f"{missing}/new", b"x"),
+                lambda: file_ops.write_bytes(file_root, b"x"),
+                IsADirectoryError,
+                errno.EISDIR,
+                file_root,
+            ),
+            (
+                lambda: file_ops.write_bytes(f"{missing}/new", b"x"),
                 FileNotFoundError,
                 errno.ENOENT,
                 f"{missing}/new",
             ),
             (
-                file_ops.mkdir(f"{file_root}/file"),
+                lambda: file_ops.mkdir(f"{file_root}/file"),
                 FileExistsError,
                 errno.EEXIST,
                 f"{file_root}/file",
@@ -116,7 +121,7 @@ class FileOpsChecks:
         ]
         for call, kind, code, path in cases:
             with pytest.raises(kind) as info:
-                await call
+                await call()
             assert (info.value.errno, info.value.filename) == (code, path)
 
     async def test_realpath_keeps_missing_components(

@@ -6,7 +6,6 @@ timeout)."""
 from __future__ import annotations
 
 import os
-import re
 import stat
 import subprocess
 import sys
@@ -20,12 +19,13 @@ import trio
 if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
 
-from file_ops_checks import FileOpsChecks  # noqa: E402
-from pi_builtin_tools.write import write_file  # noqa: E402
-from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in  # noqa: E402
-from pi_core.errors import CommandTimeout, ToolError  # noqa: E402
-from pi_core.operations import BashOperations, FileOperations  # noqa: E402
-from pi_sandbox_plugin.bwrap_backend import BwrapBackend, SandboxUnavailable  # noqa: E402
+from file_ops_checks import FileOpsChecks
+
+from pi_builtin_tools.write import write_file
+from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in
+from pi_core.errors import CommandTimeout, ToolError
+from pi_core.operations import BashOperations, FileOperations
+from pi_sandbox_plugin.bwrap_backend import BwrapBackend, SandboxUnavailable
 
 _probed: list[str] = []
 
@@ -47,10 +47,10 @@ def bwrap_works(require_program: Callable[[str], str], tmp_path: Path) -> None:
 
 
 def sandboxed_processes(root: int) -> dict[int, tuple[int, str]]:
-    """``{host pid: (innermost namespace pid, cmdline)}`` of living descendants of ``root``
-    that run in a nested PID namespace (the sandbox's processes)."""
+    """``{host pid: (innermost namespace pid, cmdline)}`` of the living descendants of ``root``
+    that run in a nested PID namespace (the sandboxes' processes)."""
     children: dict[int, list[int]] = {}
-    info: dict[int, tuple[int, str, str]] = {}
+    info: dict[int, tuple[list[str], str, str]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -61,17 +61,15 @@ def sandboxed_processes(root: int) -> dict[int, tuple[int, str]]:
             continue
         fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
         children.setdefault(int(fields["PPid"]), []).append(int(name))
-        info[int(name)] = (int(fields["NSpid"].split()[-1]), fields["State"][0], cmdline)
+        info[int(name)] = (fields["NSpid"].split(), fields["State"][0], cmdline.strip())
     found: dict[int, tuple[int, str]] = {}
     queue = [root]
     while queue:
         for child in children.get(queue.pop(), []):
             queue.append(child)
-            ns_pid, state, cmdline = info[child]
-            with open(f"/proc/{child}/status") as f:
-                nested = len(re.search(r"NSpid:\s*(.*)", f.read()).group(1).split()) > 1  # type: ignore[union-attr]
-            if nested and state not in "ZX":
-                found[child] = (ns_pid, cmdline.strip())
+            ns_pids, state, cmdline = info[child]
+            if len(ns_pids) > 1 and state not in "ZX":
+                found[child] = (int(ns_pids[-1]), cmdline)
     return found
 
 
@@ -120,7 +118,9 @@ class TestBwrapFiles(FileOpsChecks):
         return str(tmp_path / "root")
 
 
-async def run(ops: BwrapBackend, command: str, cwd: str, **kwargs: object) -> tuple[int | None, bytes]:
+async def run(
+    ops: BwrapBackend, command: str, cwd: str, **kwargs: object
+) -> tuple[int | None, bytes]:
     recorder = Recorder()
     with trio.fail_after(20):
         code = await ops.exec(command, cwd, on_data=recorder, **kwargs)  # type: ignore[arg-type]
@@ -136,7 +136,7 @@ async def test_cannot_write_outside_the_workspace(tmp_path: Path) -> None:
     with pytest.raises(ToolError) as info:
         await write_file("/etc/pi-bwrap-test", "x", str(tmp_path), ops)
     assert str(info.value) == "EROFS: read-only file system, open '/etc/pi-bwrap-test'"
-    assert not os.path.exists("/etc/pi-bwrap-test")
+    assert not await trio.Path("/etc/pi-bwrap-test").exists()
     result = await write_file("inside.txt", "ok", str(tmp_path), ops)
     assert result.content[0].text == "Successfully wrote 2 bytes to inside.txt"  # type: ignore[union-attr]
     assert (tmp_path / "inside.txt").read_bytes() == b"ok"
@@ -152,7 +152,8 @@ async def test_tmp_is_private(tmp_path: Path) -> None:
         0,
         f"cat: {secret}: No such file or directory\nmade\n".encode(),
     )
-    assert not os.path.exists("/tmp/own") or Path("/tmp/own").read_text() != "made\n"
+    own = trio.Path("/tmp/own")
+    assert not await own.exists() or await own.read_text() != "made\n"
     with pytest.raises(FileNotFoundError):
         await ops.read_bytes(secret)
     with pytest.raises(ToolError) as info:
@@ -164,11 +165,13 @@ async def test_tmp_is_private(tmp_path: Path) -> None:
 
 async def test_no_network_unless_configured(tmp_path: Path) -> None:
     received: list[bytes] = []
+    got = trio.Event()
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
 
     async def serve(stream: trio.SocketStream) -> None:
         received.append(await stream.receive_some(100))
+        got.set()
         await stream.aclose()
 
     command = f"echo hello > /dev/tcp/127.0.0.1/{port}"
@@ -183,8 +186,7 @@ async def test_no_network_unless_configured(tmp_path: Path) -> None:
         ops = BwrapBackend(str(tmp_path), network=True)
         assert await run(ops, command, str(tmp_path)) == (0, b"")
         with trio.fail_after(5):
-            while not received:
-                await trio.sleep(0.01)
+            await got.wait()
         assert received == [b"hello\n"]
         nursery.cancel_scope.cancel()
 

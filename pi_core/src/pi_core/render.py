@@ -234,6 +234,10 @@ def _continuation(shown: str, text: str) -> int | None:
     return at + len(anchor) if at >= 0 else None
 
 
+def _indent(line: str) -> str:
+    return "  " + line if line else ""
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -296,12 +300,15 @@ class RunView:
         self._streamed: set[int] = set()  # content indexes streamed in the current message
         self._shown: dict[str, str] = {}  # bash output shown so far, per tool call id
         self._args: dict[str, Any] = {}
+        self._last_header: str | None = None  # the call whose header was printed last
+        self._blank = True  # the last line printed was empty (or nothing was printed)
 
     # -- low-level output -------------------------------------------------------------------
 
     def _out(self, text: str, style: str = "") -> None:
         if not text:
             return
+        self._blank = text == "\n" and self._column0
         if self.console is None:
             self.file.write(text)
         else:
@@ -320,7 +327,7 @@ class RunView:
     def _block(self, text: str, style: str = "") -> None:
         """``text`` indented by two spaces, each line styled by :meth:`_style_of`."""
         for line in text.split("\n"):
-            self._line("  " + line, style or self._style_of(line))
+            self._line(_indent(line), style or self._style_of(line))
 
     @staticmethod
     def _style_of(line: str) -> str:
@@ -350,6 +357,9 @@ class RunView:
         kind = event.type
         if kind == "message_start" and getattr(event.message, "role", None) == "assistant":
             self._streamed = set()
+            if not self._blank:
+                self._line("")
+            self._last_header = None
         elif kind == "message_update":
             self._update(event)
         elif kind == "message_end":
@@ -360,14 +370,25 @@ class RunView:
         elif kind == "tool_execution_start":
             self.tool_calls += 1
             self._args[event.tool_call_id] = event.args
-            self._line("• " + call_summary(event.tool_name, event.args), "bold cyan")
+            self._header(event.tool_call_id, event.tool_name, "• ")
         elif kind == "tool_execution_update":
             if event.tool_name == "bash":
-                self._bash_output(event.tool_call_id, event.partial_result)
+                self._bash_output(event.tool_call_id, event.tool_name, event.partial_result)
         elif kind == "tool_execution_end":
             if event.is_error:
                 self.errors += 1
             self._tool_end(event)
+
+    def _header(self, call_id: str, name: str, mark: str) -> None:
+        """``• SUMMARY`` when a call starts; ``↳ SUMMARY`` before output of a call whose
+        header is not the last one printed (parallel calls)."""
+        style = "bold cyan" if mark == "• " else "cyan"
+        self._line(mark + call_summary(name, self._args.get(call_id)), style)
+        self._last_header = call_id
+
+    def _owner(self, call_id: str, name: str) -> None:
+        if self._last_header != call_id:
+            self._header(call_id, name, "↳ ")
 
     # -- assistant messages -----------------------------------------------------------------
 
@@ -403,10 +424,12 @@ class RunView:
 
     # -- tools ------------------------------------------------------------------------------
 
-    def _bash_output(self, call_id: str, partial: AgentToolResult) -> None:
+    def _bash_output(self, call_id: str, name: str, partial: AgentToolResult) -> None:
         text = "".join(b.text for b in partial.content if isinstance(b, TextContent))
         shown = self._shown.get(call_id, "")
         found = _continuation(shown, text)
+        if text[found or 0 :].count("\n"):
+            self._owner(call_id, name)
         if found is None:
             self._line("  …", "dim")
         start = found or 0
@@ -423,6 +446,7 @@ class RunView:
         text = "".join(b.text for b in result.content if isinstance(b, TextContent))
         images = [b for b in result.content if isinstance(b, ImageContent)]
         error_style = "red" if event.is_error else ""
+        self._owner(event.tool_call_id, event.tool_name)
         if event.tool_name == "bash" and event.tool_call_id in self._shown:
             shown = self._shown.pop(event.tool_call_id)
             start = _continuation(shown, text)
@@ -433,10 +457,10 @@ class RunView:
         details = result.details if isinstance(result.details, dict) else {}
         diff = details.get("diff")
         if event.tool_name == "edit" and not event.is_error and isinstance(diff, str):
-            self._line("  " + text.strip("\n"), "dim")
+            self._line(_indent(text.strip("\n")), "dim")
             for line in diff.split("\n"):
                 style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
-                self._line("  " + line, style or "dim")
+                self._line(_indent(line), style or "dim")
             return
         for image in images:
             self._line("  " + _image_label(image), "magenta")
@@ -450,7 +474,7 @@ class RunView:
             lines.pop()
         limit = len(lines) if event.tool_name == "bash" else RESULT_PREVIEW_LINES
         for line in lines[:limit]:
-            self._line("  " + line, error_style)
+            self._line(_indent(line), error_style)
         if len(lines) > limit:
             self._line(f"  … {len(lines) - limit} more lines", "dim")
         for line in notices:

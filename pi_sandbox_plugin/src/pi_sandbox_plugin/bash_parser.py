@@ -847,7 +847,9 @@ class _Walker:
         self.items.append(SimpleCommand(tuple(words)))
         first = words[0]
         if first.raw in _RESERVED:
-            self.items.append(Undecidable(f"the command line does not parse: unexpected {first.raw!r}"))
+            self.items.append(
+                Undecidable(f"the command line does not parse: unexpected {first.raw!r}")
+            )
             return
         if first.value is None:
             self.items.append(Undecidable(f"the program name is not a literal: {first.raw}"))
@@ -919,7 +921,9 @@ def _find_heredocs(data: bytes, root: tree_sitter.Node) -> dict[int, _HereDoc]:
         strip_tabs = before.endswith(b"<<-")
         line_end = data.find(b"\n", max(node.end_byte, resume))
         if line_end < 0:
-            docs[node.start_byte] = _HereDoc(any(q in raw for q in "'\"\\"), "", len(data), len(data))
+            docs[node.start_byte] = _HereDoc(
+                any(q in raw for q in "'\"\\"), "", len(data), len(data)
+            )
             resume = len(data)
             continue
         body_start = pos = line_end + 1

@@ -45,13 +45,9 @@ import trio
 
 from pi_core.errors import ToolError
 from pi_core.operations import CommandOutput
+from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.process_stream import stream_process
 from pi_sandbox_plugin.shell_files import ShellFileOperations
-
-
-class SandboxUnavailable(ToolError):
-    """The sandbox cannot be created (program missing, namespaces refused); the message says
-    why. Raised by every call of a backend that cannot sandbox."""
 
 
 def _default_rg() -> str:
@@ -136,6 +132,10 @@ class BwrapBackend(ShellFileOperations):
             return False
         return not _under(real, "/tmp") or _under(real, self.workspace)
 
+    def cwd_usable(self, cwd: str) -> bool:
+        """Whether ``cwd`` is a directory the sandbox shows (blocking: file system calls)."""
+        return os.path.isdir(cwd) and self.visible(cwd)
+
     async def check_available(self) -> None:
         """Raise :class:`SandboxUnavailable` unless an empty sandbox starts (checked once per
         backend until it succeeds)."""
@@ -183,8 +183,10 @@ class BwrapBackend(ShellFileOperations):
         :class:`~pi_core.CommandTimeout`.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
-        if not os.path.isdir(cwd) or not self.visible(cwd):
-            raise ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
+        if not await trio.to_thread.run_sync(self.cwd_usable, cwd):
+            raise ToolError(
+                f"Working directory does not exist: {cwd}\nCannot execute bash commands."
+            )
         await self.check_available()
         process = await trio.lowlevel.open_process(
             [*self.sandbox_args(), "--chdir", cwd, "--", self.shell, "-c", command],
@@ -218,8 +220,17 @@ class BwrapBackend(ShellFileOperations):
         await self.check_available()
         env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "LC_ALL": "C"}
         result = await trio.run_process(
-            [*self.sandbox_args(), "--chdir", "/", "--", "/bin/bash", "-c", script, "pi-files"]
-            + list(args),
+            [
+                *self.sandbox_args(),
+                "--chdir",
+                "/",
+                "--",
+                "/bin/bash",
+                "-c",
+                script,
+                "pi-files",
+                *args,
+            ],
             stdin=stdin if stdin is not None else subprocess.DEVNULL,
             capture_stdout=True,
             capture_stderr=True,

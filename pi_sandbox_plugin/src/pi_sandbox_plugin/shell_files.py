@@ -63,27 +63,30 @@ MKDIR_SCRIPT = 'exec mkdir -p -- "$1"\n'
 """``$1`` directory to create with its parents."""
 
 WRITE_SCRIPT = _PRELUDE + (
-    'target=$1\n'
+    "tmp=\n"
+    'trap \'[ -n "$tmp" ] && rm -f -- "$tmp"; cat >/dev/null 2>&1\' EXIT\n'
+    "target=$1\n"
     'if [ -L "$target" ]; then target=$(realpath -m -- "$1") || exit; fi\n'
     '[ -d "$target" ] && fail EISDIR\n'
     'dir=$(dirname -- "$target") && name=$(basename -- "$target") || exit\n'
     'tmp=$(mktemp -- "$dir/.$name.XXXXXXXXXXXX") || exit\n'
-    "trap 'rm -f -- \"$tmp\"' EXIT\n"
     'if [ -e "$target" ]; then\n'
     '  chmod --reference="$target" -- "$tmp" || exit\n'
     '  chown --reference="$target" -- "$tmp" 2>/dev/null\n'
     "else\n"
-    "  chmod \"$(printf '%o' $(( 0666 & ~$(umask) )))\" -- \"$tmp\" || exit\n"
+    '  chmod "$(printf \'%o\' $(( 0666 & ~$(umask) )))" -- "$tmp" || exit\n'
     "fi\n"
     'cat > "$tmp" || exit\n'
     'sync -- "$tmp" || exit\n'
     'mv -f -T -- "$tmp" "$target" || exit\n'
-    "trap - EXIT\n"
+    "tmp=\n"
     'sync -- "$dir" 2>/dev/null\n'
     "exit 0\n"
 )
 """``$1`` path, the data on stdin: temporary file beside the (symlink-resolved) target, mode
-(and owner) copied, data written and synced, renamed over the target."""
+(and owner) copied, data written and synced, renamed over the target. Whatever happens, stdin is
+read to its end before the script exits (``podman exec -i`` can lose the output of a process
+that exits before its stdin is consumed)."""
 
 RG_SCRIPT = _PRELUDE + 'cd -- "$1" 2>/dev/null || fail ENOENT\nshift\nexec "$@"\n'
 """``$1`` working directory, then the ``rg`` command line."""

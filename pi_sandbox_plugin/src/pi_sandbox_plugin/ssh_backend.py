@@ -1,0 +1,1011 @@
+"""The SSH backend of the sandbox plugin: bash commands and file tools on a remote host over the
+OpenSSH client (issue 6 items 6 and 8; DESIGN §2; seed §十五 "远程后端").
+
+* :class:`SshConnection` holds the ``[sandbox.ssh]`` settings and one OpenSSH *control master*
+  (``ControlMaster``/``ControlPersist``; the control socket lives in a private ``0700`` temporary
+  directory), so every command and file operation is a cheap multiplexed session of one
+  connection. ``BatchMode=yes`` always: a missing key or an unknown host key is an error, never a
+  prompt. Close it with :meth:`SshConnection.aclose`.
+* :class:`SshBashOperations` (a :class:`~pi_core.operations.BashOperations`) and
+  :class:`SshFileOperations` (a :class:`~pi_core.operations.FileOperations`) use it.
+
+**What the remote needs**: a POSIX ``sh`` (the login shell must parse POSIX quoting), coreutils
+(``tail``, ``head``, ``stat``, ``mktemp``, ``realpath``/``readlink``, ``sync``, ``env``), ``grep``,
+a Linux ``/proc``; ``setsid`` and ``bash`` when present (commands run with ``bash -c`` when the
+remote has bash, else ``sh -c``); ``rg`` for find and grep. No Python.
+
+**Paths.** The tools see the session's paths; ``local_root`` (the session cwd) maps to the
+connection's ``remote_cwd``: a path equal to or below ``local_root`` is sent as the same
+relative path below ``remote_cwd``, any other absolute path is sent unchanged. Results map back
+(``realpath``; the file names ripgrep prints, also inside ``--json`` output), and errors name
+the caller's path. Without ``local_root`` (or ``remote_cwd``) paths are used as they are.
+
+**Commands** (:meth:`SshBashOperations.exec`) run under a small remote supervisor script
+(:data:`SUPERVISOR_SCRIPT`): it ``cd``s to the mapped cwd, starts the command with stdin
+``/dev/null``, stderr merged into stdout (one SSH channel stream, so arrival order is kept),
+in a session of its own (``setsid``) and with a random marker variable ``PI_SSH_RUN=<token>``
+in its environment; it reports the exit status (``128 + N`` for signal ``N``, as ``sh`` sees
+it) on the SSH stderr stream, which carries only such control records. The ssh process's
+stdin is the *lifeline*: the supervisor watches it, and when it reaches end of file before the
+command finished (pi closed it on timeout or abort, the local ssh died, the connection dropped
+and sshd closed the session) it kills the command's tree — every process in the command's
+session or carrying the marker, so also descendants that left the session or were orphaned —
+with SIGTERM, ``kill_grace`` seconds, then SIGKILL until none is left, and only then exits.
+pi waits (shielded, at most ``kill_timeout`` seconds) for that; if the ssh process does not
+end in time, it runs the same kill over a fresh, unmultiplexed connection and kills the local
+ssh. A connection that drops becomes a :class:`SshConnectionError`/``ToolError`` as soon as
+ssh notices (``ServerAliveInterval``) and never outlives the command's timeout by more than
+the bounded cleanup.
+
+**File operations** are short shell scripts (one multiplexed session each, bounded by
+``op_timeout``): ranged reads with ``tail -c``/``head -c``; writes streamed over stdin into a
+``mktemp`` file beside the target (mode, and owner when permitted, copied from the target;
+size checked, so a dropped connection never replaces the file with a truncated one), ``sync``,
+then ``mv`` over the target, a symlink resolved first so the link stays a link; ``stat -L -c``;
+``realpath -m`` (``readlink -f`` as fallback); entries listed by shell globbing,
+NUL-separated; ``mkdir -p``; ``rg`` under the supervisor (killed with its tree on
+cancellation). Failures raise ``OSError`` subclasses with ``errno`` set: the scripts classify
+``ENOENT``/``ENOTDIR``/``EISDIR``/``EACCES`` themselves, other failures are recognised from the
+tools' ``LC_ALL=C`` messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from pi_core.errors import CommandTimeout, ToolError
+from pi_core.operations import CommandOutput, FileKind, FileStat
+
+READ_SIZE = 256 * 1024
+"""Bytes asked for per read of an ssh output pipe."""
+
+KEEP_REMOTE_ENV = ("HOME", "USER", "LOGNAME", "SHELL", "PATH")
+"""Variables whose remote values replace the caller's when an ``env`` is given: the caller's
+environment describes this machine, not the remote one."""
+
+_ENV_NAME = re.compile(r"[^=\0-][^=\0]*")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class SshConnectionError(ConnectionError):
+    """ssh could not connect, or the connection dropped (``errno`` ``EIO`` or ``ETIMEDOUT``;
+    ``strerror`` carries ssh's own message)."""
+
+
+# -- remote scripts ------------------------------------------------------------------------
+
+_KILL_FUNCTIONS = r"""
+pi_scan() {
+  if [ -n "$sid" ]; then
+    for f in /proc/[0-9]*/stat; do
+      read -r l <"$f" 2>/dev/null || continue
+      r=${l##*) }
+      set -- $r
+      if [ "$1" != Z ] && [ "$4" = "$sid" ]; then p=${f#/proc/}; echo "${p%/stat}"; fi
+    done
+  fi
+  grep -l -a -F "PI_SSH_RUN=$tok" /proc/[0-9]*/environ 2>/dev/null |
+    while IFS=/ read -r _ _ p _; do echo "$p"; done
+}
+pi_kill() {
+  ps_=$(pi_scan)
+  [ -z "$ps_" ] && return 0
+  kill -TERM $ps_ 2>/dev/null
+  i=0
+  while [ "$i" -lt "$ticks" ]; do
+    sleep 0.1
+    ps_=$(pi_scan)
+    [ -z "$ps_" ] && return 0
+    i=$((i + 1))
+  done
+  i=0
+  while [ "$i" -lt 400 ]; do
+    kill -KILL $ps_ 2>/dev/null
+    sleep 0.05
+    ps_=$(pi_scan)
+    [ -z "$ps_" ] && return 0
+    i=$((i + 1))
+  done
+}
+"""
+
+SUPERVISOR_SCRIPT = (
+    r"""
+tok=$1 cwd=$2 merge=$3 ticks=$4 envmode=$5 keep=$6 shell=$7 cmd=$8
+shift 8
+pi_mark() { printf '\036PI-SSH:%s:%s\036' "$tok" "$1" >&2; }
+sid=
+"""
+    + _KILL_FUNCTIONS
+    + r"""
+cd -- "$cwd" 2>/dev/null || { pi_mark NOCWD; exit 0; }
+if [ -z "$shell" ]; then
+  if command -v bash >/dev/null 2>&1; then shell=bash; else shell=sh; fi
+fi
+if [ "$envmode" = replace ]; then
+  for n in $keep; do
+    eval "if [ -n \"\${$n+x}\" ]; then set -- \"\$@\" \"$n=\${$n}\"; fi"
+  done
+  set -- -i "$@"
+fi
+set -- env "$@" "PI_SSH_RUN=$tok" "$shell" -c "$cmd"
+if command -v setsid >/dev/null 2>&1; then set -- setsid "$@"; usesid=1; else usesid=; fi
+exec 4<&0
+if [ "$merge" = 1 ]; then
+  "$@" </dev/null 4<&- 2>&1 &
+else
+  "$@" </dev/null 4<&- &
+fi
+pid=$!
+[ -n "$usesid" ] && sid=$pid
+pi_mark "SID=$sid"
+(
+  trap '' HUP PIPE
+  while read -r _ <&4; do :; done
+  trap '' TERM
+  pi_kill
+) </dev/null >/dev/null 2>&1 &
+w=$!
+exec 4<&-
+wait "$pid"
+c=$?
+kill "$w" 2>/dev/null
+wait "$w"
+pi_mark "EXIT=$c"
+exit 0
+"""
+)
+"""Runs one command on the remote (see the module docstring). Arguments: token, cwd, merge
+(``1``: stderr into stdout), grace in tenths of a second, env mode (``replace``/``inherit``),
+names of kept remote variables, shell (empty: bash if present, else sh), the command, then
+``NAME=value`` pairs. Control records on stderr: ``\\036PI-SSH:<token>:NOCWD\\036``,
+``…:SID=<n>\\036``, ``…:EXIT=<code>\\036``."""
+
+_KILL_SCRIPT = (
+    r"""
+tok=$1 sid=$2 ticks=$3
+"""
+    + _KILL_FUNCTIONS
+    + r"""
+pi_kill
+"""
+)
+
+_FILE_PRELUDE = r"""
+export LC_ALL=C
+pi_fail() { printf '\nPI-SSH-ERRNO %s\n' "$1" >&2; exit 97; }
+pi_missing() {
+  q=$1
+  while :; do
+    case $q in */*) q=${q%/*} ;; *) q= ;; esac
+    [ -z "$q" ] && pi_fail ENOENT
+    if [ -e "$q" ]; then
+      [ -d "$q" ] && pi_fail ENOENT
+      pi_fail ENOTDIR
+    fi
+  done
+}
+p=$1
+"""
+
+_READ_SCRIPT = r"""
+off=$2 len=$3
+[ -d "$p" ] && pi_fail EISDIR
+[ -e "$p" ] || pi_missing "$p"
+[ -r "$p" ] || pi_fail EACCES
+if [ "$len" = - ]; then exec tail -c "+$((off + 1))" -- "$p"; fi
+tail -c "+$((off + 1))" -- "$p" | head -c "$len"
+"""
+
+_WRITE_SCRIPT = r"""
+n=$2
+t=$p
+if [ -L "$p" ]; then t=$(readlink -f -- "$p") && [ -n "$t" ] || pi_fail ENOENT; fi
+[ -d "$t" ] && pi_fail EISDIR
+case $t in */*) d=${t%/*} ;; *) d=. ;; esac
+[ -n "$d" ] || d=/
+b=${t##*/}
+[ -e "$d" ] || pi_missing "$t"
+[ -d "$d" ] || pi_fail ENOTDIR
+[ -w "$d" ] && [ -x "$d" ] || pi_fail EACCES
+if [ -e "$t" ] && [ ! -w "$t" ]; then pi_fail EACCES; fi
+tmp=$(mktemp -- "$d/.$b.XXXXXXXXXX") || exit 1
+trap 'rm -f -- "$tmp"' EXIT
+if [ -e "$t" ]; then
+  m=$(stat -L -c %a -- "$t") && chmod "$m" "$tmp" || exit 1
+  o=$(stat -L -c %u:%g -- "$t") && chown "$o" "$tmp" 2>/dev/null
+else
+  chmod "$(printf %o $((0666 & ~0$(umask))))" "$tmp" || exit 1
+fi
+cat >"$tmp" || exit 1
+s=$(stat -c %s -- "$tmp") || exit 1
+if [ "$s" != "$n" ]; then echo "incomplete write: $s of $n bytes arrived" >&2; exit 98; fi
+sync -- "$tmp" 2>/dev/null || sync
+mv -f -- "$tmp" "$t" || exit 1
+trap - EXIT
+sync -- "$d" 2>/dev/null
+exit 0
+"""
+
+_STAT_SCRIPT = r"""
+[ -e "$p" ] || pi_missing "$p"
+exec stat -L -c '%f %s %Y %y' -- "$p"
+"""
+
+_ACCESS_SCRIPT = r"""
+mode=$2
+[ -e "$p" ] || pi_missing "$p"
+case $mode in *r*) [ -r "$p" ] || pi_fail EACCES ;; esac
+case $mode in *w*) [ -w "$p" ] || pi_fail EACCES ;; esac
+case $mode in *x*) [ -x "$p" ] || pi_fail EACCES ;; esac
+exit 0
+"""
+
+_REALPATH_SCRIPT = r"""
+if command -v realpath >/dev/null 2>&1; then
+  r=$(realpath -m -- "$p" 2>/dev/null) && { printf '%s' "$r"; exit 0; }
+fi
+r=$(readlink -f -- "$p" 2>/dev/null) && { printf '%s' "$r"; exit 0; }
+exit 3
+"""
+
+_LIST_SCRIPT = r"""
+[ -e "$p" ] || pi_missing "$p"
+[ -d "$p" ] || pi_fail ENOTDIR
+[ -r "$p" ] && [ -x "$p" ] || pi_fail EACCES
+for f in "$p"/* "$p"/.[!.]* "$p"/..?*; do
+  if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\000' "${f##*/}"; fi
+done
+exit 0
+"""
+
+_MKDIR_SCRIPT = r"""
+[ -d "$p" ] && exit 0
+if [ -e "$p" ] || [ -L "$p" ]; then pi_fail EEXIST; fi
+exec mkdir -p -- "$p"
+"""
+
+
+def _strerror_table() -> list[tuple[str, int]]:
+    table = []
+    for code in errno.errorcode:
+        text = os.strerror(code)
+        if text and not text.startswith("Unknown error"):
+            table.append((text, code))
+    table.sort(key=lambda item: -len(item[0]))
+    return table
+
+
+_STRERRORS = _strerror_table()
+
+
+def _errno_in(message: str) -> int | None:
+    """The errno whose C-locale ``strerror`` text appears in ``message`` (longest first)."""
+    for text, code in _STRERRORS:
+        if text in message:
+            return code
+    return None
+
+
+def _os_error(code: int, path: str, detail: str | None = None) -> OSError:
+    """``OSError(code, strerror, path)`` (Python picks the subclass: ``FileNotFoundError``...)."""
+    return OSError(code, detail or os.strerror(code), path)
+
+
+def _unwrap_group(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a strict nursery wrapped (``Cancelled`` when it was only that)."""
+    leaves: list[BaseException] = []
+
+    def walk(g: BaseExceptionGroup[BaseException]) -> None:
+        for exc in g.exceptions:
+            if isinstance(exc, BaseExceptionGroup):
+                walk(exc)
+            else:
+                leaves.append(exc)
+
+    walk(group)
+    others = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
+    if len(others) == 1:
+        return others[0]
+    if not others and leaves:
+        return leaves[0]
+    return group
+
+
+@contextlib.contextmanager
+def _unwrapped() -> Iterator[None]:
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        inner = _unwrap_group(group)
+        if inner is group:
+            raise
+        raise inner from None
+
+
+# -- the connection ------------------------------------------------------------------------
+
+
+@dataclass
+class SshConnection:
+    """One OpenSSH connection (the ``[sandbox.ssh]`` table) with its control master.
+
+    ``host``, ``port`` (``None``: ssh's default), ``user`` (``None``: ssh's default),
+    ``identity_file`` (``~`` expanded), ``remote_cwd`` (the remote directory the session cwd
+    maps to), ``options``: extra ``-o`` values such as ``"StrictHostKeyChecking=accept-new"``
+    (they win over pi's defaults, not over ``BatchMode``, ``ControlMaster``/``ControlPath``).
+    ``ssh_binary``: the client. ``connect_timeout``, ``server_alive_interval`` (seconds) and
+    ``server_alive_count_max``: how soon a dead connection is noticed. ``control_persist``:
+    seconds the idle master stays up. All times are in seconds.
+    """
+
+    host: str
+    port: int | None = None
+    user: str | None = None
+    identity_file: str | None = None
+    remote_cwd: str | None = None
+    options: Sequence[str] = ()
+    ssh_binary: str = "ssh"
+    connect_timeout: float = 10
+    server_alive_interval: float = 5
+    server_alive_count_max: int = 3
+    control_persist: float = 600
+    _control_dir: str | None = field(default=None, init=False, repr=False)
+    _lock: trio.Lock | None = field(default=None, init=False, repr=False)
+    _master_up: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def destination(self) -> str:
+        """``user@host`` or ``host``."""
+        return f"{self.user}@{self.host}" if self.user else self.host
+
+    @property
+    def control_path(self) -> str:
+        """The control socket (created on first use in a private temporary directory)."""
+        if self._control_dir is None:
+            self._control_dir = tempfile.mkdtemp(prefix="pi-ssh-")
+        return os.path.join(self._control_dir, "master")
+
+    def ssh_argv(self, *, multiplex: bool = True) -> list[str]:
+        """The ``ssh`` command line up to (and including) the destination; append the remote
+        command. ``multiplex=False``: a fresh connection that ignores the control master."""
+        argv = [self.ssh_binary, "-T", "-o", "BatchMode=yes"]
+        if multiplex:
+            argv += ["-o", f"ControlPath={self.control_path}", "-o", "ControlMaster=auto"]
+            argv += ["-o", f"ControlPersist={max(1, int(self.control_persist))}"]
+        else:
+            argv += ["-o", "ControlPath=none", "-o", "ControlMaster=no"]
+        for option in self.options:
+            argv += ["-o", option]
+        argv += ["-o", f"ConnectTimeout={max(1, round(self.connect_timeout))}"]
+        argv += ["-o", f"ServerAliveInterval={max(1, round(self.server_alive_interval))}"]
+        argv += ["-o", f"ServerAliveCountMax={self.server_alive_count_max}"]
+        argv += ["-o", "LogLevel=ERROR"]
+        if self.port is not None:
+            argv += ["-p", str(self.port)]
+        if self.identity_file:
+            argv += ["-i", os.path.expanduser(self.identity_file), "-o", "IdentitiesOnly=yes"]
+        argv += ["--", self.destination]
+        return argv
+
+    async def ensure_master(self) -> None:
+        """Start the control master once (later sessions re-create it if it died).
+
+        Raises :class:`SshConnectionError` with ssh's message when it cannot connect."""
+        if self._master_up:
+            return
+        if self._lock is None:
+            self._lock = trio.Lock()
+        async with self._lock:
+            if self._master_up:
+                return
+            argv = self.ssh_argv()
+            argv[1:1] = ["-N", "-o", "ControlMaster=yes"]
+            with trio.move_on_after(self.connect_timeout + 10) as scope:
+                result = await trio.run_process(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    capture_stdout=True,
+                    capture_stderr=True,
+                    check=False,
+                )
+            if scope.cancelled_caught:
+                raise SshConnectionError(
+                    errno.ETIMEDOUT, f"ssh: timed out connecting to {self.destination}"
+                )
+            if result.returncode != 0:
+                message = result.stderr.decode("utf-8", "replace").strip()
+                raise SshConnectionError(
+                    errno.EIO,
+                    f"ssh: cannot connect to {self.destination}: "
+                    f"{message or f'exit code {result.returncode}'}",
+                )
+            self._master_up = True
+
+    async def aclose(self) -> None:
+        """Stop the control master (``ssh -O exit``) and remove the socket directory."""
+        with trio.CancelScope(shield=True):
+            if self._control_dir is not None and os.path.exists(self.control_path):
+                argv = self.ssh_argv()
+                argv[1:1] = ["-O", "exit"]
+                with trio.move_on_after(10), contextlib.suppress(OSError):
+                    await trio.run_process(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        capture_stdout=True,
+                        capture_stderr=True,
+                        check=False,
+                    )
+            self._forget()
+
+    def close(self) -> None:
+        """:meth:`aclose` for synchronous callers (at exit)."""
+        if self._control_dir is not None and os.path.exists(self.control_path):
+            argv = self.ssh_argv()
+            argv[1:1] = ["-O", "exit"]
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+        self._forget()
+
+    def _forget(self) -> None:
+        self._master_up = False
+        if self._control_dir is not None:
+            shutil.rmtree(self._control_dir, ignore_errors=True)
+            self._control_dir = None
+
+    async def __aenter__(self) -> SshConnection:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+# -- paths ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RemotePathMap:
+    """Maps the session's paths (``local_root`` and below) to ``remote_root`` and back; other
+    paths, or both roots unset, pass unchanged."""
+
+    local_root: str | None = None
+    remote_root: str | None = None
+
+    @staticmethod
+    def _move(path: str, old: str | None, new: str | None) -> str:
+        if not old or not new:
+            return path
+        old = old.rstrip("/") or "/"
+        new = new.rstrip("/") or "/"
+        if path == old:
+            return new
+        prefix = old if old.endswith("/") else old + "/"
+        if path.startswith(prefix):
+            rest = path[len(prefix) :]
+            return new + rest if new.endswith("/") else f"{new}/{rest}"
+        return path
+
+    def to_remote(self, path: str) -> str:
+        """The remote path of the session path ``path``."""
+        return self._move(path, self.local_root, self.remote_root)
+
+    def to_local(self, path: str) -> str:
+        """The session path of the remote path ``path``."""
+        return self._move(path, self.remote_root, self.local_root)
+
+    def bytes_to_local(self, path: bytes) -> bytes:
+        """:meth:`to_local` on bytes (undecodable names pass through ``surrogateescape``)."""
+        text = path.decode("utf-8", "surrogateescape")
+        return self.to_local(text).encode("utf-8", "surrogateescape")
+
+
+# -- the supervised run --------------------------------------------------------------------
+
+
+@dataclass
+class _RunResult:
+    exit_code: int | None
+    stderr: bytes
+
+
+class _NoCwd(Exception):
+    pass
+
+
+class _Supervised:
+    """One command under :data:`SUPERVISOR_SCRIPT` (see the module docstring)."""
+
+    def __init__(
+        self,
+        connection: SshConnection,
+        *,
+        kill_grace: float,
+        kill_timeout: float,
+        drain_idle: float,
+        drain_max: float,
+        shell: str,
+    ) -> None:
+        self.connection = connection
+        self.kill_grace = kill_grace
+        self.kill_timeout = kill_timeout
+        self.drain_idle = drain_idle
+        self.drain_max = drain_max
+        self.shell = shell
+
+    def _remote_command(
+        self, token: str, cwd: str, command: str, merge: bool, env: Mapping[str, str] | None
+    ) -> str:
+        ticks = str(max(0, round(self.kill_grace * 10)))
+        if env is None:
+            mode, pairs = "inherit", []
+        else:
+            mode = "replace"
+            pairs = [
+                f"{key}={value}"
+                for key, value in env.items()
+                if _ENV_NAME.fullmatch(key) and key not in KEEP_REMOTE_ENV and "\0" not in value
+            ]
+        keep = " ".join(name for name in KEEP_REMOTE_ENV if _IDENTIFIER.fullmatch(name))
+        args = [token, cwd, "1" if merge else "0", ticks, mode, keep, self.shell, command]
+        return shlex.join(["sh", "-c", SUPERVISOR_SCRIPT, "pi-ssh", *args, *pairs])
+
+    async def run(
+        self,
+        command: str,
+        cwd: str,
+        *,
+        merge: bool,
+        on_data: Callable[[bytes], None],
+        env: Mapping[str, str] | None,
+        timeout: float | None,
+    ) -> _RunResult:
+        """Raises :class:`_NoCwd`, :class:`CommandTimeout`, :class:`SshConnectionError`."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        await self.connection.ensure_master()
+        token = secrets.token_hex(12)
+        argv = [*self.connection.ssh_argv(), self._remote_command(token, cwd, command, merge, env)]
+        process = await trio.lowlevel.open_process(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        stdout, stderr = process.stdout, process.stderr
+        marker = re.compile(b"\x1ePI-SSH:" + token.encode() + rb":([A-Z]+)(?:=(-?\d*))?\x1e")
+        err = bytearray()
+        scanned = 0
+        state: dict[str, Any] = {"exit": None, "sid": "", "nocwd": False}
+        finished = trio.Event()  # EXIT or NOCWD record, or the stderr stream ended
+        out_eof = trio.Event()
+        last_data = trio.current_time()
+
+        def parse() -> None:
+            nonlocal scanned
+            while True:
+                found = marker.search(err, max(0, scanned - 80))
+                if found is None:
+                    scanned = len(err)
+                    return
+                kind, value = found.group(1), found.group(2)
+                del err[found.start() : found.end()]
+                scanned = found.start()
+                if kind == b"EXIT":
+                    state["exit"] = int(value) if value else None
+                    finished.set()
+                elif kind == b"NOCWD":
+                    state["nocwd"] = True
+                    finished.set()
+                elif kind == b"SID":
+                    state["sid"] = (value or b"").decode()
+
+        async def pump_out() -> None:
+            nonlocal last_data
+            while True:
+                chunk = await stdout.receive_some(READ_SIZE)
+                if not chunk:
+                    out_eof.set()
+                    return
+                last_data = trio.current_time()
+                on_data(bytes(chunk))
+
+        async def pump_err() -> None:
+            while True:
+                chunk = await stderr.receive_some(READ_SIZE)
+                if not chunk:
+                    finished.set()
+                    return
+                err.extend(chunk)
+                parse()
+
+        timed_out = False
+        done = False
+        try:
+            with _unwrapped():
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(pump_out)
+                    nursery.start_soon(pump_err)
+                    if timeout is not None and timeout > 0:
+                        with trio.move_on_after(timeout):
+                            await finished.wait()
+                    else:
+                        await finished.wait()
+                    if not finished.is_set():
+                        timed_out = True
+                    else:
+                        ended_at = trio.current_time()
+                        while not out_eof.is_set():
+                            deadline = min(last_data + self.drain_idle, ended_at + self.drain_max)
+                            if trio.current_time() >= deadline:
+                                break
+                            with trio.move_on_at(deadline):
+                                await out_eof.wait()
+                        done = state["exit"] is not None or state["nocwd"]
+                    nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                if done:
+                    await self._finish(process)
+                else:
+                    await self._abort(process, token, state["sid"])
+                for stream in (process.stdin, stdout, stderr):
+                    with contextlib.suppress(Exception):
+                        await stream.aclose()
+        if timed_out:
+            raise CommandTimeout(timeout if timeout is not None else 0)
+        if state["nocwd"]:
+            raise _NoCwd
+        if state["exit"] is None:
+            message = bytes(err).decode("utf-8", "replace").strip()
+            raise SshConnectionError(
+                errno.EIO,
+                f"ssh: lost the connection to {self.connection.destination}"
+                + (f": {message}" if message else f" (ssh exit code {process.returncode})"),
+            )
+        return _RunResult(exit_code=state["exit"], stderr=bytes(err))
+
+    async def _finish(self, process: trio.Process) -> None:
+        """The command is done: let ssh end (a background child may still hold the output
+        stream: then the local ssh is stopped; that child keeps running)."""
+        with contextlib.suppress(Exception):
+            await process.stdin.aclose()  # type: ignore[union-attr]
+        with trio.move_on_after(0.5):
+            await process.wait()
+        await self._stop_local(process)
+
+    async def _abort(self, process: trio.Process, token: str, sid: str) -> None:
+        """Kill the remote tree: close the lifeline and wait for ssh to end (the supervisor
+        exits only after the kill); else kill by token over a fresh connection. Shielded."""
+        with trio.CancelScope(shield=True):
+            async with trio.open_nursery() as nursery:
+                for stream in (process.stdout, process.stderr):
+                    nursery.start_soon(self._discard, stream)
+                with contextlib.suppress(Exception):
+                    await process.stdin.aclose()  # type: ignore[union-attr]
+                with trio.move_on_after(self.kill_timeout):
+                    await process.wait()
+                if process.returncode is None:
+                    await self._remote_kill(token, sid)
+                    await self._stop_local(process)
+                nursery.cancel_scope.cancel()
+
+    @staticmethod
+    async def _discard(stream: Any) -> None:
+        with contextlib.suppress(Exception):
+            while await stream.receive_some(READ_SIZE):
+                pass
+
+    async def _remote_kill(self, token: str, sid: str) -> None:
+        ticks = str(max(0, round(self.kill_grace * 10)))
+        command = shlex.join(["sh", "-c", _KILL_SCRIPT, "pi-ssh-kill", token, sid, ticks])
+        argv = [*self.connection.ssh_argv(multiplex=False), command]
+        with trio.move_on_after(self.kill_timeout), contextlib.suppress(OSError):
+            await trio.run_process(
+                argv, stdin=subprocess.DEVNULL, capture_stdout=True, capture_stderr=True,
+                check=False,
+            )  # fmt: skip
+
+    @staticmethod
+    async def _stop_local(process: trio.Process) -> None:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            with trio.move_on_after(2):
+                await process.wait()
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+
+
+# -- bash ----------------------------------------------------------------------------------
+
+
+class SshBashOperations:
+    """:class:`~pi_core.operations.BashOperations` on a remote host (see the module docstring).
+
+    ``local_root``: the session cwd, mapped to ``connection.remote_cwd``. ``shell``: the remote
+    shell that runs commands (empty: ``bash`` when present, else ``sh``). ``kill_grace``:
+    seconds between SIGTERM and SIGKILL of the remote tree; ``kill_timeout``: seconds pi waits
+    for each cleanup step. ``drain_idle``/``drain_max``: how long output is still read after
+    the command exited while a background child holds the stream (as the local backend).
+    ``env``: the command's whole environment, except :data:`KEEP_REMOTE_ENV` (remote values).
+    """
+
+    def __init__(
+        self,
+        connection: SshConnection,
+        *,
+        local_root: str | None = None,
+        shell: str = "",
+        kill_grace: float = 1.0,
+        kill_timeout: float = 8.0,
+        drain_idle: float = 0.1,
+        drain_max: float = 1.0,
+    ) -> None:
+        self.connection = connection
+        self.paths = RemotePathMap(local_root, connection.remote_cwd)
+        self._runner = _Supervised(
+            connection,
+            kill_grace=kill_grace,
+            kill_timeout=kill_timeout,
+            drain_idle=drain_idle,
+            drain_max=drain_max,
+            shell=shell,
+        )
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str,
+        *,
+        on_data: Callable[[bytes], None],
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
+    ) -> int | None:
+        """Run ``command`` in the remote directory of ``cwd``; see
+        :class:`pi_core.BashOperations`.
+
+        Errors: ``ToolError`` ``Working directory does not exist: {cwd}\\nCannot execute bash
+        commands.``; ``ToolError`` ``ssh: ...`` when ssh cannot connect or the connection
+        drops; :class:`~pi_core.CommandTimeout` past ``timeout`` seconds (tree killed).
+        """
+        try:
+            result = await self._runner.run(
+                command,
+                self.paths.to_remote(cwd),
+                merge=True,
+                on_data=on_data,
+                env=env,
+                timeout=timeout,
+            )
+        except _NoCwd:
+            raise ToolError(
+                f"Working directory does not exist: {cwd}\nCannot execute bash commands."
+            ) from None
+        except SshConnectionError as error:
+            raise ToolError(error.strerror or str(error)) from None
+        return result.exit_code
+
+
+# -- files ---------------------------------------------------------------------------------
+
+
+def _kind(raw_mode: int) -> FileKind:
+    kind = raw_mode & 0o170000
+    if kind == 0o100000:
+        return "file"
+    if kind == 0o040000:
+        return "directory"
+    if kind == 0o120000:
+        return "symlink"
+    return "other"
+
+
+class SshFileOperations:
+    """:class:`~pi_core.operations.FileOperations` on a remote host (see the module docstring).
+
+    ``local_root``: the session cwd, mapped to ``connection.remote_cwd``. ``op_timeout``:
+    seconds one operation (not ``run_rg``) may take before it fails with
+    :class:`SshConnectionError` (``ETIMEDOUT``). ``kill_grace``/``kill_timeout``: as in
+    :class:`SshBashOperations`, for ``rg``.
+    """
+
+    def __init__(
+        self,
+        connection: SshConnection,
+        *,
+        local_root: str | None = None,
+        op_timeout: float = 60.0,
+        kill_grace: float = 1.0,
+        kill_timeout: float = 8.0,
+    ) -> None:
+        self.connection = connection
+        self.paths = RemotePathMap(local_root, connection.remote_cwd)
+        self.op_timeout = op_timeout
+        self._runner = _Supervised(
+            connection,
+            kill_grace=kill_grace,
+            kill_timeout=kill_timeout,
+            drain_idle=0.1,
+            drain_max=1.0,
+            shell="sh",
+        )
+
+    async def _call(
+        self, script: str, path: str, *args: str, stdin: bytes = b""
+    ) -> tuple[bytes, bytes]:
+        """Run ``script`` (after :data:`_FILE_PRELUDE`) with the remote path of ``path`` and
+        ``args``; ``(stdout, stderr)`` on exit 0, else the ``OSError`` (naming ``path``)."""
+        await self.connection.ensure_master()
+        remote = self.paths.to_remote(path)
+        command = shlex.join(["sh", "-c", _FILE_PRELUDE + script, "pi-ssh", remote, *args])
+        argv = [*self.connection.ssh_argv(), command]
+        with trio.move_on_after(self.op_timeout) as scope:
+            result = await trio.run_process(
+                argv, stdin=stdin, capture_stdout=True, capture_stderr=True, check=False
+            )
+        if scope.cancelled_caught:
+            raise SshConnectionError(
+                errno.ETIMEDOUT,
+                f"ssh: no answer from {self.connection.destination} in {self.op_timeout:g}s",
+            )
+        code, out, err = result.returncode, result.stdout, result.stderr
+        if code == 0:
+            return out, err
+        message = err.decode("utf-8", "replace").strip()
+        if code == 255:
+            raise SshConnectionError(
+                errno.EIO, f"ssh: lost the connection to {self.connection.destination}: {message}"
+            )
+        found = re.search(r"PI-SSH-ERRNO ([A-Z]+)", message)
+        if code == 97 and found and hasattr(errno, found.group(1)):
+            raise _os_error(getattr(errno, found.group(1)), path)
+        if code == 98:
+            raise _os_error(errno.EIO, path, message)
+        number = _errno_in(message)
+        if number is not None:
+            raise _os_error(number, path)
+        raise _os_error(errno.EIO, path, message or f"remote exit code {code}")
+
+    async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        """``length`` bytes (``None``: to the end) from byte ``offset`` (``tail -c``/``head -c``);
+        ``IsADirectoryError``, ``FileNotFoundError``, ``NotADirectoryError``, ..."""
+        if length is not None and length <= 0:
+            await self.stat(path)
+            return b""
+        out, _ = await self._call(
+            _READ_SCRIPT, path, str(max(0, offset)), "-" if length is None else str(length)
+        )
+        return out
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        """Atomic replace (temp file beside the target, size check, ``sync``, ``mv``; mode and
+        owner kept; a symlink's target replaced)."""
+        await self._call(_WRITE_SCRIPT, path, str(len(data)), stdin=bytes(data))
+
+    async def stat(self, path: str) -> FileStat:
+        """Kind, size, permission bits and mtime of ``path`` (symlinks followed)."""
+        out, _ = await self._call(_STAT_SCRIPT, path)
+        fields = out.decode().split()
+        raw_mode, size, seconds = int(fields[0], 16), int(fields[1]), int(fields[2])
+        fraction = 0.0
+        if len(fields) > 4 and "." in fields[4]:
+            fraction = float("0." + fields[4].split(".", 1)[1])
+        return FileStat(
+            kind=_kind(raw_mode), size=size, mode=raw_mode & 0o7777, mtime=seconds + fraction
+        )
+
+    async def access(self, path: str, mode: int = os.R_OK) -> None:
+        """Node's ``fs.access``: raise unless ``path`` exists and allows ``mode``
+        (``os.R_OK``/``os.W_OK``/``os.X_OK`` bits): ``FileNotFoundError``, ``PermissionError``."""
+        letters = "".join(
+            letter for bit, letter in ((os.R_OK, "r"), (os.W_OK, "w"), (os.X_OK, "x")) if mode & bit
+        )
+        await self._call(_ACCESS_SCRIPT, path, letters or "-")
+
+    async def realpath(self, path: str) -> str:
+        """``path`` with symlinks resolved (``realpath -m``: a missing rest is kept)."""
+        try:
+            out, _ = await self._call(_REALPATH_SCRIPT, path)
+        except SshConnectionError:
+            raise
+        except OSError:
+            return os.path.normpath(path)
+        return self.paths.to_local(out.decode("utf-8", "surrogateescape"))
+
+    async def list_dir(self, path: str) -> list[str]:
+        """Entry names of the directory (no ``.``/``..``), unsorted."""
+        out, _ = await self._call(_LIST_SCRIPT, path)
+        return [name.decode("utf-8", "surrogateescape") for name in out.split(b"\0") if name]
+
+    async def mkdir(self, path: str) -> None:
+        """``mkdir -p``: ``FileExistsError`` when ``path`` exists and is not a directory."""
+        await self._call(_MKDIR_SCRIPT, path)
+
+    async def run_rg(self, args: Sequence[str], cwd: str) -> CommandOutput:
+        """Run the remote ``rg`` with ``args`` in ``cwd`` (stdin ``/dev/null``; killed with its
+        tree on cancellation); session paths in ``args`` are mapped to the remote and the file
+        names in the output back. ``FileNotFoundError`` when the remote has no ``rg`` or
+        ``cwd`` is missing; :class:`SshConnectionError` when the connection fails."""
+        remote_args = [self.paths.to_remote(arg) if arg.startswith("/") else arg for arg in args]
+        chunks: list[bytes] = []
+        try:
+            result = await self._runner.run(
+                shlex.join(["rg", *remote_args]),
+                self.paths.to_remote(cwd),
+                merge=False,
+                on_data=chunks.append,
+                env=None,
+                timeout=None,
+            )
+        except _NoCwd:
+            raise _os_error(errno.ENOENT, cwd) from None
+        code = result.exit_code if result.exit_code is not None else 2
+        if code == 127:
+            raise FileNotFoundError(
+                errno.ENOENT,
+                f"ripgrep (rg) is not installed on {self.connection.destination}",
+                "rg",
+            )
+        stdout = self._map_rg_output(b"".join(chunks), args)
+        return CommandOutput(exit_code=code, stdout=stdout, stderr=result.stderr)
+
+    def _map_rg_output(self, stdout: bytes, args: Sequence[str]) -> bytes:
+        """Rewrite the remote file names at the start of each record (``\\0``/``\\n``
+        separated) and in ``--json`` events to the session's paths."""
+        paths = self.paths
+        if not paths.local_root or not paths.remote_root or paths.local_root == paths.remote_root:
+            return stdout
+        remote_root = paths.remote_root.rstrip("/").encode("utf-8", "surrogateescape")
+        separator = b"\0" if ("--null" in args or "-0" in args) else b"\n"
+        json_mode = "--json" in args
+        records = stdout.split(separator)
+        for index, record in enumerate(records):
+            if json_mode and record.startswith(b"{"):
+                records[index] = self._map_json_event(record)
+            elif record.startswith(remote_root):
+                rest = record[len(remote_root) :]
+                if rest == b"" or rest.startswith(b"/") or rest.startswith(b":"):
+                    local = paths.local_root.rstrip("/").encode("utf-8", "surrogateescape")
+                    records[index] = local + rest
+        return separator.join(records)
+
+    def _map_json_event(self, record: bytes) -> bytes:
+        try:
+            event = json.loads(record)
+            path = event["data"]["path"]
+        except (ValueError, KeyError, TypeError):
+            return record
+        if isinstance(path, dict) and isinstance(path.get("text"), str):
+            path["text"] = self.paths.to_local(path["text"])
+            return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
+        return record
+
+
+__all__ = [
+    "KEEP_REMOTE_ENV",
+    "SUPERVISOR_SCRIPT",
+    "RemotePathMap",
+    "SshBashOperations",
+    "SshConnection",
+    "SshConnectionError",
+    "SshFileOperations",
+]

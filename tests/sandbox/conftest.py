@@ -1,0 +1,76 @@
+"""Fixtures of the sandbox backend tests. Each backend keeps its fixtures in its own section."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))  # support modules (--import-mode=importlib)
+
+# ==== SSH backend (tests/sandbox/test_ssh_backend.py) ==========================================
+
+import shutil  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+from sshd_support import SshServer, start_sshd  # noqa: E402
+
+
+class SshdPool:
+    """Starts test ``sshd`` servers on demand: one shared by the session, and fresh ones that a
+    test may kill (stopped at the end of that test)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.shared_server: SshServer | None = None
+        self.started: list[SshServer] = []
+
+    def start(self, require_program: Callable[[str], str]) -> SshServer:
+        require_program("ssh")
+        keygen = require_program("ssh-keygen")
+        sshd = require_program(shutil.which("sshd") or "/usr/sbin/sshd")
+        server = start_sshd(sshd, keygen, self.base / f"sshd{len(self.started)}")
+        self.started.append(server)
+        return server
+
+    def shared(self, require_program: Callable[[str], str]) -> SshServer:
+        if self.shared_server is None:
+            self.shared_server = self.start(require_program)
+        return self.shared_server
+
+    def stop_all(self) -> None:
+        for server in self.started:
+            server.stop()
+        self.started.clear()
+        self.shared_server = None
+
+
+@pytest.fixture(scope="session")
+def sshd_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdPool]:
+    pool = SshdPool(tmp_path_factory.mktemp("sshd"))
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
+
+
+@pytest.fixture
+def ssh_server(sshd_pool: SshdPool, require_program: Callable[[str], str]) -> SshServer:
+    """The session's shared test ``sshd`` (skips, or fails under CI, without OpenSSH)."""
+    return sshd_pool.shared(require_program)
+
+
+@pytest.fixture
+def fresh_ssh_server(
+    sshd_pool: SshdPool, require_program: Callable[[str], str]
+) -> Iterator[SshServer]:
+    """A test ``sshd`` of this test alone (it may kill it); stopped after the test."""
+    server = sshd_pool.start(require_program)
+    try:
+        yield server
+    finally:
+        server.stop()
+        sshd_pool.started.remove(server)
+
+
+# ==== end of SSH backend ========================================================================

@@ -1,0 +1,450 @@
+"""The SSH backend against a real ``sshd`` on 127.0.0.1 (issue 6 items 6 and 8).
+
+The bash and file contract suites run through :class:`SshBashOperations` and
+:class:`SshFileOperations`; then what only a remote backend has: the control master reused,
+path mapping between the session cwd and ``remote_cwd``, the remote environment, a dropped or
+frozen connection, and the remote process tree killed on timeout (checked with a remote ``ps``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+sys.path.insert(0, str(Path(__file__).parent))  # support modules (--import-mode=importlib)
+
+from sshd_support import SshServer, descendants  # noqa: E402
+
+from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in  # noqa: E402
+from pi_core.errors import CommandTimeout, ToolError  # noqa: E402
+from pi_core.file_contract import FileOperationsContract, FileShell  # noqa: E402
+from pi_core.operations import BashOperations, FileOperations  # noqa: E402
+from pi_sandbox_plugin.ssh_backend import (  # noqa: E402
+    RemotePathMap,
+    SshBashOperations,
+    SshConnection,
+    SshConnectionError,
+    SshFileOperations,
+)
+
+
+@pytest.fixture
+def ssh_connection(ssh_server: SshServer) -> Iterator[SshConnection]:
+    connection = ssh_server.connection()
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+async def remote_sh(ops: BashOperations, script: str, cwd: str = "/") -> bytes:
+    """Output of ``script`` run through the backend; a non-zero exit fails the test."""
+    recorder = Recorder()
+    with trio.fail_after(30):
+        code = await ops.exec(script, cwd, on_data=recorder)
+    assert code == 0, (script, recorder.data)
+    return recorder.data
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs on this machine (the remote here); zombies count as dead."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+async def wait_dead(pids: list[int], within: float) -> list[int]:
+    """Poll until none of ``pids`` is alive or ``within`` seconds passed; the living ones."""
+    deadline = trio.current_time() + within
+    while True:
+        alive = [pid for pid in pids if pid_alive(pid)]
+        if not alive or trio.current_time() > deadline:
+            return alive
+        await trio.sleep(0.1)
+
+
+def kill_quietly(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+# -- the contract suites -------------------------------------------------------------------
+
+
+class TestSshBashContract(BashOperationsContract):
+    @pytest.fixture
+    def bash_operations(self, ssh_connection: SshConnection) -> BashOperations:
+        return SshBashOperations(ssh_connection)
+
+
+class TestSshFileContract(FileOperationsContract):
+    @pytest.fixture
+    def file_operations(self, ssh_connection: SshConnection) -> FileOperations:
+        return SshFileOperations(ssh_connection)
+
+    @pytest.fixture
+    def file_shell(self, ssh_connection: SshConnection) -> FileShell:
+        bash = SshBashOperations(ssh_connection)
+
+        async def run(script: str, cwd: str) -> bytes:
+            return await remote_sh(bash, script, cwd)
+
+        return run
+
+
+# -- connection ----------------------------------------------------------------------------
+
+
+def test_ssh_argv_puts_batch_mode_and_control_first(tmp_path: Path) -> None:
+    connection = SshConnection(
+        host="h.example",
+        port=2222,
+        user="dev",
+        identity_file="~/.ssh/id_ed25519",
+        options=["StrictHostKeyChecking=accept-new", "BatchMode=no"],
+    )
+    try:
+        argv = connection.ssh_argv()
+        control = connection.control_path
+        assert argv == [
+            "ssh",
+            "-T",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"ControlPath={control}",
+            "-o",
+            "ControlMaster=auto",
+            "-o",
+            "ControlPersist=600",
+            "-o",
+            "StrictHostKeyChecking=accept-new",
+            "-o",
+            "BatchMode=no",
+            "-o",
+            "ConnectTimeout=10",
+            "-o",
+            "ServerAliveInterval=5",
+            "-o",
+            "ServerAliveCountMax=3",
+            "-o",
+            "LogLevel=ERROR",
+            "-p",
+            "2222",
+            "-i",
+            os.path.expanduser("~/.ssh/id_ed25519"),
+            "-o",
+            "IdentitiesOnly=yes",
+            "--",
+            "dev@h.example",
+        ]
+        directory = os.path.dirname(control)
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+    finally:
+        connection.close()
+    assert not os.path.exists(directory)
+
+
+async def test_one_master_connection_is_reused(fresh_ssh_server: SshServer) -> None:
+    connection = fresh_ssh_server.connection()
+    try:
+        bash = SshBashOperations(connection)
+        files = SshFileOperations(connection)
+        async with trio.open_nursery() as nursery:
+            for i in range(4):
+                nursery.start_soon(remote_sh, bash, f"echo {i}")
+        await files.list_dir("/")
+        # the listener has one child per TCP connection (its privilege-separation monitor)
+        listener_children = [
+            pid
+            for pid in descendants(fresh_ssh_server.process.pid)
+            if _ppid(pid) == fresh_ssh_server.process.pid and pid_alive(pid)
+        ]
+        assert len(listener_children) == 1
+        master = connection.control_path
+        assert stat.S_ISSOCK(os.stat(master).st_mode)
+        await connection.aclose()
+        assert not os.path.exists(master)
+        assert await wait_dead(listener_children, 5) == []
+    finally:
+        connection.close()
+
+
+def _ppid(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError):
+        return -1
+
+
+async def test_unreachable_host_is_an_error(ssh_server: SshServer, tmp_path: Path) -> None:
+    with trio.socket.socket() as sock:
+        await sock.bind(("127.0.0.1", 0))
+        unused_port = sock.getsockname()[1]
+    connection = ssh_server.connection(port=unused_port)
+    try:
+        with trio.fail_after(20):
+            with pytest.raises(ToolError) as info:
+                await SshBashOperations(connection).exec("echo x", "/", on_data=lambda _: None)
+        assert str(info.value).startswith("ssh: cannot connect to ")
+        assert "Connection refused" in str(info.value)
+        with trio.fail_after(20):
+            with pytest.raises(SshConnectionError) as file_info:
+                await SshFileOperations(connection).read_bytes(str(tmp_path))
+        assert "Connection refused" in str(file_info.value)
+    finally:
+        connection.close()
+
+
+async def test_unknown_host_key_fails_in_batch_mode(ssh_server: SshServer, tmp_path: Path):
+    empty_known_hosts = tmp_path / "known_hosts"
+    empty_known_hosts.write_text("")
+    connection = ssh_server.connection(
+        options=[f"UserKnownHostsFile={empty_known_hosts}", "StrictHostKeyChecking=yes"]
+    )
+    try:
+        with trio.fail_after(20), pytest.raises(ToolError) as info:
+            await SshBashOperations(connection).exec("echo x", "/", on_data=lambda _: None)
+        assert "Host key verification failed" in str(info.value)
+    finally:
+        connection.close()
+
+
+# -- environment and shell -----------------------------------------------------------------
+
+
+async def test_remote_values_of_home_and_path_win(ssh_connection: SshConnection) -> None:
+    bash = SshBashOperations(ssh_connection)
+    remote = await remote_sh(bash, 'echo "$HOME|$PATH"')
+    recorder = Recorder()
+    env = {"HOME": "/local/home", "PATH": "/local/bin", "GIVEN": "a b 'c' $d"}
+    code = await bash.exec('echo "$HOME|$PATH"; echo "$GIVEN"', "/", on_data=recorder, env=env)
+    assert (code, recorder.data) == (0, remote + b"a b 'c' $d\n")
+
+
+async def test_commands_run_in_bash_when_present(ssh_connection: SshConnection) -> None:
+    bash = SshBashOperations(ssh_connection)
+    assert await remote_sh(bash, "[[ -n x ]] && echo $((6 * 7))") == b"42\n"
+
+
+async def test_sessions_run_in_parallel(ssh_connection: SshConnection) -> None:
+    bash = SshBashOperations(ssh_connection)
+    results: dict[int, bytes] = {}
+    start = trio.current_time()
+
+    async def one(i: int) -> None:
+        results[i] = await remote_sh(bash, f"sleep 1; echo {i}")
+
+    async with trio.open_nursery() as nursery:
+        for i in range(5):
+            nursery.start_soon(one, i)
+    assert results == {i: f"{i}\n".encode() for i in range(5)}
+    assert trio.current_time() - start < 4
+
+
+# -- path mapping --------------------------------------------------------------------------
+
+
+def test_remote_path_map() -> None:
+    paths = RemotePathMap("/home/me/proj", "/srv/work")
+    assert paths.to_remote("/home/me/proj") == "/srv/work"
+    assert paths.to_remote("/home/me/proj/") == "/srv/work"
+    assert paths.to_remote("/home/me/proj/a/b.txt") == "/srv/work/a/b.txt"
+    assert paths.to_remote("/home/me/project2/x") == "/home/me/project2/x"
+    assert paths.to_remote("/etc/hosts") == "/etc/hosts"
+    assert paths.to_local("/srv/work/a") == "/home/me/proj/a"
+    assert paths.to_local("/srv/workshop") == "/srv/workshop"
+    assert RemotePathMap("/", "/srv/work").to_remote("/a") == "/srv/work/a"
+    assert RemotePathMap("/home/me/proj", "/").to_remote("/home/me/proj/a") == "/a"
+    assert RemotePathMap(None, "/srv").to_remote("/a") == "/a"
+
+
+async def test_session_paths_map_to_remote_cwd(ssh_server: SshServer, tmp_path: Path) -> None:
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    local_root = "/pi-session/project"
+    connection = ssh_server.connection(remote_cwd=str(remote))
+    try:
+        files = SshFileOperations(connection, local_root=local_root)
+        bash = SshBashOperations(connection, local_root=local_root)
+        await files.mkdir(f"{local_root}/src")
+        await files.write_bytes(f"{local_root}/src/a.txt", b"needle here\n")
+        assert (remote / "src" / "a.txt").read_bytes() == b"needle here\n"
+        assert await files.read_bytes(f"{local_root}/src/a.txt", 7) == b"here\n"
+        assert await files.list_dir(local_root) == ["src"]
+        assert (await files.stat(f"{local_root}/src")).kind == "directory"
+        assert await files.realpath(f"{local_root}/src/../src/a.txt") == f"{local_root}/src/a.txt"
+        (remote / "link").symlink_to(remote / "src")
+        assert await files.realpath(f"{local_root}/link/a.txt") == f"{local_root}/src/a.txt"
+        assert await remote_sh(bash, "pwd; cat src/a.txt", local_root) == (
+            f"{remote}\nneedle here\n".encode()
+        )
+        with pytest.raises(FileNotFoundError) as info:
+            await files.read_bytes(f"{local_root}/missing")
+        assert info.value.filename == f"{local_root}/missing"
+        with pytest.raises(ToolError) as bash_info:
+            await bash.exec("true", f"{local_root}/nope", on_data=lambda _: None)
+        assert str(bash_info.value) == (
+            f"Working directory does not exist: {local_root}/nope\nCannot execute bash commands."
+        )
+
+        listing = await files.run_rg(
+            ["--files", "--null", "--", f"{local_root}/src"], f"{local_root}/src"
+        )
+        assert listing.stdout == f"{local_root}/src/a.txt\0".encode()
+        found = await files.run_rg(["--json", "--", "needle", local_root], local_root)
+        paths = [
+            event["data"]["path"]["text"]
+            for event in map(json.loads, found.stdout.splitlines())
+            if event["type"] in ("begin", "match", "end")
+        ]
+        assert paths == [f"{local_root}/src/a.txt"] * 3
+        plain = await files.run_rg(["-n", "needle", local_root], local_root)
+        assert plain.stdout == f"{local_root}/src/a.txt:1:needle here\n".encode()
+    finally:
+        connection.close()
+
+
+# -- killing the remote tree ---------------------------------------------------------------
+
+UNIQUE = "pi-ssh-tree-test"
+
+
+async def remote_processes_matching(bash: BashOperations, needle: str) -> bytes:
+    """Remote ``ps`` lines whose command line contains ``needle`` (the ps itself excluded)."""
+    script = f"ps -eo pid=,stat=,args= | grep -F -- {needle} | grep -v -e grep -e ' Z' || true"
+    return await remote_sh(bash, script)
+
+
+async def test_timeout_kills_the_remote_tree_seen_by_remote_ps(
+    ssh_connection: SshConnection,
+) -> None:
+    bash = SshBashOperations(ssh_connection)
+    command = (
+        f"(exec -a {UNIQUE}-1 sleep 91 &); "
+        f"setsid sh -c 'exec -a {UNIQUE}-2 sleep 92' & "
+        f"bash -c 'trap \"\" TERM; exec -a {UNIQUE}-3 sleep 93' & "
+        "sleep 0.3; echo ready; sleep 99"
+    )
+    recorder = Recorder()
+    with trio.fail_after(20), pytest.raises(CommandTimeout):
+        await bash.exec(command, "/", on_data=recorder, timeout=1.5)
+    assert recorder.data == b"ready\n"
+    assert await remote_processes_matching(bash, UNIQUE) == b""
+
+
+async def test_dropped_connection_is_an_error_not_a_hang(fresh_ssh_server: SshServer) -> None:
+    connection = fresh_ssh_server.connection(server_alive_interval=1, server_alive_count_max=2)
+    try:
+        bash = SshBashOperations(connection)
+        recorder = Recorder()
+        start = 0.0
+
+        async def kill_sshd() -> None:
+            nonlocal start
+            await recorder.wait_for(b"started")
+            start = trio.current_time()
+            kill_quietly(fresh_ssh_server.sshd_processes())
+
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(kill_sshd)
+                with pytest.raises(ToolError) as info:
+                    await bash.exec(
+                        "sleep 40 & echo pid:$!; echo started; sleep 50",
+                        "/",
+                        on_data=recorder,
+                        timeout=20,
+                    )
+        assert str(info.value).startswith("ssh: lost the connection to ")
+        assert trio.current_time() - start < 10
+        pids = pids_in(recorder.data)
+        try:
+            # sshd closed the session: the supervisor saw its lifeline end and killed the tree
+            assert await wait_dead(pids, 10) == []
+        finally:
+            kill_quietly(pids)
+    finally:
+        connection.close()
+
+
+async def test_frozen_connection_ends_within_the_timeout(fresh_ssh_server: SshServer) -> None:
+    connection = fresh_ssh_server.connection(
+        server_alive_interval=30, connect_timeout=2, server_alive_count_max=3
+    )
+    frozen: list[int] = []
+    pids: list[int] = []
+    try:
+        bash = SshBashOperations(connection, kill_timeout=2)
+        recorder = Recorder()
+
+        async def freeze_sshd() -> None:
+            await recorder.wait_for(b"started")
+            frozen.extend(fresh_ssh_server.sshd_processes())
+            for pid in frozen:
+                os.kill(pid, signal.SIGSTOP)
+
+        start = trio.current_time()
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(freeze_sshd)
+                with pytest.raises(CommandTimeout):
+                    await bash.exec(
+                        "echo pid:$$; echo started; sleep 60", "/", on_data=recorder, timeout=3
+                    )
+        elapsed = trio.current_time() - start
+        assert 3 <= elapsed < 3 + 2 * 2 + 4
+        pids = pids_in(recorder.data)
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        # once sshd runs again it closes the abandoned session, and the tree is killed
+        assert await wait_dead(pids, 15) == []
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        kill_quietly(pids)
+        connection.close()
+
+
+async def test_cancelled_rg_is_killed_remotely(ssh_connection: SshConnection, tmp_path: Path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    files = SshFileOperations(ssh_connection)
+    bash = SshBashOperations(ssh_connection)
+    marker = f"{UNIQUE}-rg-pattern"
+    with trio.move_on_after(2) as scope:
+        # rg blocks reading the FIFO, which no one writes
+        await files.run_rg([marker, str(fifo)], str(tmp_path))
+    assert scope.cancelled_caught
+    assert await remote_processes_matching(bash, marker) == b""
+
+
+async def test_on_timeout_output_before_it_is_kept_exactly(ssh_connection: SshConnection):
+    bash = SshBashOperations(ssh_connection)
+    recorder = Recorder()
+    t0 = time.monotonic()
+    with pytest.raises(CommandTimeout) as info:
+        await bash.exec(
+            "printf 'a\\377'; sleep 0.2; printf b >&2; sleep 30", "/", on_data=recorder, timeout=1
+        )
+    assert str(info.value) == "timeout:1"
+    assert recorder.data == b"a\xffb"
+    assert time.monotonic() - t0 < 8
