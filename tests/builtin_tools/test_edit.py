@@ -312,14 +312,15 @@ async def test_scenario_96_no_partial_application(tmp_path: Path) -> None:
     assert (tmp_path / "f.txt").read_bytes() == b"alpha\nbeta\ngamma\n"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write a read-only file")
 async def test_scenario_97_read_only_file(tmp_path: Path) -> None:
+    """Refused even as root: a file with no write bit is never replaced (file_access)."""
     path = put(tmp_path, "ro.txt", b"hello\n")
     path.chmod(0o444)
     assert await edit_error(tmp_path, one("hello", "world", str(path))) == (
         f"Could not edit file: {path}. Error code: EACCES."
     )
     assert path.read_bytes() == b"hello\n"
+    assert os.stat(path).st_mode & 0o777 == 0o444
 
 
 class DeniedOperations(LocalFileOperations):

@@ -260,3 +260,87 @@ async def test_cancelled_before_start_writes_nothing(tmp_path: Path) -> None:
         await write(tmp_path, path="never.txt", content="x")
     assert scope.cancelled_caught
     assert not (tmp_path / "never.txt").exists()
+
+
+async def test_edit_and_write_of_nbsp_name_share_one_queue(tmp_path: Path) -> None:
+    """One way to key the queue: an edit and a write of a file whose name really holds U+00A0,
+    started in one batch, run one after another in call order (the edit's write settles before
+    the write's starts) and the file ends with the write's content."""
+    from pi_builtin_tools.edit import create_edit_tool_definition
+    from pi_core.mutation_queue import default_queue
+
+    name = "a\u00a0b.txt"
+    (tmp_path / name).write_text("old line\n")
+    ops = GatedOps()
+    edit = create_edit_tool_definition(str(tmp_path), ops)
+    results: list[str] = []
+
+    async def run_edit(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        args = {"path": name, "edits": [{"oldText": "old", "newText": "edited"}]}
+        results.append((await edit.execute("e", args, None, None)).text)
+
+    async def run_write(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        results.append((await write(tmp_path, ops, path=name, content="written\n")).text)
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(run_edit)
+        await nursery.start(run_write)
+        await ops.first_started.wait()
+        await trio.sleep(0.05)
+        assert default_queue.statistics() == {
+            "keys": 1,
+            "registered": {str(tmp_path / name): 2},
+        }
+        assert ops.log == ["write:edited line:start"]
+        ops.release.set()
+    assert ops.log == [
+        "write:edited line:start",
+        "write:edited line:end",
+        "write:written:start",
+        "write:written:end",
+    ]
+    assert results == [
+        f"Successfully replaced 1 block(s) in {name}.",
+        f"Successfully wrote 8 bytes to {name}",
+    ]
+    assert os.listdir(tmp_path) == [name]
+    assert (tmp_path / name).read_text() == "written\n"
+
+
+async def test_read_only_file_is_refused(tmp_path: Path) -> None:
+    """A 0444 file is not replaced, even as root (the atomic rename would replace it): Node's
+    ``EACCES`` text; content and mode stay (pi_builtin_tools.file_access)."""
+    target = tmp_path / "ro.txt"
+    target.write_text("keep\n")
+    target.chmod(0o444)
+    assert await write_error(tmp_path, path="ro.txt", content="new\n") == (
+        f"EACCES: permission denied, open '{target}'"
+    )
+    assert target.read_text() == "keep\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o444
+    assert os.listdir(tmp_path) == ["ro.txt"]
+
+
+async def test_read_only_through_symlink_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "ro.txt"
+    target.write_text("keep\n")
+    target.chmod(0o444)
+    (tmp_path / "link.txt").symlink_to("ro.txt")
+    assert await write_error(tmp_path, path="link.txt", content="new\n") == (
+        f"EACCES: permission denied, open '{tmp_path / 'link.txt'}'"
+    )
+    assert target.read_text() == "keep\n"
+
+
+async def test_owner_write_bit_is_enough(tmp_path: Path) -> None:
+    """Only a file with no write bit at all is refused for root; 0644 and 0200 are written."""
+    for mode in (0o644, 0o200):
+        target = tmp_path / f"f{mode:o}.txt"
+        target.write_text("old")
+        target.chmod(mode)
+        await write(tmp_path, path=target.name, content="new")
+        assert stat.S_IMODE(target.stat().st_mode) == mode
+        target.chmod(0o644)
+        assert target.read_text() == "new"

@@ -9,11 +9,11 @@ sys.path.insert(0, str(Path(__file__).parent))  # support modules (--import-mode
 
 # ==== SSH backend (tests/sandbox/test_ssh_backend.py) ==========================================
 
-import shutil  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
+import shutil
+from collections.abc import Callable, Iterator
 
-import pytest  # noqa: E402
-from sshd_support import SshServer, start_sshd  # noqa: E402
+import pytest
+from sshd_support import SshServer, start_sshd
 
 
 class SshdPool:
@@ -24,12 +24,14 @@ class SshdPool:
         self.base = base
         self.shared_server: SshServer | None = None
         self.started: list[SshServer] = []
+        self.count = 0
 
     def start(self, require_program: Callable[[str], str]) -> SshServer:
         require_program("ssh")
         keygen = require_program("ssh-keygen")
         sshd = require_program(shutil.which("sshd") or "/usr/sbin/sshd")
-        server = start_sshd(sshd, keygen, self.base / f"sshd{len(self.started)}")
+        self.count += 1
+        server = start_sshd(sshd, keygen, self.base / f"sshd{self.count}")
         self.started.append(server)
         return server
 

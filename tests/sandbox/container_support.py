@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sysconfig
 import tarfile
 
 PODMAN_CLI_ARGS = ["--runtime", "runc", "--cgroup-manager", "cgroupfs"]
@@ -28,10 +29,31 @@ IMAGE_PROGRAMS = [
     "bash", "sh", "cat", "head", "tail", "tr", "cut", "sleep", "dd", "stat", "realpath",
     "mkdir", "mktemp", "mv", "rm", "chmod", "chown", "sync", "dirname", "basename", "ls", "env",
     "pwd", "printf", "echo", "true", "false", "test", "id", "touch", "ln", "wc", "sort", "date",
+    "truncate", "mkfifo",
     "readlink", "kill", "sed", "setsid", "rg",
 ]  # fmt: skip
 """Programs copied into the image: shell, coreutils, ``sed``/``setsid`` (the contract suite) and
-``rg`` (grep and find)."""
+``rg`` (grep and find); every other program of ``coreutils`` joins them
+(:func:`coreutils_programs`)."""
+
+
+_WHEEL_RG = os.path.join(sysconfig.get_path("scripts"), "rg")
+"""``rg`` of the ripgrep PyPI wheel, used in the image when no ``rg`` is on ``PATH``."""
+
+
+def coreutils_programs() -> list[str]:
+    """Every program of the host's ``coreutils`` package (``dpkg-query -L``), or ``[]`` where
+    there is no dpkg (then :data:`IMAGE_PROGRAMS` alone)."""
+    if shutil.which("dpkg-query") is None:
+        return []
+    result = subprocess.run(
+        ["dpkg-query", "-L", "coreutils"], capture_output=True, text=True, check=False
+    )
+    return [
+        path
+        for path in result.stdout.splitlines()
+        if re.match(r"^/(usr/)?s?bin/[^/]+$", path) and os.access(path, os.X_OK)
+    ]
 
 
 def _libraries(binary: str) -> list[str]:
@@ -92,8 +114,14 @@ def build_rootfs_tar(destination: str) -> list[str]:
         for top in ("/bin", "/sbin", "/lib", "/lib64"):
             if os.path.islink(top):
                 _add_path(tar, top, seen)
-        for program in IMAGE_PROGRAMS:
-            found = shutil.which(program)
+        for program in [*IMAGE_PROGRAMS, *coreutils_programs()]:
+            found = shutil.which(program) if "/" not in program else program
+            if found is None and program == "rg" and os.access(_WHEEL_RG, os.X_OK):
+                tar.add(_WHEEL_RG, arcname="usr/bin/rg", recursive=False)  # the ripgrep wheel's
+                for library in _libraries(_WHEEL_RG):
+                    _add_path(tar, library, seen)
+                programs.append(_WHEEL_RG)
+                continue
             if found is None:
                 raise FileNotFoundError(f"{program} is not installed")
             programs.append(found)
@@ -144,7 +172,7 @@ class PodmanSession:
         self.workspace = workspace
         self.cli = cli
         self.cli_args = list(PODMAN_CLI_ARGS)
-        self.run_args = list(PODMAN_RUN_ARGS)
+        self.run_args = [*PODMAN_RUN_ARGS, "--network", "none"]
         token = os.urandom(4).hex()
         self.image_name = f"localhost/pi-sandbox-test:{token}"
         self.container_name = f"pi-sandbox-test-{token}"
@@ -203,11 +231,12 @@ class PodmanSession:
 
 __all__ = [
     "IMAGE_PROGRAMS",
-    "PodmanSession",
     "PODMAN_CLI_ARGS",
     "PODMAN_RUN_ARGS",
+    "PodmanSession",
     "build_rootfs_tar",
     "container_names",
+    "coreutils_programs",
     "import_image",
     "remove_image",
 ]

@@ -19,11 +19,11 @@ import trio
 if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
 
-from file_ops_checks import FileOpsChecks
 
 from pi_builtin_tools.write import write_file
 from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in
 from pi_core.errors import CommandTimeout, ToolError
+from pi_core.file_contract import FileOperationsContract
 from pi_core.operations import BashOperations, FileOperations
 from pi_sandbox_plugin.bwrap_backend import BwrapBackend, SandboxUnavailable
 
@@ -47,10 +47,10 @@ def bwrap_works(require_program: Callable[[str], str], tmp_path: Path) -> None:
 
 
 def sandboxed_processes(root: int) -> dict[int, tuple[int, str]]:
-    """``{host pid: (innermost namespace pid, cmdline)}`` of the living descendants of ``root``
-    that run in a nested PID namespace (the sandboxes' processes)."""
+    """``{host pid: (pid in its sandbox, cmdline)}`` of the living processes below a ``bwrap``
+    process that descends from ``root`` (every sandbox a test started)."""
     children: dict[int, list[int]] = {}
-    info: dict[int, tuple[list[str], str, str]] = {}
+    info: dict[int, tuple[list[str], str, str, str]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -61,15 +61,21 @@ def sandboxed_processes(root: int) -> dict[int, tuple[int, str]]:
             continue
         fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
         children.setdefault(int(fields["PPid"]), []).append(int(name))
-        info[int(name)] = (fields["NSpid"].split(), fields["State"][0], cmdline.strip())
+        info[int(name)] = (
+            fields["NSpid"].split(),
+            fields["State"][0],
+            fields["Name"].strip(),
+            cmdline.strip(),
+        )
     found: dict[int, tuple[int, str]] = {}
-    queue = [root]
+    queue = [(root, False)]
     while queue:
-        for child in children.get(queue.pop(), []):
-            queue.append(child)
-            ns_pids, state, cmdline = info[child]
-            if len(ns_pids) > 1 and state not in "ZX":
+        parent, inside = queue.pop()
+        for child in children.get(parent, []):
+            ns_pids, state, name, cmdline = info[child]
+            if inside and state not in "ZX":
                 found[child] = (int(ns_pids[-1]), cmdline)
+            queue.append((child, inside or name == "bwrap"))
     return found
 
 
@@ -107,9 +113,9 @@ class TestBwrapContract(BashOperationsContract):
         assert [cmd for _, cmd in living if "3021" in cmd] == []
 
 
-class TestBwrapFiles(FileOpsChecks):
+class TestBwrapFileContract(FileOperationsContract):
     @pytest.fixture
-    def file_ops(self, tmp_path: Path) -> FileOperations:
+    def file_operations(self, tmp_path: Path) -> FileOperations:
         return BwrapBackend(str(tmp_path))
 
     @pytest.fixture

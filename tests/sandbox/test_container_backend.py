@@ -5,6 +5,7 @@ the container, and the lifecycle of a container started from an image."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,11 +18,11 @@ if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
 
 from container_support import PodmanSession, container_names
-from file_ops_checks import FileOpsChecks
 
 from pi_builtin_tools.write import write_file
 from pi_core.bash_contract import BashOperationsContract, Recorder
 from pi_core.errors import ToolError
+from pi_core.file_contract import FileOperationsContract, FileShell
 from pi_core.operations import BashOperations, FileOperations
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.container_backend import ContainerBackend
@@ -72,14 +73,30 @@ class TestContainerContract(BashOperationsContract):
         return workspace_dir[1]
 
 
-class TestContainerFiles(FileOpsChecks):
+class TestContainerFileContract(FileOperationsContract):
     @pytest.fixture
-    def file_ops(self, running: ContainerBackend) -> FileOperations:
+    def file_operations(self, running: ContainerBackend) -> FileOperations:
         return running
 
     @pytest.fixture
     def file_root(self, workspace_dir: tuple[Path, str]) -> str:
         return workspace_dir[1]
+
+    @pytest.fixture
+    def file_shell(self, running: ContainerBackend) -> FileShell:
+        async def run(script: str, cwd: str) -> bytes:
+            command = [running.cli, *running.cli_args, "exec", "-w", cwd, running.container]
+            result = await trio.run_process(
+                [*command, "sh", "-c", script],
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+            assert result.returncode == 0, (script, result.stderr)
+            return bytes(result.stdout)
+
+        return run
 
 
 async def run(
@@ -140,6 +157,10 @@ async def test_container_started_from_an_image_is_removed_at_the_end(
         assert backend.container_path(str(tmp_path / "made.txt")) == "/project/made.txt"
         assert await backend.read_bytes("/project/made.txt") == b"out\n"
         assert (tmp_path / "made.txt").read_text() == "out\n"
+    assert name not in container_names(podman.cli, podman.cli_args)
+    with pytest.raises(SandboxUnavailable) as info:
+        await run(backend, "echo again", "/project")
+    assert str(info.value) == "the container sandbox is closed"
     assert name not in container_names(podman.cli, podman.cli_args)
 
 

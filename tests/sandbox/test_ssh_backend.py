@@ -22,13 +22,13 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).parent))  # support modules (--import-mode=importlib)
 
-from sshd_support import SshServer, descendants  # noqa: E402
+from sshd_support import SshServer, descendants
 
-from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in  # noqa: E402
-from pi_core.errors import CommandTimeout, ToolError  # noqa: E402
-from pi_core.file_contract import FileOperationsContract, FileShell  # noqa: E402
-from pi_core.operations import BashOperations, FileOperations  # noqa: E402
-from pi_sandbox_plugin.ssh_backend import (  # noqa: E402
+from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in
+from pi_core.errors import CommandTimeout, ToolError
+from pi_core.file_contract import FileOperationsContract, FileShell
+from pi_core.operations import BashOperations, FileOperations
+from pi_sandbox_plugin.ssh_backend import (
     RemotePathMap,
     SshBashOperations,
     SshConnection,
@@ -178,7 +178,7 @@ async def test_one_master_connection_is_reused(fresh_ssh_server: SshServer) -> N
         master = connection.control_path
         assert stat.S_ISSOCK(os.stat(master).st_mode)
         await connection.aclose()
-        assert not os.path.exists(master)
+        assert not await trio.Path(master).exists()
         assert await wait_dead(listener_children, 5) == []
     finally:
         connection.close()
@@ -230,11 +230,17 @@ async def test_unknown_host_key_fails_in_batch_mode(ssh_server: SshServer, tmp_p
 
 async def test_remote_values_of_home_and_path_win(ssh_connection: SshConnection) -> None:
     bash = SshBashOperations(ssh_connection)
-    remote = await remote_sh(bash, 'echo "$HOME|$PATH"')
+    home = await remote_sh(bash, 'echo "$HOME"')
     recorder = Recorder()
-    env = {"HOME": "/local/home", "PATH": "/local/bin", "GIVEN": "a b 'c' $d"}
-    code = await bash.exec('echo "$HOME|$PATH"; echo "$GIVEN"', "/", on_data=recorder, env=env)
-    assert (code, recorder.data) == (0, remote + b"a b 'c' $d\n")
+    await bash.exec('echo "$PATH"', "/", on_data=recorder, env={"OTHER": "x"})
+    path = recorder.data
+    assert path.startswith(b"/") and b"/pi-local-only/bin" not in path
+    recorder = Recorder()
+    env = {"HOME": "/pi-local-only/home", "PATH": "/pi-local-only/bin", "GIVEN": "a b 'c' $d"}
+    code = await bash.exec(
+        'echo "$HOME"; echo "$PATH"; echo "$GIVEN"', "/", on_data=recorder, env=env
+    )
+    assert (code, recorder.data) == (0, home + path + b"a b 'c' $d\n")
 
 
 async def test_commands_run_in_bash_when_present(ssh_connection: SshConnection) -> None:
@@ -263,7 +269,7 @@ async def test_sessions_run_in_parallel(ssh_connection: SshConnection) -> None:
 def test_remote_path_map() -> None:
     paths = RemotePathMap("/home/me/proj", "/srv/work")
     assert paths.to_remote("/home/me/proj") == "/srv/work"
-    assert paths.to_remote("/home/me/proj/") == "/srv/work"
+    assert paths.to_remote("/home/me/proj/") == "/srv/work/"
     assert paths.to_remote("/home/me/proj/a/b.txt") == "/srv/work/a/b.txt"
     assert paths.to_remote("/home/me/project2/x") == "/home/me/project2/x"
     assert paths.to_remote("/etc/hosts") == "/etc/hosts"
@@ -337,7 +343,7 @@ async def test_timeout_kills_the_remote_tree_seen_by_remote_ps(
     bash = SshBashOperations(ssh_connection)
     command = (
         f"(exec -a {UNIQUE}-1 sleep 91 &); "
-        f"setsid sh -c 'exec -a {UNIQUE}-2 sleep 92' & "
+        f"setsid bash -c 'exec -a {UNIQUE}-2 sleep 92' & "
         f"bash -c 'trap \"\" TERM; exec -a {UNIQUE}-3 sleep 93' & "
         "sleep 0.3; echo ready; sleep 99"
     )

@@ -8,7 +8,9 @@ written at once, or none. The matching and the texts live in :mod:`pi_builtin_to
 Execution (inside the file mutation queue of the file, so edits and writes of one file run one
 after another):
 
-1. resolve the path (exact first, then the fallbacks of port decision 9);
+1. resolve the path and key the queue as every mutating tool does
+   (:func:`pi_core.mutation_queue.with_tool_path_mutation_queue`: the exact name first, then
+   special spaces as U+0020; the same file as ``write`` would replace);
 2. check the file can be read and written (``Could not edit file: {path}. Error code: {code}.``);
 3. read its bytes and classify them (:mod:`pi_builtin_tools.file_encoding`): binary files are
    refused with their size and kind; UTF-8 (with or without BOM), UTF-16/32 with BOM and
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +40,7 @@ from pi_builtin_tools.edit_diff import (
     generate_diff_string,
     generate_unified_patch,
 )
+from pi_builtin_tools.file_access import check_access
 from pi_builtin_tools.file_encoding import (
     TextEncoding,
     binary_kind,
@@ -49,9 +52,9 @@ from pi_builtin_tools.fs_errors import error_code, node_error_message
 from pi_builtin_tools.truncate import format_size
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
-from pi_core.mutation_queue import run_shielded, with_file_mutation_queue
+from pi_core.mutation_queue import run_shielded, with_tool_path_mutation_queue
 from pi_core.operations import FileOperations
-from pi_core.paths import resolve_existing_path, resolve_to_cwd
+from pi_core.paths import resolve_existing_path
 from pi_core.tools import OnUpdate, ToolDefinition
 
 EDIT_DESCRIPTION = (
@@ -230,16 +233,6 @@ def _access_error(path: str, exc: Exception) -> ToolError:
     return ToolError(f"Could not edit file: {path}. Error: {exc}.")
 
 
-async def _check_access(operations: FileOperations, absolute: str, mode: int) -> None:
-    """Raise when ``absolute`` cannot be opened with ``mode`` (``os.R_OK | os.W_OK``): the
-    backend's ``access(path, mode)`` when it has one, else ``stat`` (existence only)."""
-    access: Callable[[str, int], Any] | None = getattr(operations, "access", None)
-    if callable(access):
-        await access(absolute, mode)
-    else:
-        await operations.stat(absolute)
-
-
 def _read_error(exc: OSError, absolute: str) -> ToolError:
     if isinstance(exc, IsADirectoryError):
         return ToolError(node_error_message(exc, "read", ""))
@@ -322,13 +315,14 @@ async def edit_file(
     """Apply ``edits`` to the file ``path`` (relative to ``cwd``) as the tool does; raises
     :class:`~pi_core.errors.ToolError` with the model-facing text on failure. The caller must
     not checkpoint before calling it, so that queue order is call order."""
-    queue_path = resolve_to_cwd(path, cwd)
+    started = False
 
-    async def run() -> AgentToolResult:
+    async def run(absolute: str) -> AgentToolResult:
+        nonlocal started
+        started = True
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            absolute = await resolve_existing_path(path, cwd, operations)
-            await _check_access(operations, absolute, os.R_OK | os.W_OK)
+            await check_access(operations, absolute, os.R_OK | os.W_OK)
         except Exception as exc:
             await trio.lowlevel.checkpoint_if_cancelled()
             raise _access_error(path, exc) from exc
@@ -349,7 +343,12 @@ async def edit_file(
             ),
         )
 
-    return await with_file_mutation_queue(queue_path, run)
+    try:
+        return await with_tool_path_mutation_queue(path, cwd, operations, run)
+    except Exception as exc:
+        if started:
+            raise
+        raise _access_error(path, exc) from exc  # the backend failed while resolving the path
 
 
 async def compute_edits_diff(
@@ -360,8 +359,8 @@ async def compute_edits_diff(
     file: ``Could not edit file: {path}. Error code: {code}.``)."""
     try:
         try:
-            absolute = await resolve_existing_path(path, cwd, operations)
-            await _check_access(operations, absolute, os.R_OK)
+            absolute = await resolve_existing_path(path, cwd, operations, for_read=False)
+            await check_access(operations, absolute, os.R_OK)
         except Exception as exc:
             raise _access_error(path, exc) from exc
         file = await _read_text(operations, absolute, path)

@@ -2,21 +2,25 @@
 
 Creates parent directories, then replaces the file atomically through
 ``FileOperations.write_bytes`` (temporary file, fsync, rename; mode and symlink target kept),
-inside the file mutation queue so edits and writes of one file never interleave. The content is
+inside the file mutation queue so edits and writes of one file never interleave. A file that
+may not be written is refused first (``EACCES: permission denied, open '{abs}'``; a file with
+no write bit is refused even for root, see :mod:`pi_builtin_tools.file_access`), since the
+atomic rename itself would replace it. The content is
 written as UTF-8 exactly as given (no BOM or line-ending changes); the success text counts UTF-8
 bytes and names the path as the model wrote it.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 from typing import Any
 
+from pi_builtin_tools.file_access import check_access
 from pi_builtin_tools.fs_errors import fs_error
 from pi_core.messages import AgentToolResult, TextContent
-from pi_core.mutation_queue import run_shielded, with_file_mutation_queue_resolving
+from pi_core.mutation_queue import run_shielded, with_tool_path_mutation_queue
 from pi_core.operations import FileOperations
-from pi_core.paths import resolve_existing_path
 from pi_core.tools import OnUpdate, ToolDefinition
 
 WRITE_DESCRIPTION = (
@@ -56,15 +60,18 @@ async def write_file(raw_path: str, content: str, cwd: str, ops: FileOperations)
     """
     data = _utf8(content)
 
-    async def resolve() -> str:
-        return await resolve_existing_path(raw_path, cwd, ops, for_read=False)
-
     async def mutate(path: str) -> AgentToolResult:
         parent = posixpath.dirname(path) or "/"
         try:
             await run_shielded(ops.mkdir, parent)
         except OSError as exc:
             raise fs_error(exc, "mkdir", parent) from exc
+        try:
+            await check_access(ops, path, os.W_OK)
+        except PermissionError as exc:
+            raise fs_error(exc, "open", path) from exc
+        except OSError:
+            pass  # a new file (ENOENT); anything else is reported by the write below
         try:
             await run_shielded(ops.write_bytes, path, data)
         except OSError as exc:
@@ -73,7 +80,7 @@ async def write_file(raw_path: str, content: str, cwd: str, ops: FileOperations)
             content=[TextContent(text=f"Successfully wrote {len(data)} bytes to {raw_path}")]
         )
 
-    return await with_file_mutation_queue_resolving(resolve, mutate)
+    return await with_tool_path_mutation_queue(raw_path, cwd, ops, mutate)
 
 
 def create_write_tool_definition(

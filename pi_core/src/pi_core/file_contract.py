@@ -319,9 +319,7 @@ class FileOperationsContract:
         assert await realpath(self.join(file_root, "lb")) == f"{real_root}/a/b"
         assert await realpath(self.join(file_root, "lf")) == f"{real_root}/a/b/f"
         assert await realpath(self.join(file_root, "lb", "up", "b")) == f"{real_root}/a/b"
-        assert await realpath(self.join(file_root, "lb", "new", "x")) == (
-            f"{real_root}/a/b/new/x"
-        )
+        assert await realpath(self.join(file_root, "lb", "new", "x")) == (f"{real_root}/a/b/new/x")
         assert await realpath(self.join(file_root, "a", ".", "b", "..", "b")) == (
             f"{real_root}/a/b"
         )
@@ -338,9 +336,7 @@ class FileOperationsContract:
         await file_operations.mkdir(self.join(file_root, "sub", "deeper"))
         await file_shell("ln -s nowhere dangling && ln -s sub lsub", file_root)
         names = await file_operations.list_dir(file_root)
-        assert sorted(names) == sorted(
-            ["b", ".hidden", "..dots", "a b", "sub", "dangling", "lsub"]
-        )
+        assert sorted(names) == sorted(["b", ".hidden", "..dots", "a b", "sub", "dangling", "lsub"])
         assert await file_operations.list_dir(self.join(file_root, "lsub")) == ["deeper"]
 
     async def test_list_dir_errors(self, file_operations: FileOperations, file_root: str):
@@ -446,11 +442,11 @@ class FileOperationsContract:
         self, file_operations: FileOperations, file_root: str
     ):
         await file_operations.write_bytes(
-            self.join(file_root, "q.txt"), b"it's a \"$HOME\" `x` ; done\n"
+            self.join(file_root, "q.txt"), b'it\'s a "$HOME" `x` ; done\n'
         )
-        pattern = "it's a \"$HOME\" `x` ; done"
+        pattern = 'it\'s a "$HOME" `x` ; done'
         out = await file_operations.run_rg(["--fixed-strings", "--", pattern], file_root)
-        assert (out.exit_code, out.stdout) == (0, b"q.txt:it's a \"$HOME\" `x` ; done\n")
+        assert (out.exit_code, out.stdout) == (0, b'q.txt:it\'s a "$HOME" `x` ; done\n')
 
 
 __all__ = ["FileOperationsContract", "FileShell", "local_shell"]

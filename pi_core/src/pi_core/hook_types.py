@@ -64,13 +64,18 @@ class BackendContext:
 class BeforeToolCallContext:
     """What ``pi_before_tool_call`` gets: the original ``tool_call`` (raw arguments), ``args``
     (validated and coerced; mutating it in place changes what ``execute`` receives), the
-    ``tool``, the ``assistant_message`` that asked for the call and the loop ``context``."""
+    ``tool``, the ``assistant_message`` that asked for the call, the loop ``context`` and the
+    session ``config``."""
 
     tool_call: ToolCall
     args: Any
     tool: AgentTool
     assistant_message: AssistantMessage
     context: Any = None
+    config: dict[str, Any] = field(default_factory=dict)
+    """The session's loaded config (the TOML dict, ``{}`` when unknown): filled by
+    :class:`~pi_core.hooks.PluginHooks` built with a config (``build_session`` does), so a
+    policy plugin reads its own table per session."""
 
 
 @dataclass

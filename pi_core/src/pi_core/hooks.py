@@ -43,8 +43,11 @@ class PluginHooks:
     Implementations are looked up at each call, so plugins registered later take part.
     """
 
-    def __init__(self, pm: pluggy.PluginManager) -> None:
+    def __init__(self, pm: pluggy.PluginManager, config: dict[str, Any] | None = None) -> None:
         self.pm = pm
+        self.config: dict[str, Any] = {} if config is None else config
+        """The session's loaded config; :meth:`before_tool_call` gives it to contexts that
+        have none (``context.config``)."""
 
     def _wrong_type(self, plugin: str, hook: str, value: Any, expected: str) -> PluginError:
         return PluginError(
@@ -200,6 +203,8 @@ class PluginHooks:
                 )
             return hook_caller.blocks(impl, value)
 
+        if self.config and not context.config:
+            context.config = self.config
         hook = self.pm.hook.pi_before_tool_call
         return (await hook_caller.acall_first(hook, {"context": context}, accept))[1]
 

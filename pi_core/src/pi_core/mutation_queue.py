@@ -14,6 +14,12 @@ waiting when free; trio's :class:`trio.Lock` hands over in FIFO order). A tool w
 awaiting to resolve uses :func:`with_file_mutation_queue_resolving`, which resolves under that
 lock, so resolution cannot reorder calls.
 
+One way to key a tool's ``path`` argument: :func:`with_tool_path_mutation_queue` resolves it with
+:func:`pi_core.paths.resolve_existing_path` (``for_read=False``: the exact name first, then
+special spaces as U+0020) and keys on the backend's ``realpath`` of the result. ``edit`` and
+``write`` both use it, so an edit and a write of the same file (even one whose name really
+contains U+00A0) always share one queue.
+
 Cancellation: a call still waiting leaves the queue at once. A call whose ``fn`` is running
 keeps the queue until ``fn`` returns or raises; steps that must finish even on abort (the write
 in flight) run under :func:`run_shielded`, so an aborted write settles before the next caller of
@@ -27,6 +33,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import trio
+
+from pi_core.operations import FileOperations
+from pi_core.paths import resolve_existing_path
 
 T = TypeVar("T")
 
@@ -96,14 +105,18 @@ class FileMutationQueue:
         self,
         resolve: Callable[[], Awaitable[str]],
         fn: Callable[[str], Awaitable[T]],
+        *,
+        key: Callable[[str], Awaitable[str]] | None = None,
     ) -> T:
         """Like :meth:`run` for a path that takes awaiting to find (e.g. through a backend's
         ``stat``): ``await resolve()`` runs under the registration lock, so calls still queue in
         the order they were made; then ``await fn(path)`` runs in turn and its result is
-        returned. An exception of ``resolve`` propagates and nothing is queued."""
+        returned. ``key`` (default :meth:`key_for`) maps the resolved path to the queue key, also
+        under the lock. An exception of ``resolve`` or ``key`` propagates and nothing is
+        queued."""
         async with self._registration:
             path = await resolve()
-            entry = self._register(self.key_for(path))
+            entry = self._register(self.key_for(path) if key is None else await key(path))
         return await self._run_entry(entry, lambda: fn(path))
 
     def statistics(self) -> dict[str, Any]:
@@ -135,11 +148,40 @@ async def with_file_mutation_queue(
 
 
 async def with_file_mutation_queue_resolving(
-    resolve: Callable[[], Awaitable[str]], fn: Callable[[str], Awaitable[T]]
+    resolve: Callable[[], Awaitable[str]],
+    fn: Callable[[str], Awaitable[T]],
+    *,
+    key: Callable[[str], Awaitable[str]] | None = None,
 ) -> T:
     """Resolve a path and queue on it, keeping call order (see
-    :meth:`FileMutationQueue.run_resolving`); edit and write use this."""
-    return await default_queue.run_resolving(resolve, fn)
+    :meth:`FileMutationQueue.run_resolving`)."""
+    return await default_queue.run_resolving(resolve, fn, key=key)
+
+
+async def with_tool_path_mutation_queue(
+    raw_path: str,
+    cwd: str,
+    operations: FileOperations,
+    fn: Callable[[str], Awaitable[T]],
+) -> T:
+    """Run ``await fn(path)`` in the queue of the file a tool's ``path`` argument names (spec §6).
+
+    ``path`` is ``resolve_existing_path(raw_path, cwd, operations, for_read=False)`` (port
+    decision 9); the key is ``operations.realpath(path)`` (symlinks resolved, the missing rest
+    kept; ``path`` itself if that fails). This is the one way every mutating tool (edit, write,
+    third-party tools) keys the queue. Returns ``fn``'s result; raises its exception.
+    """
+
+    async def resolve() -> str:
+        return await resolve_existing_path(raw_path, cwd, operations, for_read=False)
+
+    async def key(path: str) -> str:
+        try:
+            return await operations.realpath(path)
+        except OSError:
+            return path
+
+    return await default_queue.run_resolving(resolve, fn, key=key)
 
 
 async def run_shielded(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -158,4 +200,5 @@ __all__ = [
     "run_shielded",
     "with_file_mutation_queue",
     "with_file_mutation_queue_resolving",
+    "with_tool_path_mutation_queue",
 ]

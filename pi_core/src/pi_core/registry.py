@@ -53,9 +53,9 @@ def build_session(
     registered object that is not a tool or a backend of the wrong type; an exception raised by
     a plugin propagates.
     """
-    hooks = PluginHooks(pm)
     abs_cwd = os.path.abspath(os.fspath(cwd))
     config = {} if config is None else config
+    hooks = PluginHooks(pm, config)
     backend_context = BackendContext(cwd=abs_cwd, config=config)
     bash_operations = hooks.bash_operations(backend_context)
     file_operations = hooks.file_operations(backend_context)

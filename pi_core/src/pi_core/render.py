@@ -322,7 +322,7 @@ class RunView:
         """``text`` on its own line (a newline first if the cursor is inside a line)."""
         if not self._column0:
             self._out("\n")
-        self._out(text + "\n", style)
+        self._out(text.rstrip(" ") + "\n", style)
 
     def _block(self, text: str, style: str = "") -> None:
         """``text`` indented by two spaces, each line styled by :meth:`_style_of`."""

@@ -167,7 +167,7 @@ def _ansi_c(raw: str, i: int) -> tuple[str, int]:
             j += 1 + len(m.group())
         elif e in "xuU":
             size = {"x": 2, "u": 4, "U": 8}[e]
-            m = re.match(r"[0-9A-Fa-f]{1,%d}" % size, raw[j + 2 :])
+            m = re.match(f"[0-9A-Fa-f]{{1,{size}}}", raw[j + 2 :])
             if m is None:
                 out.append("\\" + e)
                 j += 2
@@ -340,7 +340,9 @@ def _shell(words: list[Word]) -> Runs:
     while i < len(words):
         w = words[i]
         if w.value is None:
-            return Undecidable(f"an option of {name} is not a literal: {w.raw}")
+            if has_c:
+                return Undecidable(f"the {name} -c string is not a literal: {w.raw}")
+            return Undecidable(f"an argument of {name} is not a literal: {w.raw}")
         v = w.value
         if v in ("--", "-"):
             i += 1
@@ -672,13 +674,11 @@ def _join_continuations(source: str) -> str:
 
 
 class _Walker:
-    def __init__(
-        self, source: bytes, depth: int, items: list[Item], heredocs: dict[int, _HereDoc]
-    ) -> None:
+    def __init__(self, source: bytes, depth: int, items: list[Item], display: bytes) -> None:
         self.src = source
+        self.display = display
         self.depth = depth
         self.items = items
-        self.heredocs = heredocs
 
     def text(self, node: tree_sitter.Node) -> str:
         return self.src[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
@@ -695,6 +695,12 @@ class _Walker:
             self.declaration(node)
         elif t in ("comment", "raw_string", "ansi_c_string", "heredoc_body"):
             return
+        elif (
+            t == "command_substitution" and self.src[node.start_byte : node.start_byte + 1] == b"`"
+        ):
+            # bash unescapes \\ \` \$ in a backquoted command before parsing it (nesting)
+            inner = re.sub(r"\\([\\`$])", r"\1", self.text(node)[1:-1])
+            self.items.extend(_extract(inner, self.depth + 1))
         elif t in (";;", ";&", ";;&"):
             parent = node.parent
             if parent is None or parent.type != "case_item":
@@ -767,7 +773,7 @@ class _Walker:
                 spans.append([n.start_byte, n.end_byte])
         words: list[Word] = []
         for start, end in spans:
-            raw = self.src[start:end].decode("utf-8", "surrogateescape")
+            raw = self.display[start:end].decode("utf-8", "surrogateescape")
             try:
                 words.append(scan_word(raw))
             except _BadWord as e:
@@ -797,16 +803,7 @@ class _Walker:
     # --- here-docs and substitutions tree-sitter leaves as text -------------------------------
 
     def heredoc(self, node: tree_sitter.Node) -> None:
-        doc: _HereDoc | None = None
-        for child in node.children:
-            if child.type == "heredoc_start":
-                doc = self.heredocs.get(child.start_byte)
-            elif child.type not in ("heredoc_body", "heredoc_end"):
-                self.walk(child)
-        if doc is None:
-            self.items.append(Undecidable("a here-doc the parser cannot delimit"))
-        elif not doc.quoted:
-            self.scan_text(doc.body)
+        self.items.append(Undecidable("a here-doc the parser cannot delimit"))
 
     def scan_text(self, text: str) -> None:
         """Find ``$( )`` and backquote substitutions in text that has no quotes (the body of
@@ -830,12 +827,12 @@ class _Walker:
             elif text.startswith("$((", i):
                 i += 3
             elif text.startswith("$(", i):
-                j = _substitution_end(text, i)
-                if j is None:
+                close = _substitution_end(text, i)
+                if close is None:
                     self.items.append(Undecidable("an unbalanced $( in a here-doc"))
                     return
-                self.items.extend(_extract(text[i + 2 : j], self.depth + 1))
-                i = j + 1
+                self.items.extend(_extract(text[i + 2 : close], self.depth + 1))
+                i = close + 1
             else:
                 i += 1
 
@@ -878,27 +875,45 @@ class _Walker:
                 self.analyze(run, depth)
 
 
-@dataclass(frozen=True)
-class _HereDoc:
-    """A here-doc found by :func:`_find_heredocs`: its ``body`` and whether the delimiter was
-    quoted; ``start``/``end`` are the body's byte offsets."""
+_HEREDOC_OPERATOR = re.compile(
+    rb"(<<-?[ \t]*(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s;&|()<>'\"]+))([;&|()<>])"
+)
+"""A here-doc delimiter word directly followed by an operator (``<<EOF;``): tree-sitter-bash
+takes the operator into the word, so a blank is put between them."""
 
-    quoted: bool
-    body: str
-    start: int
-    end: int
+_TIME_COMPOUND = re.compile(
+    rb"((?:^|[;&|(\n!])[ \t]*)(time(?:[ \t]+-p)?)"
+    rb"(?=[ \t]+(?:[{(!]|\[\[|(?:if|for|while|until|case|select)\b))"
+)
+"""The ``time`` keyword before a compound command, which tree-sitter-bash cannot parse: it is
+blanked (it only times what follows)."""
 
 
 def _parse(data: bytes) -> tree_sitter.Node:
     return tree_sitter.Parser(_language()).parse(data).root_node
 
 
-def _find_heredocs(data: bytes, root: tree_sitter.Node) -> dict[int, _HereDoc]:
-    """The here-docs of ``data`` by the byte offset of their delimiter word.
+@dataclass(frozen=True)
+class _HereDoc:
+    """A here-doc found by :func:`_find_heredocs`: its ``body``, whether the delimiter was
+    quoted, the byte span of its operator and delimiter word (``op_start``, ``op_end``) and of
+    the lines that follow up to and with the delimiter line (``body_start``, ``body_end``)."""
 
-    tree-sitter-bash delimits here-doc bodies unreliably (a body starting with a backslash or a
-    tab), so the bodies are found here, as bash does: from the line after the operator to the
-    first line equal to the delimiter (after leading tabs with ``<<-``), or the end of input.
+    quoted: bool
+    body: str
+    op_start: int
+    op_end: int
+    body_start: int
+    body_end: int
+
+
+def _find_heredocs(data: bytes, root: tree_sitter.Node) -> list[_HereDoc]:
+    """The here-docs of ``data``, found as bash does.
+
+    tree-sitter-bash finds the here-doc operators but delimits their bodies unreliably (a body
+    starting with a backslash or a tab, an operator after the delimiter word), so each body is
+    taken here: from the line after the operator to the first line equal to the delimiter
+    (after leading tabs with ``<<-``), or the end of input.
     """
     starts: list[tree_sitter.Node] = []
     stack = [root]
@@ -908,25 +923,24 @@ def _find_heredocs(data: bytes, root: tree_sitter.Node) -> dict[int, _HereDoc]:
             starts.append(node)
         stack.extend(node.children)
     starts.sort(key=lambda n: n.start_byte)
-    docs: dict[int, _HereDoc] = {}
+    docs: list[_HereDoc] = []
     resume = 0
     for node in starts:
         raw = data[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
+        op_start = data.rfind(b"<<", 0, node.start_byte)
+        if op_start < resume or not raw:
+            continue
         try:
             word = scan_word(raw)
         except _BadWord:
             continue
         delim = word.value if word.value is not None else raw
-        before = data[: node.start_byte].rstrip(b" \t")
-        strip_tabs = before.endswith(b"<<-")
+        strip_tabs = data[op_start : op_start + 3] == b"<<-"
+        quoted = any(q in raw for q in "'\"\\")
         line_end = data.find(b"\n", max(node.end_byte, resume))
         if line_end < 0:
-            docs[node.start_byte] = _HereDoc(
-                any(q in raw for q in "'\"\\"), "", len(data), len(data)
-            )
-            resume = len(data)
-            continue
-        body_start = pos = line_end + 1
+            line_end = len(data)
+        body_start = pos = min(line_end + 1, len(data))
         body_end = len(data)
         after = len(data)
         while pos < len(data):
@@ -941,17 +955,19 @@ def _find_heredocs(data: bytes, root: tree_sitter.Node) -> dict[int, _HereDoc]:
                 break
             pos = line_stop + 1
         body = data[body_start:body_end].decode("utf-8", "surrogateescape")
-        quoted = any(q in raw for q in "'\"\\")
-        docs[node.start_byte] = _HereDoc(quoted, body, body_start, body_end)
+        docs.append(_HereDoc(quoted, body, op_start, node.end_byte, body_start, after))
         resume = after
     return docs
 
 
-def _blank(data: bytes, docs: dict[int, _HereDoc]) -> bytes:
-    """``data`` with every here-doc body replaced by blanks (newlines kept)."""
+def _neutralize(data: bytes, docs: list[_HereDoc]) -> bytes:
+    """``data`` with each here-doc operator made an input redirection (``< ___``) and its body
+    and delimiter line blanked (newlines kept), so the offsets do not move."""
     out = bytearray(data)
-    for doc in docs.values():
-        for k in range(doc.start, doc.end):
+    for doc in docs:
+        length = doc.op_end - doc.op_start
+        out[doc.op_start : doc.op_end] = b"< " + b"_" * (length - 2)
+        for k in range(doc.body_start, doc.body_end):
             if out[k] != 0x0A:
                 out[k] = 0x20
     return bytes(out)
@@ -972,17 +988,23 @@ def _extract(source: str, depth: int) -> list[Item]:
     if depth > MAX_DEPTH:
         return [Undecidable(f"command strings nest more than {MAX_DEPTH} levels deep")]
     data = _join_continuations(source).encode("utf-8", "surrogateescape")
-    root = _parse(data)
-    docs: dict[int, _HereDoc] = {}
+    # the `time` keyword before a compound command, which tree-sitter-bash cannot parse
+    data = _TIME_COMPOUND.sub(lambda m: m.group(1) + b" " * len(m.group(2)), data)
+    docs: list[_HereDoc] = []
+    display = data
     if b"<<" in data:
-        docs = _find_heredocs(data, root)
-        if docs:
-            data = _blank(data, docs)
-            root = _parse(data)
+        data = display = _HEREDOC_OPERATOR.sub(rb"\1 \2", data)
+        docs = _find_heredocs(data, _parse(data))
+        data = _neutralize(data, docs)
+    root = _parse(data)
     if root.has_error:
         return [Undecidable(f"the command line does not parse: {_error_hint(root, data)}")]
     items: list[Item] = []
-    _Walker(data, depth, items, docs).walk(root)
+    walker = _Walker(data, depth, items, display)
+    walker.walk(root)
+    for doc in docs:
+        if not doc.quoted:
+            walker.scan_text(doc.body)
     return items
 
 

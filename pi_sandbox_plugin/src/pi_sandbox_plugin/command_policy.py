@@ -49,6 +49,17 @@ class Decision:
     reason: str
     commands: list[list[str]] = field(default_factory=list)
 
+    def block_reason(self) -> str:
+        """The error text a blocked bash call gives the model: names the rule that decided."""
+        if self.rule is not None:
+            return f"Command blocked by the sandbox command policy: {self.reason}"
+        if self.reason.startswith("undecidable: "):
+            return (
+                "Command blocked by the sandbox command policy (it fails closed: what it cannot "
+                f"decide is denied): {self.reason}"
+            )
+        return f"Command blocked by the sandbox command policy: {self.reason}"
+
     @property
     def allowed(self) -> bool:
         """``decision == "allow"``."""

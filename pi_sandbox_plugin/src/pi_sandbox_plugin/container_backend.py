@@ -7,7 +7,8 @@ Two modes:
 * ``image="IMAGE"``: :meth:`ContainerBackend.start` (or ``async with``) runs
   ``CLI [cli_args] run -d --rm --name pi-sandbox-XXXX [run_args] -v WORKSPACE:WORKDIR -w WORKDIR
   IMAGE bash -c LOOP`` (a ``bash`` PID 1 that reaps orphans and stops on SIGTERM), and
-  :meth:`ContainerBackend.aclose` removes it (``rm -f -t 0``). A call before ``start`` starts it.
+  :meth:`ContainerBackend.aclose` removes it (``rm -f -t 0``). A call before ``start`` starts it;
+  a call after ``aclose`` raises ``SandboxUnavailable``.
 
 ``cli_args`` are global flags (``["--runtime", "runc", "--cgroup-manager", "cgroupfs"]``),
 ``run_args`` flags of ``run`` only (``["--ulimit", "nofile=1024:1024"]``); nothing
@@ -148,6 +149,7 @@ class ContainerBackend(ShellFileOperations):
         self.drain_max = drain_max
         self.start_timeout = start_timeout
         self._started = False
+        self._closed = False
         self._start_lock = trio.Lock()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -184,8 +186,11 @@ class ContainerBackend(ShellFileOperations):
     async def start(self) -> None:
         """Start the container from ``image`` (nothing to do for ``container``); idempotent.
 
-        Raises :class:`SandboxUnavailable` with the CLI's message when ``run`` fails."""
+        Raises :class:`SandboxUnavailable` with the CLI's message when ``run`` fails, or
+        ``the container sandbox is closed`` after :meth:`aclose`."""
         async with self._start_lock:
+            if self._closed:
+                raise SandboxUnavailable("the container sandbox is closed")
             if self._started or self.image is None:
                 return
             assert self.workspace is not None
@@ -205,7 +210,9 @@ class ContainerBackend(ShellFileOperations):
             await self._run_cli(self._cli("rm", "-f", "-t", "0", self.container))
 
     async def aclose(self) -> None:
-        """Remove the container started from ``image`` (shielded; nothing for ``container``)."""
+        """Remove the container started from ``image`` (shielded; nothing for ``container``);
+        later calls raise :class:`SandboxUnavailable`."""
+        self._closed = True
         if self.image is not None and self._started:
             self._started = False
             await self._remove()

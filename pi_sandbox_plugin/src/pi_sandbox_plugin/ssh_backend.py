@@ -55,6 +55,7 @@ import contextlib
 import errno
 import json
 import os
+import posixpath
 import re
 import secrets
 import shlex
@@ -163,8 +164,7 @@ w=$!
 exec 4<&-
 wait "$pid"
 c=$?
-kill "$w" 2>/dev/null
-wait "$w"
+{ kill "$w"; wait "$w"; } 2>/dev/null
 pi_mark "EXIT=$c"
 exit 0
 """
@@ -377,7 +377,11 @@ class SshConnection:
     def control_path(self) -> str:
         """The control socket (created on first use in a private temporary directory)."""
         if self._control_dir is None:
-            self._control_dir = tempfile.mkdtemp(prefix="pi-ssh-")
+            directory = tempfile.mkdtemp(prefix="pi-ssh-")
+            if len(directory) > 80:  # a unix socket path has at most 107 bytes
+                os.rmdir(directory)
+                directory = tempfile.mkdtemp(prefix="pi-ssh-", dir="/tmp")
+            self._control_dir = directory
         return os.path.join(self._control_dir, "master")
 
     def ssh_argv(self, *, multiplex: bool = True) -> list[str]:
@@ -439,7 +443,7 @@ class SshConnection:
     async def aclose(self) -> None:
         """Stop the control master (``ssh -O exit``) and remove the socket directory."""
         with trio.CancelScope(shield=True):
-            if self._control_dir is not None and os.path.exists(self.control_path):
+            if self._control_dir is not None:
                 argv = self.ssh_argv()
                 argv[1:1] = ["-O", "exit"]
                 with trio.move_on_after(10), contextlib.suppress(OSError):
@@ -571,7 +575,7 @@ class _Supervised:
         merge: bool,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None,
-        timeout: float | None,
+        timeout: float | None,  # noqa: ASYNC109 (the BashOperations contract)
     ) -> _RunResult:
         """Raises :class:`_NoCwd`, :class:`CommandTimeout`, :class:`SshConnectionError`."""
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -662,7 +666,7 @@ class _Supervised:
         finally:
             with trio.CancelScope(shield=True):
                 if done:
-                    await self._finish(process)
+                    await self._finish(process, out_eof.is_set())
                 else:
                     await self._abort(process, token, state["sid"])
                 for stream in (process.stdin, stdout, stderr):
@@ -681,13 +685,14 @@ class _Supervised:
             )
         return _RunResult(exit_code=state["exit"], stderr=bytes(err))
 
-    async def _finish(self, process: trio.Process) -> None:
-        """The command is done: let ssh end (a background child may still hold the output
-        stream: then the local ssh is stopped; that child keeps running)."""
+    async def _finish(self, process: trio.Process, output_ended: bool) -> None:
+        """The command is done: let ssh end; when a background child still holds the output
+        stream, stop the local ssh at once (that child keeps running)."""
         with contextlib.suppress(Exception):
             await process.stdin.aclose()  # type: ignore[union-attr]
-        with trio.move_on_after(0.5):
-            await process.wait()
+        if output_ended:
+            with trio.move_on_after(2):
+                await process.wait()
         await self._stop_local(process)
 
     async def _abort(self, process: trio.Process, token: str, sid: str) -> None:
@@ -928,7 +933,7 @@ class SshFileOperations:
         except SshConnectionError:
             raise
         except OSError:
-            return os.path.normpath(path)
+            return posixpath.normpath(path)
         return self.paths.to_local(out.decode("utf-8", "surrogateescape"))
 
     async def list_dir(self, path: str) -> list[str]:

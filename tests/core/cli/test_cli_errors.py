@@ -26,7 +26,7 @@ from cli_helpers import PI
         (["call", "echo", "{}", "--bogus"], "unrecognized arguments: --bogus"),
         (
             ["frobnicate"],
-            "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay')",
+            "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay', 'run')",
         ),
         ([], "a command is required: plugins, tools, call, replay or run"),
         (["replay", "missing.jsonl"], "cannot read missing.jsonl: No such file or directory"),

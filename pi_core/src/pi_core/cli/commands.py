@@ -109,7 +109,7 @@ def run_command(ctx: CommandContext) -> int:
 
         return cmd_replay(ctx)
     if ctx.args.command == "run":
-        from pi_core.cli.run import cmd_run
+        from pi_core.cli.agent_run import cmd_run
 
         return cmd_run(ctx)
     raise UsageError(f"unknown command {ctx.args.command!r}")  # pragma: no cover - argparse

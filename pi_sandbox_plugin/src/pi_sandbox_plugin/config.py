@@ -1,0 +1,249 @@
+"""The ``[sandbox]`` table of ``pi.toml``, validated with pydantic (issue 6: configuration).
+
+::
+
+    [sandbox]
+    backend = "local"            # "local" | "bwrap" | "ssh" | "container"
+    [sandbox.policy]             # the command and path policies (absent: no command policy)
+    mode = "deny"                # or "allow": only listed programs/prefixes may run
+    deny = [["rm"], ["git", "push"]]   # argv prefixes; a program matches by basename
+    allow = []                   # used when mode = "allow"
+    read_roots = ["."]
+    write_roots = ["."]
+    deny_paths = [".env", "**/.ssh/**"]
+    [sandbox.policy.tests]       # checked when the config loads
+    deny = ["rm -rf build"]
+    allow = ["echo rm"]
+    [sandbox.bwrap]
+    network = false
+    [sandbox.ssh]
+    host = "127.0.0.1"
+    port = 2222
+    user = "dev"
+    identity_file = "~/.ssh/id_ed25519"
+    remote_cwd = "/srv/work"
+    options = ["StrictHostKeyChecking=accept-new"]
+    [sandbox.container]
+    cli = "podman"               # or "docker", "nerdctl"
+    container = "dev-box"        # exec into this running container ...
+    image = ""                   # ... or start one from this image, workspace mounted
+    workdir = "/work"
+    cli_args = []
+
+Unknown keys are errors (a misspelt key never passes). Every error is a
+:class:`~pi_core.errors.ConfigError` whose one-line message names the file, the key and the
+problem: ``/abs/pi.toml: sandbox.policy.deny[1]: a rule is a non-empty list of words``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import StrictBool, StrictInt, StrictStr
+
+from pi_core.errors import ConfigError
+from pi_sandbox_plugin.command_policy import CommandPolicy
+
+SANDBOX_TABLE = "sandbox"
+DEFAULT_CONFIG_NAME = "pi.toml"
+"""The file named in messages when the caller does not know which file the config came from."""
+
+
+class _Model(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+
+class PolicyTests(_Model):
+    """``[sandbox.policy.tests]``: command lines the policy must deny and must allow."""
+
+    deny: list[StrictStr] = []
+    allow: list[StrictStr] = []
+
+
+def _check_rule(rule: list[str]) -> list[str]:
+    if not rule or any(not word for word in rule):
+        raise ValueError('a rule is a non-empty list of non-empty words, e.g. ["git", "push"]')
+    if "/" in rule[0]:
+        raise ValueError(
+            f"a rule's program is matched by basename: write {rule[0].rsplit('/', 1)[-1]!r}, "
+            f"not {rule[0]!r}"
+        )
+    return rule
+
+
+RuleWords = Annotated[list[StrictStr], pydantic.AfterValidator(_check_rule)]
+"""One rule: an argv prefix whose first word is a program basename."""
+
+
+class PolicyConfig(_Model):
+    """``[sandbox.policy]``: the command policy (``mode``, ``deny``, ``allow``), the path policy
+    (``read_roots``, ``write_roots``, ``deny_paths``) and the ``tests``."""
+
+    mode: Literal["deny", "allow"] = "deny"
+    deny: list[RuleWords] = []
+    allow: list[RuleWords] = []
+    read_roots: list[StrictStr] = ["."]
+    write_roots: list[StrictStr] = ["."]
+    deny_paths: list[StrictStr] = []
+    tests: PolicyTests = PolicyTests()
+
+    def command_policy(self) -> CommandPolicy:
+        """The :class:`~pi_sandbox_plugin.command_policy.CommandPolicy` of these rules."""
+        return CommandPolicy(
+            mode=self.mode,
+            deny=tuple(tuple(r) for r in self.deny),
+            allow=tuple(tuple(r) for r in self.allow),
+        )
+
+
+class BwrapConfig(_Model):
+    """``[sandbox.bwrap]``: ``network`` (default off), the ``bwrap`` program, the ``shell`` run
+    inside and ``extra_args`` for bwrap."""
+
+    network: StrictBool = False
+    bwrap: StrictStr = "bwrap"
+    shell: StrictStr = "/bin/bash"
+    extra_args: list[StrictStr] = []
+
+
+class SshConfig(_Model):
+    """``[sandbox.ssh]``: where and how to connect; ``remote_cwd`` is what the session cwd maps
+    to; ``options`` are ``-o`` options of the OpenSSH client."""
+
+    host: StrictStr = ""
+    port: StrictInt = pydantic.Field(default=22, ge=1, le=65535)
+    user: StrictStr | None = None
+    identity_file: StrictStr | None = None
+    remote_cwd: StrictStr = ""
+    options: list[StrictStr] = []
+    shell: StrictStr = ""
+
+
+class ContainerConfig(_Model):
+    """``[sandbox.container]``: a docker-compatible ``cli``; exec into ``container`` or start one
+    from ``image`` with the workspace mounted at ``workdir``; ``cli_args`` are global flags of the
+    CLI, ``run_args`` extra flags of ``run``."""
+
+    cli: StrictStr = "podman"
+    container: StrictStr = ""
+    image: StrictStr = ""
+    workdir: StrictStr = "/work"
+    cli_args: list[StrictStr] = []
+    run_args: list[StrictStr] = []
+
+
+class SandboxConfig(_Model):
+    """``[sandbox]``: the ``backend`` and its table, and the ``policy`` (``None`` when the file
+    has no ``[sandbox.policy]``: no command policy)."""
+
+    backend: Literal["local", "bwrap", "ssh", "container"] = "local"
+    policy: PolicyConfig | None = None
+    bwrap: BwrapConfig = BwrapConfig()
+    ssh: SshConfig = SshConfig()
+    container: ContainerConfig = ContainerConfig()
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    key = SANDBOX_TABLE
+    for part in loc:
+        key += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return key
+
+
+def _value_message(file: str, error: pydantic.ValidationError) -> str:
+    first = error.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    return f"{file}: {_key(tuple(first['loc']))}: {message}"
+
+
+def _backend_problem(config: SandboxConfig) -> tuple[str, str] | None:
+    """(key, problem) for a backend table the chosen backend cannot use."""
+    if config.backend == "ssh":
+        if not config.ssh.host:
+            return "ssh.host", 'required when backend = "ssh"'
+        if not config.ssh.remote_cwd:
+            return "ssh.remote_cwd", 'required when backend = "ssh"'
+        if not config.ssh.remote_cwd.startswith("/"):
+            return "ssh.remote_cwd", "must be an absolute path"
+    if config.backend == "container":
+        if not config.container.cli:
+            return "container.cli", "must not be empty"
+        if bool(config.container.container) == bool(config.container.image):
+            return "container", 'set exactly one of "container" and "image"'
+        if not config.container.workdir.startswith("/"):
+            return "container.workdir", "must be an absolute path"
+    return None
+
+
+def _run_tests(file: str, policy: PolicyConfig) -> None:
+    checker = policy.command_policy()
+    for expected, lines in (("deny", policy.tests.deny), ("allow", policy.tests.allow)):
+        for i, line in enumerate(lines):
+            decision = checker.check(line)
+            if decision.decision != expected:
+                raise ConfigError(
+                    f"{file}: {SANDBOX_TABLE}.policy.tests.{expected}[{i}]: {line!r} is "
+                    f"{'allowed' if decision.allowed else 'denied'}, expected {expected} ({decision.reason})"
+                )
+
+
+_CACHE: dict[tuple[str, str], SandboxConfig] = {}
+_CACHE_SIZE = 64
+
+
+def _validate(table: Mapping[str, Any], file: str) -> SandboxConfig:
+    try:
+        config = SandboxConfig.model_validate(table)
+    except pydantic.ValidationError as e:
+        raise ConfigError(_value_message(file, e)) from None
+    problem = _backend_problem(config)
+    if problem is not None:
+        raise ConfigError(f"{file}: {SANDBOX_TABLE}.{problem[0]}: {problem[1]}")
+    if config.policy is not None:
+        _run_tests(file, config.policy)
+    return config
+
+
+def load_sandbox_config(
+    config: Mapping[str, Any], path: str | os.PathLike[str] | None = None
+) -> SandboxConfig | None:
+    """The validated ``[sandbox]`` table of ``config`` (the loaded TOML dict), or ``None``
+    without one (then the plugin changes nothing).
+
+    ``path`` is the file the dict came from, for messages (``pi.toml`` when unknown). Raises
+    :class:`~pi_core.errors.ConfigError` (``FILE: sandbox.KEY: problem``) for a bad value, an
+    unknown key, a backend table the chosen backend cannot use, or a line of
+    ``[sandbox.policy.tests]`` that the policy does not decide as listed. Results are cached by
+    the table's content, so calling this for every tool call is cheap.
+    """
+    if SANDBOX_TABLE not in config:
+        return None
+    file = os.fspath(path) if path is not None else DEFAULT_CONFIG_NAME
+    table = config[SANDBOX_TABLE]
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{file}: {SANDBOX_TABLE}: must be a table ([{SANDBOX_TABLE}])")
+    key = (json.dumps(table, sort_keys=True, default=repr), file)
+    cached = _CACHE.get(key)
+    if cached is None:
+        cached = _validate(table, file)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = cached
+    return cached
+
+
+__all__ = [
+    "BwrapConfig",
+    "ContainerConfig",
+    "PolicyConfig",
+    "PolicyTests",
+    "SandboxConfig",
+    "SshConfig",
+    "load_sandbox_config",
+]
