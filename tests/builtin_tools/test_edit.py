@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -1429,6 +1430,24 @@ async def test_paths_at_prefix_and_special_spaces(tmp_path: Path) -> None:
     result = await edit(tmp_path, one("x", "z", "at\u202fnoon.txt"))
     assert text(result) == "Successfully replaced 1 block(s) in at\u202fnoon.txt."
     assert (tmp_path / "at\u202fnoon.txt").read_bytes() == b"z\n"
+
+
+async def test_read_only_fallbacks_are_not_used_by_edit(tmp_path: Path) -> None:
+    """Seed §十三: edit resolves as write does (resolveToCwd plus decision 9's exact name), not
+    with read's NFD / curly-apostrophe fallbacks, so an edit and a write of one path always
+    name the same file."""
+    put(tmp_path, "it\u2019s.txt", b"x\n")
+    put(tmp_path, unicodedata.normalize("NFD", "caf\u00e9.txt"), b"x\n")
+    assert await edit_error(tmp_path, one("x", "y", "it's.txt")) == (
+        "Could not edit file: it's.txt. Error code: ENOENT."
+    )
+    assert await edit_error(tmp_path, one("x", "y", "caf\u00e9.txt")) == (
+        "Could not edit file: caf\u00e9.txt. Error code: ENOENT."
+    )
+    assert snapshot(tmp_path) == {
+        "it\u2019s.txt": b"x\n",
+        unicodedata.normalize("NFD", "caf\u00e9.txt"): b"x\n",
+    }
 
 
 async def test_directory_is_node_eisdir(tmp_path: Path) -> None:

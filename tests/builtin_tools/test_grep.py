@@ -390,3 +390,81 @@ async def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
 def make_latin1_name(root: Path, content: str) -> None:
     """A file named ``café.txt`` in Latin-1: not valid UTF-8."""
     Path(os.fsdecode(bytes(root) + b"/caf\xe9.txt")).write_text(content)
+
+
+# What ripgrep 13 (the reference's rg) says for each pattern, recorded from /usr/bin/rg 13.0.0.
+REGEX_ERRORS_OF_RIPGREP_13 = [
+    ("(", "regex parse error:\n    (\n    ^\nerror: unclosed group"),
+    ("x(", "regex parse error:\n    x(\n     ^\nerror: unclosed group"),
+    ("((", "regex parse error:\n    ((\n     ^\nerror: unclosed group"),
+    ("a(b(c", "regex parse error:\n    a(b(c\n       ^\nerror: unclosed group"),
+    (")", "regex parse error:\n    )\n    ^\nerror: unopened group"),
+    ("a)b)", "regex parse error:\n    a)b)\n     ^\nerror: unopened group"),
+    ("x)(", "regex parse error:\n    x)(\n     ^\nerror: unopened group"),
+    ("[", "regex parse error:\n    [\n    ^\nerror: unclosed character class"),
+    ("a[^", "regex parse error:\n    a[^\n     ^^\nerror: unclosed character class"),
+    (
+        "\\",
+        "regex parse error:\n    \\\n    ^\nerror: incomplete escape sequence, reached end of pattern prematurely",
+    ),
+    (
+        "a\\",
+        "regex parse error:\n    a\\\n     ^\nerror: incomplete escape sequence, reached end of pattern prematurely",
+    ),
+    (
+        "\\p{",
+        "regex parse error:\n    \\p{\n       ^\nerror: incomplete escape sequence, reached end of pattern prematurely",
+    ),
+    ("x{", "regex parse error:\n    x{\n     ^\nerror: unclosed counted repetition"),
+    ("x{2,", "regex parse error:\n    x{2,\n     ^^^\nerror: unclosed counted repetition"),
+    ("(?i", "regex parse error:\n    (?i\n       ^\nerror: expected flag but got end of regex"),
+    ("(?P<n", "regex parse error:\n    (?P<n\n         ^\nerror: unclosed capture group name"),
+    ("(?P<n>", "regex parse error:\n    (?P<n>\n    ^\nerror: unclosed group"),
+    ("a(?:", "regex parse error:\n    a(?:\n     ^\nerror: unclosed group"),
+    (
+        "a{2,1}",
+        "regex parse error:\n    a{2,1}\n     ^^^^^\nerror: invalid repetition count range, the start must be <= the end",
+    ),
+    (
+        "\\p{Foo}",
+        "regex parse error:\n    \\p{Foo}\n    ^^^^^^^\nerror: Unicode property not found",
+    ),
+    ("*", "regex parse error:\n    *\n    ^\nerror: repetition operator missing expression"),
+    (
+        "(?P<n>a)(?P<n>b)",
+        "regex parse error:\n    (?P<n>a)(?P<n>b)\n        ^       ^\nerror: duplicate capture group name",
+    ),
+    (
+        "\\1",
+        "regex parse error:\n    \\1\n    ^^\nerror: backreferences are not supported\n\nConsider enabling PCRE2 with the --pcre2 flag, which can handle backreferences\nand look-around.",
+    ),
+    (
+        "(?=a)",
+        "regex parse error:\n    (?=a)\n    ^^^\nerror: look-around, including look-ahead and look-behind, is not supported\n\nConsider enabling PCRE2 with the --pcre2 flag, which can handle backreferences\nand look-around.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pattern", "expected"), REGEX_ERRORS_OF_RIPGREP_13)
+async def test_regex_errors_read_as_ripgrep_13(tmp_path: Path, pattern: str, expected: str) -> None:
+    """The wheel's ripgrep 14 wraps the pattern in ``(?:…)``; the text is still ripgrep 13's,
+    including errors at the end of the pattern the wrapper's ``)`` would change, the stray
+    ``)`` ripgrep 14 accepts (``x)(``) and the PCRE2 hint (rg_errors)."""
+    make(tmp_path, {"a.txt": "x\n"})
+    assert await grep_error(tmp_path, pattern=pattern) == expected
+
+
+def test_clean_rg_error_of_ripgrep_14_text() -> None:
+    rg14 = "rg: regex parse error:\n    (?:a\\)\n    ^\nerror: unclosed group\n"
+    assert clean_rg_error(rg14, "a\\") == (
+        "regex parse error:\n    a\\\n     ^\n"
+        "error: incomplete escape sequence, reached end of pattern prematurely"
+    )
+    assert clean_rg_error("rg: some/file: Permission denied (os error 13)\n", "x") == (
+        "some/file: Permission denied (os error 13)"
+    )
+
+
+async def test_literal_pattern_with_stray_paren_is_searched(tmp_path: Path) -> None:
+    make(tmp_path, {"a.txt": "call x)(\n"})
+    assert await grep_text(tmp_path, pattern="x)(", literal=True) == "a.txt:1: call x)("

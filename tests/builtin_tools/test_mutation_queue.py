@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -297,3 +298,31 @@ async def test_explicit_key(autojump_clock: trio.testing.MockClock) -> None:
             _in_order, lambda: with_file_mutation_queue("/b", _job(log, "b"), key="remote:/x")
         )
     assert log == ["a:start", "a:end", "b:start", "b:end"]
+
+
+async def test_tool_path_queue_keys_on_the_backends_realpath(tmp_path: Path) -> None:
+    """with_tool_path_mutation_queue: the exact name first (U+00A0 kept when such a file
+    exists), space-normalised otherwise, symlinks resolved through the backend."""
+    from pi_builtin_tools.local_files import LocalFileOperations
+    from pi_core.mutation_queue import with_tool_path_mutation_queue
+
+    ops = LocalFileOperations()
+    (tmp_path / "a\u00a0b.txt").write_text("x")
+    os.symlink("a\u00a0b.txt", tmp_path / "alias.txt")
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def record(path: str) -> None:
+        seen.append((path, default_queue.statistics()))
+
+    await with_tool_path_mutation_queue("alias.txt", str(tmp_path), ops, record)
+    await with_tool_path_mutation_queue("new\u00a0file.txt", str(tmp_path), ops, record)
+    assert seen == [
+        (
+            str(tmp_path / "alias.txt"),
+            {"keys": 1, "registered": {str(tmp_path / "a\u00a0b.txt"): 1}},
+        ),
+        (
+            str(tmp_path / "new file.txt"),
+            {"keys": 1, "registered": {str(tmp_path / "new file.txt"): 1}},
+        ),
+    ]

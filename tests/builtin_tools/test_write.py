@@ -344,3 +344,50 @@ async def test_owner_write_bit_is_enough(tmp_path: Path) -> None:
         assert stat.S_IMODE(target.stat().st_mode) == mode
         target.chmod(0o644)
         assert target.read_text() == "new"
+
+
+class SlowOps(LocalFileOperations):
+    """Local ops whose reads and writes take 20 ms, so unserialised edits would lose one."""
+
+    async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        data = await super().read_bytes(path, offset, length)
+        await trio.sleep(0.02)
+        return data
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        await trio.sleep(0.02)
+        await super().write_bytes(path, data)
+
+
+async def test_scenario_166_parallel_edits_of_one_file(tmp_path: Path) -> None:
+    from pi_builtin_tools.edit import create_edit_tool_definition
+
+    (tmp_path / "f.txt").write_text("alpha\nbeta\ngamma\n")
+    edit = create_edit_tool_definition(str(tmp_path), SlowOps())
+
+    async def change(old: str, new: str) -> None:
+        args = {"path": "f.txt", "edits": [{"oldText": old, "newText": new}]}
+        await edit.execute("e", args, None, None)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(change, "alpha", "ALPHA")
+        nursery.start_soon(change, "beta", "BETA")
+    assert (tmp_path / "f.txt").read_text() == "ALPHA\nBETA\ngamma\n"
+
+
+async def test_scenario_167_edit_then_write(tmp_path: Path) -> None:
+    from pi_builtin_tools.edit import create_edit_tool_definition
+
+    (tmp_path / "f.txt").write_text("original\n")
+    ops = SlowOps()
+    edit = create_edit_tool_definition(str(tmp_path), ops)
+
+    async def later_write() -> None:
+        await trio.sleep(0.005)
+        await write(tmp_path, ops, path="f.txt", content="replacement\n")
+
+    async with trio.open_nursery() as nursery:
+        args = {"path": "f.txt", "edits": [{"oldText": "original", "newText": "x"}]}
+        nursery.start_soon(edit.execute, "e", args, None, None)
+        nursery.start_soon(later_write)
+    assert (tmp_path / "f.txt").read_text() == "replacement\n"

@@ -8,6 +8,7 @@ frozen connection, and the remote process tree killed on timeout (checked with a
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -454,3 +455,155 @@ async def test_on_timeout_output_before_it_is_kept_exactly(ssh_connection: SshCo
     assert str(info.value) == "timeout:1"
     assert recorder.data == b"a\xffb"
     assert time.monotonic() - t0 < 8
+
+
+# -- the file tools give the same results as on the local backend ------------------------
+
+
+async def _tool_session(ops: FileOperations, cwd: str) -> list[str]:
+    """A recorded session of read, write, edit, ls, find and grep calls: each call's text (or
+    error text) with ``cwd`` replaced by ``<cwd>``."""
+    from pi_builtin_tools.edit import edit_file
+    from pi_builtin_tools.find import find_files
+    from pi_builtin_tools.grep import grep_files
+    from pi_builtin_tools.ls import list_directory
+    from pi_builtin_tools.read import read_file
+    from pi_builtin_tools.write import write_file
+
+    calls = [
+        lambda: write_file("src/app.py", "import os\n\ndef main():\n    return 1\n", cwd, ops),
+        lambda: write_file("notes/todo.md", "- needle one\n- two\n- needle three\n", cwd, ops),
+        lambda: write_file(".hidden/x.txt", "needle hidden\n", cwd, ops),
+        lambda: read_file("src/app.py", cwd, ops),
+        lambda: read_file("notes/todo.md", cwd, ops, offset=2, limit=1),
+        lambda: read_file("missing.txt", cwd, ops),
+        lambda: read_file("src", cwd, ops),
+        lambda: edit_file(ops, cwd, "src/app.py", [{"oldText": "return 1", "newText": "return 2"}]),
+        lambda: edit_file(ops, cwd, "src/app.py", [{"oldText": "absent", "newText": "x"}]),
+        lambda: read_file("src/app.py", cwd, ops),
+        lambda: list_directory(ops, cwd, None, None),
+        lambda: list_directory(ops, cwd, "src/app.py", None),
+        lambda: list_directory(ops, cwd, "nope", None),
+        lambda: find_files(ops, cwd, "*.md", None, None),
+        lambda: find_files(ops, cwd, "**/*", None, None),
+        lambda: grep_files(ops, cwd, "needle"),
+        lambda: grep_files(ops, cwd, "needle", path="notes", context=1),
+        lambda: grep_files(ops, cwd, "NEEDLE", ignore_case=True, glob="*.md"),
+        lambda: grep_files(ops, cwd, "no such text"),
+        lambda: grep_files(ops, cwd, "(", path="src"),
+    ]
+    texts = []
+    for call in calls:
+        try:
+            result = await call()
+            text = "".join(getattr(block, "text", "") for block in result.content)
+        except ToolError as error:
+            text = f"error: {error}"
+        texts.append(text.replace(cwd, "<cwd>"))
+    return texts
+
+
+async def test_file_tools_give_the_local_results(ssh_server: SshServer, tmp_path: Path) -> None:
+    from pi_builtin_tools.local_files import LocalFileOperations
+
+    local = tmp_path / "local"
+    remote = tmp_path / "remote"
+    local.mkdir()
+    remote.mkdir()
+    expected = await _tool_session(LocalFileOperations(), str(local))
+    session_root = "/pi-session/project"
+    connection = ssh_server.connection(remote_cwd=str(remote))
+    try:
+        ssh_files = SshFileOperations(connection, local_root=session_root)
+        assert await _tool_session(ssh_files, session_root) == expected
+    finally:
+        connection.close()
+    assert (remote / "src" / "app.py").read_bytes() == (local / "src" / "app.py").read_bytes()
+
+
+# -- file operations and broken connections ------------------------------------------------
+
+
+async def test_incomplete_upload_never_replaces_the_file(
+    ssh_connection: SshConnection, tmp_path: Path
+) -> None:
+    """The remote side checks the size it received before the rename (what a connection that
+    drops mid-upload produces: end of input too early)."""
+    from pi_sandbox_plugin import ssh_backend
+
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"original")
+    files = SshFileOperations(ssh_connection)
+    with pytest.raises(OSError) as info:
+        await files._call(ssh_backend._WRITE_SCRIPT, str(target), "1000", stdin=b"partial")
+    assert info.value.errno == errno.EIO
+    assert info.value.strerror == "incomplete write: 7 of 1000 bytes arrived"
+    assert target.read_bytes() == b"original"
+    assert os.listdir(tmp_path) == ["f.txt"]
+
+
+async def test_file_operations_fail_fast_on_a_dead_connection(
+    fresh_ssh_server: SshServer, tmp_path: Path
+) -> None:
+    connection = fresh_ssh_server.connection(connect_timeout=2)
+    try:
+        files = SshFileOperations(connection)
+        assert await files.list_dir(str(tmp_path)) == []
+        kill_quietly(fresh_ssh_server.sshd_processes())
+        with trio.fail_after(15):
+            with pytest.raises(SshConnectionError) as info:
+                await files.stat(str(tmp_path))
+        assert "ssh: " in str(info.value)
+    finally:
+        connection.close()
+
+
+async def test_file_operation_on_a_frozen_connection_times_out(
+    fresh_ssh_server: SshServer, tmp_path: Path
+) -> None:
+    connection = fresh_ssh_server.connection(connect_timeout=2)
+    frozen: list[int] = []
+    try:
+        files = SshFileOperations(connection, op_timeout=2)
+        assert await files.list_dir(str(tmp_path)) == []
+        frozen = fresh_ssh_server.sshd_processes()
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        start = trio.current_time()
+        with trio.fail_after(15):
+            with pytest.raises(SshConnectionError) as info:
+                await files.stat(str(tmp_path))
+        assert info.value.errno == errno.ETIMEDOUT
+        assert 2 <= trio.current_time() - start < 10
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        connection.close()
+
+
+async def test_long_command_and_environment(ssh_connection: SshConnection) -> None:
+    """Command and environment travel on stdin, so together they may exceed what one remote
+    argument can hold (each alone stays below Linux's 128 KiB, as for a local ``execve``)."""
+    bash = SshBashOperations(ssh_connection)
+    body = "x" * 100_000
+    command = f"cat <<'EOF' | wc -c\n{body}\nEOF\nprintf %s \"$BIG\" | wc -c"
+    recorder = Recorder()
+    with trio.fail_after(30):
+        code = await bash.exec(command, "/", on_data=recorder, env={"BIG": "y\n'\"" * 25_000})
+    assert (code, recorder.data.split()) == (0, [b"100001", b"100000"])
+
+
+async def test_missing_ssh_client_is_an_error() -> None:
+    connection = SshConnection(host="127.0.0.1", ssh_binary="/nonexistent/ssh")
+    try:
+        with pytest.raises(ToolError) as info:
+            await SshBashOperations(connection).exec("true", "/", on_data=lambda _: None)
+        assert str(info.value) == "ssh: the OpenSSH client '/nonexistent/ssh' is not installed"
+        with pytest.raises(SshConnectionError) as file_info:
+            await SshFileOperations(connection).stat("/")
+        assert file_info.value.errno == errno.ENOENT
+    finally:
+        connection.close()

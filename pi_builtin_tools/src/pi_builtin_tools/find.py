@@ -33,13 +33,14 @@ from __future__ import annotations
 from typing import Any
 
 from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob
-from pi_builtin_tools.search_output import finish_listing, js_number
+from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
 from pi_core.operations import FileOperations
 from pi_core.paths import resolve_existing_path
 from pi_core.tools import OnUpdate, ToolDefinition
+from pi_core.validation import js_number_to_string
 
 DEFAULT_FIND_LIMIT = 1000
 
@@ -95,7 +96,7 @@ def _check_limit(limit: float) -> int | None:
         )
     if not float(limit).is_integer():
         raise ToolError(
-            f"error: Invalid value '{js_number(limit)}' for '--max-results <count>': "
+            f"error: Invalid value '{js_number_to_string(limit)}' for '--max-results <count>': "
             "invalid digit found in string\n\nFor more information try '--help'"
         )
     return int(limit) or None
@@ -158,8 +159,8 @@ async def find_files(
     return finish_listing(
         results,
         limit_notice=(
-            f"{js_number(effective_limit)} results limit reached. "
-            f"Use limit={js_number(effective_limit * 2)} for more, or refine pattern"
+            f"{js_number_to_string(effective_limit)} results limit reached. "
+            f"Use limit={js_number_to_string(effective_limit * 2)} for more, or refine pattern"
         ),
         limit_details={"resultLimitReached": effective_limit},
     )

@@ -15,10 +15,9 @@ Deterministic order (Pi's follows ripgrep's parallel walk): files in path order
 stream that can be cut at the limit, ``--max-count`` bounds each file's matches by the limit,
 which never changes the first ``limit`` matches.
 
-ripgrep's own error texts are passed on, made version-independent: the ``rg: `` prefix of
-ripgrep ≥ 14 is dropped, and so is the ``(?:…)`` group it wraps around the pattern when it
-echoes it in a regex error (the caret line is shifted to match), which gives the text of the
-reference (``regex parse error:\\n    (\\n    ^\\nerror: unclosed group``).
+ripgrep's own error texts are passed on as ripgrep 13 (the reference's) words them, whatever
+version runs (:mod:`pi_builtin_tools.rg_errors`): ``regex parse error:\\n    (\\n    ^\\nerror:
+unclosed group``.
 """
 
 from __future__ import annotations
@@ -27,17 +26,18 @@ import base64
 import json
 import math
 import posixpath
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from pi_builtin_tools.search_output import finish_listing, js_number
+from pi_builtin_tools.rg_errors import clean_rg_error, stray_close_error
+from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
 from pi_core.operations import FileOperations
 from pi_core.paths import resolve_existing_path
 from pi_core.tools import OnUpdate, ToolDefinition
+from pi_core.validation import js_number_to_string
 
 DEFAULT_GREP_LIMIT = 100
 
@@ -109,68 +109,6 @@ def _display(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-_CARETS = re.compile(r"^ *\^[ ^]*$")
-
-
-def _first_unbalanced_close(pattern: str) -> int | None:
-    """Index of the first ``)`` in ``pattern`` that closes no group (escapes and character
-    classes skipped), or None."""
-    depth = 0
-    class_depth = 0
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if class_depth:
-            if c == "[":
-                class_depth += 1
-            elif c == "]":
-                class_depth -= 1
-        elif c == "[":
-            class_depth = 1
-            # A "]" right after "[" or "[^" is a literal.
-            i += 1
-            if pattern[i : i + 1] == "^":
-                i += 1
-            if pattern[i : i + 1] == "]":
-                i += 1
-            continue
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            if depth == 0:
-                return i
-            depth -= 1
-        i += 1
-    return None
-
-
-def clean_rg_error(stderr: str, pattern: str) -> str:
-    """ripgrep's error text without the ``rg: `` prefixes and the ``(?:…)`` wrapper that
-    ripgrep ≥ 14 adds around an echoed pattern (see the module docstring).
-
-    The wrapper's own ``)`` closes the group a stray ``)`` of the pattern leaves open, so for
-    ``unopened group`` the caret is put back under the pattern's first stray ``)``.
-    """
-    lines = [line.removeprefix("rg: ") for line in stderr.strip().split("\n")]
-    wrapped = f"    (?:{pattern})"
-    for i, line in enumerate(lines):
-        if line != wrapped or i == 0 or lines[i - 1] != "regex parse error:":
-            continue
-        lines[i] = f"    {pattern}"
-        j = i + 1
-        while j < len(lines) and _CARETS.match(lines[j]):
-            lead = len(lines[j]) - len(lines[j].lstrip(" "))
-            lines[j] = lines[j][min(3, max(0, lead - 4)) :]
-            j += 1
-        stray = _first_unbalanced_close(pattern)
-        if j == i + 2 and lines[j : j + 1] == ["error: unopened group"] and stray is not None:
-            lines[i + 1] = " " * (4 + stray) + "^"
-    return "\n".join(lines)
-
-
 async def grep_files(
     operations: FileOperations,
     cwd: str,
@@ -190,6 +128,9 @@ async def grep_files(
         is_directory = (await operations.stat(search_path)).kind == "directory"
     except OSError:
         raise ToolError(f"Path not found: {search_path}") from None
+    stray = None if literal else stray_close_error(pattern)
+    if stray is not None:
+        raise ToolError(stray)
     context_lines = math.floor(context) if context and context > 0 else 0
     effective_limit = max(1, DEFAULT_GREP_LIMIT if limit is None else limit)
 
@@ -283,8 +224,8 @@ async def grep_files(
     limit_notice = None
     if match_limit_reached:
         limit_notice = (
-            f"{js_number(effective_limit)} matches limit reached. "
-            f"Use limit={js_number(effective_limit * 2)} for more, or refine pattern"
+            f"{js_number_to_string(effective_limit)} matches limit reached. "
+            f"Use limit={js_number_to_string(effective_limit * 2)} for more, or refine pattern"
         )
     return finish_listing(
         out,

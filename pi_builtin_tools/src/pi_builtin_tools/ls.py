@@ -13,13 +13,14 @@ import posixpath
 from typing import Any
 
 from pi_builtin_tools.fs_errors import node_error_message
-from pi_builtin_tools.search_output import finish_listing, js_number
+from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
 from pi_core.operations import FileOperations
 from pi_core.paths import resolve_existing_path
 from pi_core.tools import OnUpdate, ToolDefinition
+from pi_core.validation import js_number_to_string
 
 DEFAULT_LS_LIMIT = 500
 
@@ -88,11 +89,11 @@ async def list_directory(
         return AgentToolResult(content=[TextContent(text="(empty directory)")])
     if not entry_limit_reached:
         return finish_listing(results)
-    shown = js_number(effective_limit)
+    shown = js_number_to_string(effective_limit)
     return finish_listing(
         results,
         limit_notice=(
-            f"{shown} entries limit reached. Use limit={js_number(effective_limit * 2)} for more"
+            f"{shown} entries limit reached. Use limit={js_number_to_string(effective_limit * 2)} for more"
         ),
         limit_details={"entryLimitReached": effective_limit},
     )

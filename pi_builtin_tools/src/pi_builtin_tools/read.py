@@ -46,6 +46,7 @@ from pi_core.messages import AgentToolResult, ImageContent, TextContent
 from pi_core.operations import FileOperations
 from pi_core.paths import resolve_existing_path
 from pi_core.tools import OnUpdate, ToolDefinition
+from pi_core.validation import js_number_to_string
 
 READ_DESCRIPTION = (
     "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). "
@@ -114,15 +115,6 @@ class ReadToolOptions:
             image_resize=resize,
             supports_images=None if supports is None else bool(supports),
         )
-
-
-def js_number(value: float) -> str:
-    """A number as JavaScript prints it in a template string (``5.0`` → ``5``)."""
-    if isinstance(value, float):
-        if math.isfinite(value) and value == int(value):
-            return str(int(value))
-        return repr(value)
-    return str(value)
 
 
 def _slice_index(value: float, length: int) -> int:
@@ -404,21 +396,21 @@ async def read_file(
     total_lines = sel.total_newlines + 1
     if start_value >= total_lines:
         raise ToolError(
-            f"Offset {js_number(offset or 0)} is beyond end of file ({total_lines} lines total)"
+            f"Offset {js_number_to_string(offset or 0)} is beyond end of file ({total_lines} lines total)"
         )
     truncation = _truncation(sel)
     start_display = start_value + 1
     details: dict[str, Any] | None = None
     if truncation.first_line_exceeds_limit:
         text = (
-            f"[Line {js_number(start_display)} is {format_size(sel.first_line_bytes)}, exceeds "
-            f"{format_size(DEFAULT_MAX_BYTES)} limit. Use bash: sed -n '{js_number(start_display)}p' "
+            f"[Line {js_number_to_string(start_display)} is {format_size(sel.first_line_bytes)}, exceeds "
+            f"{format_size(DEFAULT_MAX_BYTES)} limit. Use bash: sed -n '{js_number_to_string(start_display)}p' "
             f"{raw_path} | head -c {DEFAULT_MAX_BYTES}]"
         )
         details = {"truncation": truncation.to_details()}
     elif truncation.truncated:
         end_display = start_display + truncation.output_lines - 1
-        shown = f"{js_number(start_display)}-{js_number(end_display)} of {total_lines}"
+        shown = f"{js_number_to_string(start_display)}-{js_number_to_string(end_display)} of {total_lines}"
         limit_note = (
             ""
             if truncation.truncated_by == "lines"
@@ -426,7 +418,7 @@ async def read_file(
         )
         text = (
             f"{truncation.content}\n\n[Showing lines {shown}{limit_note}. "
-            f"Use offset={js_number(end_display + 1)} to continue.]"
+            f"Use offset={js_number_to_string(end_display + 1)} to continue.]"
         )
         details = {"truncation": truncation.to_details()}
     elif limit is not None and end_value is not None:
@@ -434,8 +426,8 @@ async def read_file(
         if start_value + user_limited < total_lines:
             remaining = total_lines - (start_value + user_limited)
             text = (
-                f"{truncation.content}\n\n[{js_number(remaining)} more lines in file. "
-                f"Use offset={js_number(start_value + user_limited + 1)} to continue.]"
+                f"{truncation.content}\n\n[{js_number_to_string(remaining)} more lines in file. "
+                f"Use offset={js_number_to_string(start_value + user_limited + 1)} to continue.]"
             )
         else:
             text = truncation.content
@@ -496,6 +488,5 @@ __all__ = [
     "READ_PARAMETERS",
     "ReadToolOptions",
     "create_read_tool_definition",
-    "js_number",
     "read_file",
 ]

@@ -18,14 +18,6 @@ NO_LINE_LIMIT = 2**53 - 1
 ``details.truncation.maxLines``)."""
 
 
-def js_number(value: float) -> str:
-    """``value`` as JavaScript prints it in a template string (``2.0`` → ``2``, ``0.5`` →
-    ``0.5``)."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def finish_listing(
     lines: list[str],
     *,
@@ -56,4 +48,4 @@ def finish_listing(
     return AgentToolResult(content=[TextContent(text=output)], details=details or None)
 
 
-__all__ = ["NO_LINE_LIMIT", "finish_listing", "js_number"]
+__all__ = ["NO_LINE_LIMIT", "finish_listing"]

@@ -92,6 +92,25 @@ def split_lines(content: str) -> list[str]:
     return lines
 
 
+def _untruncated(
+    content: str, total_lines: int, total_bytes: int, max_lines: int, max_bytes: int
+) -> TruncationResult:
+    """The result for content within both limits: returned whole, nothing cut."""
+    return TruncationResult(
+        content=content,
+        truncated=False,
+        truncated_by=None,
+        total_lines=total_lines,
+        total_bytes=total_bytes,
+        output_lines=total_lines,
+        output_bytes=total_bytes,
+        last_line_partial=False,
+        first_line_exceeds_limit=False,
+        max_lines=max_lines,
+        max_bytes=max_bytes,
+    )
+
+
 def head_from_lines(
     lines: Sequence[str],
     *,
@@ -111,19 +130,7 @@ def head_from_lines(
     this to truncate a selection it streamed without holding it (spec §7.1).
     """
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return TruncationResult(
-            content=whole,
-            truncated=False,
-            truncated_by=None,
-            total_lines=total_lines,
-            total_bytes=total_bytes,
-            output_lines=total_lines,
-            output_bytes=total_bytes,
-            last_line_partial=False,
-            first_line_exceeds_limit=False,
-            max_lines=max_lines,
-            max_bytes=max_bytes,
-        )
+        return _untruncated(whole, total_lines, total_bytes, max_lines, max_bytes)
     if first_line_bytes > max_bytes:
         return TruncationResult(
             content="",
@@ -217,19 +224,7 @@ def truncate_tail(
     total_lines = len(lines)
     total_bytes = utf8_len(content)
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return TruncationResult(
-            content=content,
-            truncated=False,
-            truncated_by=None,
-            total_lines=total_lines,
-            total_bytes=total_bytes,
-            output_lines=total_lines,
-            output_bytes=total_bytes,
-            last_line_partial=False,
-            first_line_exceeds_limit=False,
-            max_lines=max_lines,
-            max_bytes=max_bytes,
-        )
+        return _untruncated(content, total_lines, total_bytes, max_lines, max_bytes)
     kept: list[str] = []
     used = 0
     truncated_by: TruncatedBy = "lines"

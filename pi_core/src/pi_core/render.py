@@ -301,6 +301,8 @@ class RunView:
         self._shown: dict[str, str] = {}  # bash output shown so far, per tool call id
         self._args: dict[str, Any] = {}
         self._last_header: str | None = None  # the call whose header was printed last
+        self._running: list[str] = []  # calls whose result is not shown yet, in start order
+        self._ended: dict[str, Any] = {}  # finished calls waiting for an earlier one
         self._blank = True  # the last line printed was empty (or nothing was printed)
 
     # -- low-level output -------------------------------------------------------------------
@@ -370,6 +372,7 @@ class RunView:
         elif kind == "tool_execution_start":
             self.tool_calls += 1
             self._args[event.tool_call_id] = event.args
+            self._running.append(event.tool_call_id)
             self._header(event.tool_call_id, event.tool_name, "• ")
         elif kind == "tool_execution_update":
             if event.tool_name == "bash":
@@ -377,7 +380,11 @@ class RunView:
         elif kind == "tool_execution_end":
             if event.is_error:
                 self.errors += 1
-            self._tool_end(event)
+            self._ended[event.tool_call_id] = event
+            # results are shown in the order the calls started (a parallel batch ends in any
+            # order): each waits for the calls before it
+            while self._running and self._running[0] in self._ended:
+                self._tool_end(self._ended.pop(self._running.pop(0)))
 
     def _header(self, call_id: str, name: str, mark: str) -> None:
         """``• SUMMARY`` when a call starts; ``↳ SUMMARY`` before output of a call whose
@@ -467,7 +474,7 @@ class RunView:
         if not text:
             return
         lines = text.rstrip("\n").split("\n")
-        notices = []
+        notices: list[str] = []
         while lines and _NOTICE.match(lines[-1]):
             notices.insert(0, lines.pop())
         while lines and not lines[-1]:

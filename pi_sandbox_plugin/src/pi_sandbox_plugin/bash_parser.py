@@ -841,13 +841,13 @@ class _Walker:
     def analyze(self, words: list[Word], depth: int) -> None:
         if not words:
             return
-        self.items.append(SimpleCommand(tuple(words)))
         first = words[0]
         if first.raw in _RESERVED:
             self.items.append(
                 Undecidable(f"the command line does not parse: unexpected {first.raw!r}")
             )
             return
+        self.items.append(SimpleCommand(tuple(words)))
         if first.value is None:
             self.items.append(Undecidable(f"the program name is not a literal: {first.raw}"))
             return

@@ -21,8 +21,10 @@ relative path below ``remote_cwd``, any other absolute path is sent unchanged. R
 the caller's path. Without ``local_root`` (or ``remote_cwd``) paths are used as they are.
 
 **Commands** (:meth:`SshBashOperations.exec`) run under a small remote supervisor script
-(:data:`SUPERVISOR_SCRIPT`): it ``cd``s to the mapped cwd, starts the command with stdin
-``/dev/null``, stderr merged into stdout (one SSH channel stream, so arrival order is kept),
+(:data:`SUPERVISOR_SCRIPT`; the command and the environment reach it at the start of its
+stdin, so their sizes add up without hitting the remote's limit of one argument, 128 KiB on
+Linux): it ``cd``s to the mapped cwd, starts the command with stdin ``/dev/null``, stderr
+merged into stdout (one SSH channel stream, so arrival order is kept),
 in a session of its own (``setsid``) and with a random marker variable ``PI_SSH_RUN=<token>``
 in its environment; it reports the exit status (``128 + N`` for signal ``N``, as ``sh`` sees
 it) on the SSH stderr stream, which carries only such control records. The ssh process's
@@ -47,6 +49,10 @@ NUL-separated; ``mkdir -p``; ``rg`` under the supervisor (killed with its tree o
 cancellation). Failures raise ``OSError`` subclasses with ``errno`` set: the scripts classify
 ``ENOENT``/``ENOTDIR``/``EISDIR``/``EACCES`` themselves, other failures are recognised from the
 tools' ``LC_ALL=C`` messages.
+
+**Known limits.** Each session starts the remote user's login shell, so its startup files
+(bash reads ``~/.bashrc`` under sshd) must not print; a process that both drops the marker
+variable from its environment and leaves the command's session escapes the tree kill.
 """
 
 from __future__ import annotations
@@ -126,10 +132,12 @@ pi_kill() {
 
 SUPERVISOR_SCRIPT = (
     r"""
-tok=$1 cwd=$2 merge=$3 ticks=$4 envmode=$5 keep=$6 shell=$7 cmd=$8
+tok=$1 cwd=$2 merge=$3 ticks=$4 envmode=$5 keep=$6 shell=$7 hdrlen=$8
 shift 8
 pi_mark() { printf '\036PI-SSH:%s:%s\036' "$tok" "$1" >&2; }
-sid=
+sid= cmd= ok=
+hdr=$(head -c "$hdrlen") && eval "$hdr"
+[ "$ok" = "$tok" ] || exit 0
 """
     + _KILL_FUNCTIONS
     + r"""
@@ -171,8 +179,10 @@ exit 0
 )
 """Runs one command on the remote (see the module docstring). Arguments: token, cwd, merge
 (``1``: stderr into stdout), grace in tenths of a second, env mode (``replace``/``inherit``),
-names of kept remote variables, shell (empty: bash if present, else sh), the command, then
-``NAME=value`` pairs. Control records on stderr: ``\\036PI-SSH:<token>:NOCWD\\036``,
+names of kept remote variables, shell (empty: bash if present, else sh), the byte length of
+the header that starts its stdin: shell code setting ``cmd`` (the command), appending the
+``NAME=value`` pairs to ``"$@"`` and setting ``ok`` to the token (the rest of stdin is the
+lifeline). Control records on stderr: ``\\036PI-SSH:<token>:NOCWD\\036``,
 ``…:SID=<n>\\036``, ``…:EXIT=<code>\\036``."""
 
 _KILL_SCRIPT = (
@@ -420,13 +430,19 @@ class SshConnection:
             argv = self.ssh_argv()
             argv[1:1] = ["-N", "-o", "ControlMaster=yes"]
             with trio.move_on_after(self.connect_timeout + 10) as scope:
-                result = await trio.run_process(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    capture_stdout=True,
-                    capture_stderr=True,
-                    check=False,
-                )
+                try:
+                    result = await trio.run_process(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        capture_stdout=True,
+                        capture_stderr=True,
+                        check=False,
+                    )
+                except FileNotFoundError:
+                    raise SshConnectionError(
+                        errno.ENOENT,
+                        f"ssh: the OpenSSH client {self.ssh_binary!r} is not installed",
+                    ) from None
             if scope.cancelled_caught:
                 raise SshConnectionError(
                     errno.ETIMEDOUT, f"ssh: timed out connecting to {self.destination}"
@@ -552,20 +568,25 @@ class _Supervised:
 
     def _remote_command(
         self, token: str, cwd: str, command: str, merge: bool, env: Mapping[str, str] | None
-    ) -> str:
+    ) -> tuple[str, bytes]:
+        """The ssh remote command and the stdin header (command and environment travel on
+        stdin, so their size is not limited by the remote's ``MAX_ARG_STRLEN``)."""
         ticks = str(max(0, round(self.kill_grace * 10)))
+        lines = [f"cmd={shlex.quote(command)}"]
         if env is None:
-            mode, pairs = "inherit", []
+            mode = "inherit"
         else:
             mode = "replace"
-            pairs = [
-                f"{key}={value}"
+            lines += [
+                f'set -- "$@" {shlex.quote(f"{key}={value}")}'
                 for key, value in env.items()
                 if _ENV_NAME.fullmatch(key) and key not in KEEP_REMOTE_ENV and "\0" not in value
             ]
+        lines.append(f"ok={token}\n")
+        header = "\n".join(lines).encode("utf-8", "surrogateescape")
         keep = " ".join(name for name in KEEP_REMOTE_ENV if _IDENTIFIER.fullmatch(name))
-        args = [token, cwd, "1" if merge else "0", ticks, mode, keep, self.shell, command]
-        return shlex.join(["sh", "-c", SUPERVISOR_SCRIPT, "pi-ssh", *args, *pairs])
+        args = [token, cwd, "1" if merge else "0", ticks, mode, keep, self.shell, str(len(header))]
+        return shlex.join(["sh", "-c", SUPERVISOR_SCRIPT, "pi-ssh", *args]), header
 
     async def run(
         self,
@@ -581,7 +602,8 @@ class _Supervised:
         await trio.lowlevel.checkpoint_if_cancelled()
         await self.connection.ensure_master()
         token = secrets.token_hex(12)
-        argv = [*self.connection.ssh_argv(), self._remote_command(token, cwd, command, merge, env)]
+        remote_command, header = self._remote_command(token, cwd, command, merge, env)
+        argv = [*self.connection.ssh_argv(), remote_command]
         process = await trio.lowlevel.open_process(
             argv,
             stdin=subprocess.PIPE,
@@ -592,7 +614,7 @@ class _Supervised:
         assert process.stdin is not None
         assert process.stdout is not None
         assert process.stderr is not None
-        stdout, stderr = process.stdout, process.stderr
+        stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
         marker = re.compile(b"\x1ePI-SSH:" + token.encode() + rb":([A-Z]+)(?:=(-?\d*))?\x1e")
         err = bytearray()
         scanned = 0
@@ -639,6 +661,11 @@ class _Supervised:
                 err.extend(chunk)
                 parse()
 
+        async def start_and_wait() -> None:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stdin.send_all(header)
+            await finished.wait()
+
         timed_out = False
         done = False
         try:
@@ -648,9 +675,9 @@ class _Supervised:
                     nursery.start_soon(pump_err)
                     if timeout is not None and timeout > 0:
                         with trio.move_on_after(timeout):
-                            await finished.wait()
+                            await start_and_wait()
                     else:
-                        await finished.wait()
+                        await start_and_wait()
                     if not finished.is_set():
                         timed_out = True
                     else:
@@ -750,7 +777,8 @@ class SshBashOperations:
     shell that runs commands (empty: ``bash`` when present, else ``sh``). ``kill_grace``:
     seconds between SIGTERM and SIGKILL of the remote tree; ``kill_timeout``: seconds pi waits
     for each cleanup step. ``drain_idle``/``drain_max``: how long output is still read after
-    the command exited while a background child holds the stream (as the local backend).
+    the command exited while a background child holds the stream (as the local backend; the
+    idle time is longer, as the exit record and the last output travel on different streams).
     ``env``: the command's whole environment, except :data:`KEEP_REMOTE_ENV` (remote values).
     """
 
@@ -762,7 +790,7 @@ class SshBashOperations:
         shell: str = "",
         kill_grace: float = 1.0,
         kill_timeout: float = 8.0,
-        drain_idle: float = 0.1,
+        drain_idle: float = 0.25,
         drain_max: float = 1.0,
     ) -> None:
         self.connection = connection

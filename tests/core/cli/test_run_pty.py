@@ -8,12 +8,15 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import subprocess
 import termios
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from cli_helpers import PI, write_jsonl
 from test_run import DEMO_OUTPUT, DEMO_SESSION
 
@@ -40,15 +43,16 @@ class Terminal:
             stdout=slave,
             stderr=slave,
             start_new_session=True,
-            preexec_fn=controlling_terminal,  # noqa: PLW1509 - a terminal needs it
+            preexec_fn=controlling_terminal,
         )
         os.close(slave)
         self.master = master
         self.raw = ""
 
     def read_until(self, text: str, timeout: float = 30) -> None:
+        """Read until ``text`` is on the :attr:`screen`."""
         deadline = time.monotonic() + timeout
-        while text not in self.raw:
+        while text not in self.screen:
             left = deadline - time.monotonic()
             assert left > 0, f"{text!r} did not appear in {self.raw!r}"
             ready, _, _ = select.select([self.master], [], [], left)
@@ -72,14 +76,39 @@ class Terminal:
         os.close(self.master)
         return self.proc.wait(timeout=30)
 
+    def kill(self) -> None:
+        """Stop pi and everything it started (a failed test must not leave them running)."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=30)
+
     @property
     def screen(self) -> str:
         """The text a person sees: colours removed, terminal line ends as ``\\n``."""
         return SGR.sub("", self.raw).replace("\r\n", "\n")
 
 
-def test_the_demo_on_a_terminal_shows_the_same_text_in_colour(plugin_env: Path) -> None:
-    term = Terminal(["-p", "pi_builtin_tools.plugin", "run", "--cwd", "ws"], plugin_env)
+@pytest.fixture
+def terminal(plugin_env: Path) -> Iterator[Callable[[list[str]], Terminal]]:
+    """``terminal(args)``: start pi on a new pseudo-terminal in ``plugin_env``."""
+    started: list[Terminal] = []
+
+    def start(args: list[str]) -> Terminal:
+        started.append(Terminal(args, plugin_env))
+        return started[-1]
+
+    yield start
+    for term in started:
+        term.kill()
+
+
+def test_the_demo_on_a_terminal_shows_the_same_text_in_colour(
+    terminal: Callable[[list[str]], Terminal], plugin_env: Path
+) -> None:
+    term = terminal(["-p", "pi_builtin_tools.plugin", "run", "--cwd", "ws"])
     term.read_until(" tool calls, ")
     assert term.finish() == 0
     screen = term.screen
@@ -95,7 +124,9 @@ def test_the_demo_on_a_terminal_shows_the_same_text_in_colour(plugin_env: Path) 
     assert f"{BOLD}6 turns, 5 tool calls, 1 error, " in raw
 
 
-def test_bash_output_appears_while_the_command_runs(plugin_env: Path) -> None:
+def test_bash_output_appears_while_the_command_runs(
+    terminal: Callable[[list[str]], Terminal], plugin_env: Path
+) -> None:
     script = write_jsonl(
         plugin_env / "s.jsonl",
         [
@@ -105,20 +136,21 @@ def test_bash_output_appears_while_the_command_runs(plugin_env: Path) -> None:
             {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
         ],
     )  # fmt: skip
-    term = Terminal(
-        ["-p", "pi_builtin_tools.plugin", "run", "x", "--model", f"scripted:{script.name}"],
-        plugin_env,
+    term = terminal(
+        ["-p", "pi_builtin_tools.plugin", "run", "x", "--model", f"scripted:{script.name}"]
     )
-    term.read_until("  one\r\n")
-    assert "two" not in term.raw  # still running: "one" came from a live update
+    term.read_until("  one\n")
+    assert "  two" not in term.screen  # still running: "one" came from a live update
     assert term.proc.poll() is None
-    term.read_until("  two\r\n")
+    term.read_until("  two\n")
     assert term.finish() == 0
     body = term.screen.split("\n", 3)[3]
     assert body.startswith("• bash $ echo one; sleep 2; echo two\n  one\n  two\n\ndone\n\n")
 
 
-def test_ctrl_c_typed_on_the_terminal_aborts_the_run(plugin_env: Path) -> None:
+def test_ctrl_c_typed_on_the_terminal_aborts_the_run(
+    terminal: Callable[[list[str]], Terminal], plugin_env: Path
+) -> None:
     script = write_jsonl(
         plugin_env / "s.jsonl",
         [
@@ -128,15 +160,15 @@ def test_ctrl_c_typed_on_the_terminal_aborts_the_run(plugin_env: Path) -> None:
             {"role": "assistant", "content": [{"type": "text", "text": "never"}]},
         ],
     )  # fmt: skip
-    term = Terminal(
-        ["-p", "pi_builtin_tools.plugin", "run", "x", "--model", f"scripted:{script.name}"],
-        plugin_env,
+    term = terminal(
+        ["-p", "pi_builtin_tools.plugin", "run", "x", "--model", f"scripted:{script.name}"]
     )
-    term.read_until("  waiting\r\n")
+    term.read_until("  waiting\n")
     os.write(term.master, b"\x03")  # Ctrl-C
     term.read_until("interrupted: ")
     assert term.finish() == 130
     body, closing = term.screen.split("\n", 3)[3].rsplit("\n\n", 1)
-    assert body == "• bash $ echo waiting; sleep 60\n  waiting\n  Command aborted\n\naborted"
+    # the terminal echoes the Ctrl-C as ^C where the cursor is
+    assert body == "• bash $ echo waiting; sleep 60\n  waiting\n^C  Command aborted\n\naborted"
     assert re.fullmatch(r"interrupted: 2 turns, 1 tool call, 1 error, \d+\.\ds\n", closing)
     assert f"{RED}  Command aborted{RESET}" in term.raw

@@ -1,0 +1,324 @@
+"""The bash command-line parser of the command policy (issue 6 item 1): every simple command a
+line would run, after quote and escape removal, with wrappers unwrapped, and what cannot be
+decided. Semantics: ``/work/shared/policy/README.md``."""
+
+from __future__ import annotations
+
+import pytest
+
+from pi_sandbox_plugin.bash_parser import (
+    SimpleCommand,
+    Undecidable,
+    Word,
+    parse_command_line,
+    scan_word,
+)
+
+
+def items(line: str) -> list[list[str] | str]:
+    """The parser's items: argv lists, and ``"?" + reason`` for undecidable parts."""
+    out: list[list[str] | str] = []
+    for item in parse_command_line(line).items:
+        if isinstance(item, SimpleCommand):
+            out.append(item.argv)
+        else:
+            assert isinstance(item, Undecidable)
+            out.append("?" + item.reason)
+    return out
+
+
+# --- words --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("rm", "rm"),
+        ("'rm'", "rm"),
+        ('"rm"', "rm"),
+        ("c''url", "curl"),
+        ('c""url', "curl"),
+        ("\\curl", "curl"),
+        ("cu\\rl", "curl"),
+        ("'c'url", "curl"),
+        ("e\\ f", "e f"),
+        ("$'rm'", "rm"),
+        ("$'\\x63url'", "curl"),
+        ("$'\\162m'", "rm"),
+        ("$'\\u0063url'", "curl"),
+        ("$'a\\'b'", "a'b"),
+        ("$'\\t'", "\t"),
+        ('$"rm"', "rm"),
+        ('"a\\"b"', 'a"b'),
+        ('"a\\b"', "a\\b"),
+        ('"\\$(rm)"', "$(rm)"),
+        ('"\\`rm\\`"', "`rm`"),
+        ("'$(rm)'", "$(rm)"),
+        ("a$", "a$"),
+        ("{}", "{}"),
+        ("-I{}", "-I{}"),
+        ("--max-args=1", "--max-args=1"),
+        ("~/bin/curl", "~/bin/curl"),
+    ],
+)
+def test_scan_word_removes_quotes_and_escapes(raw: str, value: str) -> None:
+    assert scan_word(raw) == Word(raw=raw, value=value, prefix=value, glob=False)
+
+
+@pytest.mark.parametrize(
+    ("raw", "prefix"),
+    [
+        ("$X", ""),
+        ('"$X"', ""),
+        ("${X:-curl}", ""),
+        ("$(echo rm)", ""),
+        ("`printf rm`", ""),
+        ("/usr/bin/$TOOL", "/usr/bin/"),
+        ("A=$(pwd)", "A="),
+        ('"a$1"', "a"),
+        ("$((1+2))", ""),
+        ("{rm,-rf}", ""),
+        ("x{a,b}", "x"),
+        ("{1..3}", ""),
+    ],
+)
+def test_scan_word_expansions_are_not_literals(raw: str, prefix: str) -> None:
+    assert scan_word(raw) == Word(raw=raw, value=None, prefix=prefix, glob=False)
+
+
+@pytest.mark.parametrize(
+    ("raw", "glob"),
+    [("r[m]", True), ("cur?", True), ("*.c", True), ("'*.c'", False), ("\\*", False), ("[", False)],
+)
+def test_scan_word_globs(raw: str, glob: bool) -> None:
+    assert scan_word(raw).glob is glob
+
+
+# --- every simple command -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('A=1 2>/dev/null c""url -x "a b" \'c d\' e\\ f', [["curl", "-x", "a b", "c d", "e f"]]),
+        (
+            "ls | grep x |& wc -l; (cd d && make) || { echo no; }",
+            [["ls"], ["grep", "x"], ["wc", "-l"], ["cd", "d"], ["make"], ["echo", "no"]],
+        ),
+        (
+            "if a; then b; elif c; then d; else e; fi; while f; do g; done; until h; do i; done",
+            [["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["g"], ["h"], ["i"]],
+        ),
+        (
+            'for x in $(seq 3); do echo "$x"; done; case $y in a) j;; b|c) k;; esac',
+            [["seq", "3"], ["echo", '"$x"'], ["j"], ["k"]],
+        ),
+        ("f() { l; }; function g { m; }; ! n", [["l"], ["m"], ["n"]]),
+        ("ls &\nrm x", [["ls"], ["rm", "x"]]),
+        ("echo x#y; echo ok # ; rm z", [["echo", "x#y"], ["echo", "ok"]]),
+        ("# rm -rf /", []),
+        ("", []),
+        ("echo ok > curl; X=wget; >rm", [["echo", "ok"]]),
+        ("echo a > f b", [["echo", "a", "b"]]),
+        (">out curl x", [["curl", "x"]]),
+        ("cu\\\nrl x", [["curl", "x"]]),
+        ("echo 'a\\\nb'", [["echo", "a\\\nb"]]),
+        ("echo $((1+2)) $(( $(arith) ))", [["arith"], ["echo", "$((1+2))", "$(( $(arith) ))"]]),
+        ("for rm in a b; do :; done", [[":"]]),
+        ("[[ $x == rm ]]", []),
+        ("alias del='rm -v'", [["alias", "del=rm -v"]]),
+        ("time { rm x; }", [["rm", "x"]]),
+    ],
+)
+def test_every_simple_command_is_found(line: str, expected: list[list[str]]) -> None:
+    assert items(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            'echo "$(o "$(p)")" `q` <(r) >(s) ${X:-$(t)} <<< "$(u)"',
+            [
+                ["u"],
+                ["p"],
+                ["o", '"$(p)"'],
+                ["q"],
+                ["r"],
+                ["s"],
+                ["t"],
+                ["echo", '"$(o "$(p)")"', "`q`", "<(r)", ">(s)", "${X:-$(t)}"],
+            ],
+        ),
+        ("Y=$(wget y)", [["wget", "y"]]),
+        ("export T=$(curl y)", [["curl", "y"], ["export", "T=$(curl y)"]]),
+        ("echo x > $(curl y)", [["curl", "y"], ["echo", "x"]]),
+        ("echo '$(rm x)' \"\\$(rm y)\"", [["echo", "$(rm x)", "$(rm y)"]]),
+        (
+            "echo `echo \\`rm x\\``",
+            [["rm", "x"], ["echo", "`rm x`"], ["echo", "`echo \\`rm x\\``"]],
+        ),
+        ("echo ${X:+`wget y`}", [["wget", "y"], ["echo", "${X:+`wget y`}"]]),
+    ],
+)
+def test_substitutions_are_commands(line: str, expected: list[list[str]]) -> None:
+    assert items(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("cat <<EOF > out\n$(v) `w` \\$(x) \\`y\\`\nEOF", [["cat"], ["v"], ["w"]]),
+        ("cat <<-EOF\n\t$(wget y)\n\tEOF", [["cat"], ["wget", "y"]]),
+        ("cat <<EOF\n\\`rm x\\`\nEOF", [["cat"]]),
+        ("cat <<EOF; echo ok\n$(curl x)\nEOF", [["cat"], ["echo", "ok"], ["curl", "x"]]),
+        ("cat <<EOF | grep x; rm y\nbody\nEOF\nls", [["cat"], ["grep", "x"], ["rm", "y"], ["ls"]]),
+        ('cat <<EOF\n$(echo ")")\nEOF', [["cat"], ["echo", ")"]]),
+        ("cat <<'EOF'\n$(v) `w`\nEOF", [["cat"]]),
+        ('cat <<"EOF"\n$(v)\nEOF', [["cat"]]),
+        ("cat <<\\EOF\n$(v)\nEOF", [["cat"]]),
+        ("cat <<EOF\n$((1 + 2)) $HOME\nEOF\nrm x", [["cat"], ["rm", "x"]]),
+    ],
+)
+def test_here_doc_bodies(line: str, expected: list[list[str]]) -> None:
+    assert items(line) == expected
+
+
+# --- wrappers -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("bash -c 'a; b | c'", [["bash", "-c", "a; b | c"], ["a"], ["b"], ["c"]]),
+        ("sh -ec 'rm -rf out'", [["sh", "-ec", "rm -rf out"], ["rm", "-rf", "out"]]),
+        (
+            "bash -o pipefail -c 'x'",
+            [["bash", "-o", "pipefail", "-c", "x"], ["x"]],
+        ),
+        (
+            'bash -c \'printf "%s\\n" "$0"\' rm',
+            [["bash", "-c", 'printf "%s\\n" "$0"', "rm"], ["printf", "%s\\n", '"$0"']],
+        ),
+        ("bash run.sh rm", [["bash", "run.sh", "rm"]]),
+        (
+            "env -i -u HOME -C /tmp A=1 -- x",
+            [["env", "-i", "-u", "HOME", "-C", "/tmp", "A=1", "--", "x"], ["x"]],
+        ),
+        ("env A=1", [["env", "A=1"]]),
+        ("xargs", [["xargs"], ["echo"]]),
+        ("xargs -0 -n 1 -I{} x {}", [["xargs", "-0", "-n", "1", "-I{}", "x", "{}"], ["x", "{}"]]),
+        ("timeout -k 1 5 x", [["timeout", "-k", "1", "5", "x"], ["x"]]),
+        ("command -v rm", [["command", "-v", "rm"]]),
+        ("command -p x", [["command", "-p", "x"], ["x"]]),
+        ("exec 2>&1", [["exec"]]),
+        ("exec -a name x", [["exec", "-a", "name", "x"], ["x"]]),
+        (
+            "nice -n 5 nohup stdbuf -o L time -p x",
+            [
+                ["nice", "-n", "5", "nohup", "stdbuf", "-o", "L", "time", "-p", "x"],
+                ["nohup", "stdbuf", "-o", "L", "time", "-p", "x"],
+                ["stdbuf", "-o", "L", "time", "-p", "x"],
+                ["time", "-p", "x"],
+                ["x"],
+            ],
+        ),
+        (
+            "find . -name '*.c' -exec grep -l x {} + -execdir sh -c 'echo \"$1\"' _ {} \\;",
+            [
+                [
+                    "find",
+                    ".",
+                    "-name",
+                    "*.c",
+                    "-exec",
+                    "grep",
+                    "-l",
+                    "x",
+                    "{}",
+                    "+",
+                    "-execdir",
+                    "sh",
+                    "-c",
+                    'echo "$1"',
+                    "_",
+                    "{}",
+                    ";",
+                ],
+                ["grep", "-l", "x", "{}"],
+                ["sh", "-c", 'echo "$1"', "_", "{}"],
+                ["echo", '"$1"'],
+            ],
+        ),
+        ("find . -name x -delete", [["find", ".", "-name", "x", "-delete"]]),
+        ("sudo -u root x", [["sudo", "-u", "root", "x"], ["x"]]),
+        ("trap 'rm -f t' EXIT", [["trap", "rm -f t", "EXIT"], ["rm", "-f", "t"]]),
+    ],
+)
+def test_wrappers_are_unwrapped(line: str, expected: list[list[str]]) -> None:
+    assert items(line) == expected
+
+
+# --- undecidable ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("eval ls", [["eval", "ls"], "?eval runs code the policy cannot inspect"]),
+        (". ./env.sh", [[".", "./env.sh"], "?. runs code the policy cannot inspect"]),
+        (
+            "command eval true",
+            [
+                ["command", "eval", "true"],
+                ["eval", "true"],
+                "?eval runs code the policy cannot inspect",
+            ],
+        ),
+        ("$X y", [["$X", "y"], "?the program name is not a literal: $X"]),
+        ("$DIR/rm", [["$DIR/rm"], "?the program name is not a literal: $DIR/rm"]),
+        (
+            "/usr/bin/cur? x",
+            [["/usr/bin/cur?", "x"], "?the program name is a glob pattern: /usr/bin/cur?"],
+        ),
+        (
+            "timeout 9 $P",
+            [["timeout", "9", "$P"], ["$P"], "?the program name is not a literal: $P"],
+        ),
+        ("xargs -0 $P", [["xargs", "-0", "$P"], "?the command run by xargs is not a literal: $P"]),
+        ("bash", [["bash"], "?bash without -c or a script reads its commands from standard input"]),
+        ("bash -s", [["bash", "-s"], "?bash -s reads its commands from standard input"]),
+        ('sh -c "$S"', [["sh", "-c", '"$S"'], '?the sh -c string is not a literal: "$S"']),
+        (
+            "env -S 'rm x'",
+            [["env", "-S", "rm x"], "?env -S splits a string the policy does not parse"],
+        ),
+        (
+            "find . -exec rm",
+            [["find", ".", "-exec", "rm"], "?find -exec without its terminating ';' or '+'"],
+        ),
+        ("echo 'open", ['?the command line does not parse: unexpected " \'open" at line 1']),
+        (
+            "if true; then ls",
+            ["?the command line does not parse: unexpected 'if true; then ls' at line 1"],
+        ),
+        ("ls |", ["?the command line does not parse: missing 'word' at line 1"]),
+        ("echo $(ls", ["?the command line does not parse: missing ')' at line 1"]),
+        ("fi", ["?the command line does not parse: unexpected 'fi'"]),
+        ("ls ;; rm", [["ls"], "?the command line does not parse: unexpected ';;'", ["rm"]]),
+    ],
+)
+def test_undecidable(line: str, expected: list[list[str] | str]) -> None:
+    assert items(line) == expected
+
+
+def test_nesting_is_bounded() -> None:
+    line = "x"
+    for _ in range(20):
+        line = f"bash -c {scan_quote(line)}"
+    reasons = [u.reason for u in parse_command_line(line).undecidable]
+    assert reasons == ["command strings nest more than 12 levels deep"]
+
+
+def scan_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
