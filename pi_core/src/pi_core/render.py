@@ -224,14 +224,20 @@ _NOTICE = re.compile(r"^\[.*\]$")
 
 
 def _continuation(shown: str, text: str) -> int | None:
-    """Where ``text`` (a newer snapshot of a bash output) continues what was ``shown``: after
-    it when it is a prefix; after its last 200 characters when the rolling window moved on;
-    ``None`` when they are not found."""
+    """Where ``text`` (a newer snapshot of a bash output) continues what was ``shown`` (whole
+    lines): after it when it is a prefix; when the rolling window dropped lines from the front,
+    after the longest start of ``text`` that ``shown`` ends with; ``None`` when they do not
+    overlap."""
     if text.startswith(shown):
         return len(shown)
-    anchor = shown[-200:]
-    at = text.rfind(anchor)
-    return at + len(anchor) if at >= 0 else None
+    last_line = shown[shown.rfind("\n", 0, len(shown) - 1) + 1 :]
+    at = text.find(last_line)
+    while at >= 0:
+        end = at + len(last_line)
+        if shown.endswith(text[:end]):
+            return end
+        at = text.find(last_line, at + 1)
+    return None
 
 
 def _indent(line: str) -> str:

@@ -48,12 +48,15 @@ class Word:
       holds a parameter expansion, a substitution, arithmetic or a brace expansion).
     * ``prefix``: the literal text before the first non-literal part (``value`` when literal).
     * ``glob``: an unquoted ``*``, ``?`` or ``[...]`` (pathname expansion may change it).
+    * ``split``: an unquoted expansion or a brace expansion: at run time the word may become
+      several words or none.
     """
 
     raw: str
     value: str | None
     prefix: str = ""
     glob: bool = False
+    split: bool = False
 
     @property
     def text(self) -> str:
@@ -136,7 +139,8 @@ _ANSI_SIMPLE = {
 
 
 class _NotLiteral(Exception):
-    pass
+    def __init__(self, split: bool) -> None:
+        self.split = split
 
 
 class _BadWord(Exception):
@@ -197,7 +201,7 @@ def _double_quoted(raw: str, i: int, out: list[str]) -> int:
             j += 2
             continue
         if c == "`" or (c == "$" and j + 1 < n and _NAME_START.match(raw[j + 1])):
-            raise _NotLiteral
+            raise _NotLiteral(split=False)
         out.append(c)
         j += 1
     raise _BadWord("unterminated double quote")
@@ -234,7 +238,7 @@ def scan_word(raw: str) -> Word:
             elif c == '"':
                 i = _double_quoted(raw, i, out)
             elif c == "`" or (c == "$" and i + 1 < n and _NAME_START.match(raw[i + 1])):
-                raise _NotLiteral
+                raise _NotLiteral(split=True)
             elif c in "*?":
                 glob = True
                 out.append(c)
@@ -247,14 +251,14 @@ def scan_word(raw: str) -> Word:
             elif c == "{":
                 close = raw.find("}", i + 1)
                 if close > 0 and ("," in raw[i + 1 : close] or ".." in raw[i + 1 : close]):
-                    raise _NotLiteral
+                    raise _NotLiteral(split=True)
                 out.append(c)
                 i += 1
             else:
                 out.append(c)
                 i += 1
-    except _NotLiteral:
-        return Word(raw=raw, value=None, prefix="".join(out), glob=glob)
+    except _NotLiteral as e:
+        return Word(raw=raw, value=None, prefix="".join(out), glob=glob, split=e.split)
     value = "".join(out)
     return Word(raw=raw, value=value, prefix=value, glob=glob)
 
@@ -287,7 +291,8 @@ def _skip_options(
 
     ``short_arg``: option letters taking an argument (attached or the next word);
     ``long_arg``: long options taking an argument when not given with ``=``. ``--`` ends the
-    options. A word that is not a literal where an option or the command may be is undecidable.
+    options. A word that is not a literal where an option may be ends the options when it cannot
+    be one (``"$X"``, ``./$X``); otherwise (``$X``, ``-$X``) it is undecidable.
     """
     i = 1
     while i < len(words):
@@ -296,6 +301,8 @@ def _skip_options(
             if w.prefix.startswith("-") and "=" in w.prefix:
                 i += 1
                 continue
+            if _is_script_path(w):
+                return i
             return _not_literal(words, i, wrapper)
         v = w.value
         if v == "--":
@@ -342,6 +349,8 @@ def _shell(words: list[Word]) -> Runs:
         if w.value is None:
             if has_c:
                 return Undecidable(f"the {name} -c string is not a literal: {w.raw}")
+            if _is_script_path(w):
+                return None
             return Undecidable(f"an argument of {name} is not a literal: {w.raw}")
         v = w.value
         if v in ("--", "-"):
@@ -374,9 +383,20 @@ def _shell(words: list[Word]) -> Runs:
         return operands[0].value
     if not operands:
         return Undecidable(f"{name} without -c or a script reads its commands from standard input")
-    if operands[0].value is None:
+    if operands[0].value is None and not _is_script_path(operands[0]):
         return Undecidable(f"the script run by {name} is not a literal: {operands[0].raw}")
     return None
+
+
+def _is_script_path(word: Word) -> bool:
+    """A shell operand that names a script file whatever it expands to: a process
+    substitution (``<(...)``), a literal start that is not an option (``./$X.sh``), or a quoted
+    expansion (``"$SCRIPT"``)."""
+    if word.raw.startswith(("<(", ">(")):
+        return True
+    if word.prefix:
+        return not word.prefix.startswith("-")
+    return not word.split
 
 
 def _env(words: list[Word]) -> Runs:
@@ -674,11 +694,17 @@ def _join_continuations(source: str) -> str:
 
 
 class _Walker:
-    def __init__(self, source: bytes, depth: int, items: list[Item], display: bytes) -> None:
+    def __init__(
+        self, source: bytes, depth: int, items: list[Item], display: bytes, synthetic: set[int]
+    ) -> None:
+        self.synthetic = synthetic
+        """Offsets of the `:` commands added to make the line parse."""
         self.src = source
         self.display = display
         self.depth = depth
         self.items = items
+        self.pending: dict[int, list[tree_sitter.Node]] = {}
+        """Words of a redirection that belong to a command further down (by node id)."""
 
     def text(self, node: tree_sitter.Node) -> str:
         return self.src[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
@@ -686,7 +712,7 @@ class _Walker:
     def walk(self, node: tree_sitter.Node) -> None:
         t = node.type
         if t == "command":
-            self.command(node, [])
+            self.command(node, self.pending.pop(node.id, []))
         elif t == "redirected_statement":
             self.redirected(node)
         elif t == "heredoc_redirect":
@@ -705,10 +731,12 @@ class _Walker:
             parent = node.parent
             if parent is None or parent.type != "case_item":
                 self.items.append(Undecidable(f"the command line does not parse: unexpected {t!r}"))
-        elif t in ("word", "string_content"):
+        elif node.child_count == 0:
+            # a leaf (word, string_content, regex, ...) holding a substitution tree-sitter-bash
+            # did not parse
             text = self.text(node)
-            if "`" in text or "$(" in text:
-                self.scan_text(text)
+            if node.is_named and ("`" in text or "$(" in text):
+                self.scan_text(text, quotes=True)
         else:
             for child in node.children:
                 self.walk(child)
@@ -742,21 +770,28 @@ class _Walker:
         if body is None:
             if extra:
                 self.argv_nodes(extra)
-        elif body.type == "command":
-            self.command(body, extra)
-        else:
-            self.walk(body)
-            if extra:
+            return
+        if extra:
+            # the words belong to the last simple command of a pipeline or list
+            last = body
+            while last.type in ("pipeline", "list", "negated_command") and last.named_children:
+                last = last.named_children[-1]
+            if last.type != "command":
+                self.walk(body)
                 self.items.append(
                     Undecidable("words after a redirection of a compound command do not parse")
                 )
+                return
+            self.pending[last.id] = extra
+        self.walk(body)
 
     def command(self, node: tree_sitter.Node, extra: list[tree_sitter.Node]) -> None:
         word_nodes: list[tree_sitter.Node] = []
         for i, child in enumerate(node.children):
             fname = node.field_name_for_child(i)
             if fname in ("name", "argument"):
-                word_nodes.append(child)
+                if child.end_byte > child.start_byte:
+                    word_nodes.append(child)
             elif child.type == "file_redirect":
                 word_nodes.extend(self.redirect_words(child))
             else:
@@ -765,8 +800,11 @@ class _Walker:
 
     def argv_nodes(self, nodes: list[tree_sitter.Node]) -> None:
         spans: list[list[int]] = []
-        for n in sorted(nodes, key=lambda x: x.start_byte):
-            self.walk_word(n)
+        nodes = sorted(nodes, key=lambda x: x.start_byte)
+        if nodes and nodes[0].start_byte in self.synthetic:
+            nodes = nodes[1:]
+        for n in nodes:
+            self.walk(n)  # the substitutions inside the word
             if spans and spans[-1][1] == n.start_byte:
                 spans[-1][1] = n.end_byte
             else:
@@ -780,10 +818,6 @@ class _Walker:
                 self.items.append(Undecidable(f"{e}: {raw}"))
                 return
         self.analyze(words, self.depth)
-
-    def walk_word(self, node: tree_sitter.Node) -> None:
-        """Find the substitutions inside a word."""
-        self.walk(node)
 
     def declaration(self, node: tree_sitter.Node) -> None:
         words: list[Word] = []
@@ -805,15 +839,19 @@ class _Walker:
     def heredoc(self, node: tree_sitter.Node) -> None:
         self.items.append(Undecidable("a here-doc the parser cannot delimit"))
 
-    def scan_text(self, text: str) -> None:
-        """Find ``$( )`` and backquote substitutions in text that has no quotes (the body of
-        an unquoted here-doc, or a word tree-sitter did not split); ``\\`` escapes."""
+    def scan_text(self, text: str, *, quotes: bool = False) -> None:
+        """Find ``$( )`` and backquote substitutions in ``text``: the body of an unquoted
+        here-doc (``quotes=False``: quote characters are text) or a leaf tree-sitter did not
+        parse (``quotes=True``: nothing in single quotes is a substitution); ``\\`` escapes."""
         i = 0
         n = len(text)
         while i < n:
             c = text[i]
             if c == "\\":
                 i += 2
+            elif quotes and c == "'":
+                end = text.find("'", i + 1)
+                i = n if end < 0 else end + 1
             elif c == "`":
                 j = i + 1
                 while j < n and text[j] != "`":
@@ -876,7 +914,7 @@ class _Walker:
 
 
 _HEREDOC_OPERATOR = re.compile(
-    rb"(<<-?[ \t]*(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s;&|()<>'\"]+))([;&|()<>])"
+    rb"((?<!<)<<(?!<)-?[ \t]*(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s;&|()<>'\"]+))([;&|()<>])"
 )
 """A here-doc delimiter word directly followed by an operator (``<<EOF;``): tree-sitter-bash
 takes the operator into the word, so a blank is put between them."""
@@ -997,10 +1035,23 @@ def _extract(source: str, depth: int) -> list[Item]:
         docs = _find_heredocs(data, _parse(data))
         data = _neutralize(data, docs)
     root = _parse(data)
-    if root.has_error:
+    synthetic: set[int] = set()
+    for _ in range(_MAX_FILLS):
+        if not _has_syntax_error(root):
+            break
+        at = _commandless_prefix_end(root)
+        if at is None:
+            break
+        # `X=1 >out; ...`: tree-sitter-bash wants a command name after an assignment and a
+        # redirection; a `:` there parses, and is left out of the commands found
+        data = data[:at] + b" :" + data[at:]
+        display = display[:at] + b" :" + display[at:]
+        synthetic.add(at + 1)
+        root = _parse(data)
+    if _has_syntax_error(root):
         return [Undecidable(f"the command line does not parse: {_error_hint(root, data)}")]
     items: list[Item] = []
-    walker = _Walker(data, depth, items, display)
+    walker = _Walker(data, depth, items, display, synthetic)
     walker.walk(root)
     for doc in docs:
         if not doc.quoted:
@@ -1008,12 +1059,71 @@ def _extract(source: str, depth: int) -> list[Item]:
     return items
 
 
+_MAX_FILLS = 32
+
+
+def _commandless_prefix_end(root: tree_sitter.Node) -> int | None:
+    """The end of the first assignments-and-redirections prefix that tree-sitter-bash could
+    not parse without a command name after it (an error or a missing name follows)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not node.has_error:
+            continue
+        if node.type == "command":
+            prefix_end = None
+            has_redirect = False
+            for child in node.children:
+                if child.type in ("variable_assignment", "file_redirect", "herestring_redirect"):
+                    has_redirect = has_redirect or child.type != "variable_assignment"
+                    prefix_end = child.end_byte
+                    continue
+                broken = child.is_error or (
+                    child.type == "command_name" and any(c.is_missing for c in child.children)
+                )
+                if broken and has_redirect and prefix_end is not None:
+                    return prefix_end
+                break
+        stack.extend(reversed(node.children))
+    return None
+
+
+def _benign_missing(node: tree_sitter.Node) -> bool:
+    """A missing command name after assignments or redirections only (``X=1 >out``): valid
+    bash that tree-sitter-bash does not parse; the command runs no program."""
+    name = node.parent
+    command = name.parent if name is not None else None
+    return (
+        name is not None
+        and name.type == "command_name"
+        and command is not None
+        and command.type == "command"
+        and any(c.type in ("variable_assignment", "file_redirect") for c in command.children)
+        and all(
+            c.type in ("variable_assignment", "file_redirect", "herestring_redirect") or c == name
+            for c in command.children
+        )
+    )
+
+
+def _has_syntax_error(root: tree_sitter.Node) -> bool:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not node.has_error:
+            continue
+        if node.is_error or (node.is_missing and not _benign_missing(node)):
+            return True
+        stack.extend(node.children)
+    return False
+
+
 def _error_hint(root: tree_sitter.Node, data: bytes) -> str:
     """Where the first syntax error is: ``unexpected 'TEXT' at line L`` or ``missing 'X'``."""
     stack = [root]
     while stack:
         node = stack.pop()
-        if node.is_missing:
+        if node.is_missing and not _benign_missing(node):
             return f"missing {node.type!r} at line {node.start_point[0] + 1}"
         if node.is_error:
             text = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -1026,9 +1136,13 @@ def _error_hint(root: tree_sitter.Node, data: bytes) -> str:
 def parse_command_line(source: str) -> ParseResult:
     """Every simple command of ``source`` and what cannot be decided, in source order.
 
-    Never raises for any input: a line that does not parse gives one :class:`Undecidable`.
+    Never raises for any input: a line that does not parse gives one :class:`Undecidable`, and
+    so does a failure of the parser itself (e.g. nesting too deep for Python's stack).
     """
-    return ParseResult(_extract(source, 0))
+    try:
+        return ParseResult(_extract(source, 0))
+    except Exception as e:  # fail closed, whatever went wrong
+        return ParseResult([Undecidable(f"the parser failed: {type(e).__name__}: {e}")])
 
 
 __all__ = [

@@ -5,7 +5,11 @@ nothing: every hook returns ``None``.
   so a bad table (or a failing ``[sandbox.policy.tests]`` line) is a
   :class:`~pi_core.errors.ConfigError` before any call.
 * ``pi_before_tool_call``: the command policy for the ``bash`` tool; a denied command is
-  blocked with a reason naming the rule that matched.
+  blocked with a reason naming the rule that matched. The path policy for read, write, edit,
+  ls, find and grep (:func:`~pi_sandbox_plugin.backends.before_hook_path_reason`).
+* ``pi_bash_operations`` / ``pi_file_operations``: the ``[sandbox] backend``'s objects
+  (:func:`~pi_sandbox_plugin.backends.sandbox_session`); the file backend is guarded by the path
+  policy when ``[sandbox.policy]`` exists. ``None`` (the built-in local ones) otherwise.
 """
 
 from __future__ import annotations
@@ -13,8 +17,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pi_core.hook_types import BeforeToolCallContext, BeforeToolCallResult, RegisterToolsContext
+from pi_core.hook_types import (
+    BackendContext,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    RegisterToolsContext,
+)
 from pi_core.markers import hookimpl
+from pi_core.operations import BashOperations, FileOperations
+from pi_sandbox_plugin.backends import before_hook_path_reason, sandbox_session
 from pi_sandbox_plugin.config import load_sandbox_config
 
 BASH_TOOL = "bash"
@@ -42,7 +53,13 @@ def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult 
     1-2). ``None`` for other tools, without ``[sandbox]`` or ``[sandbox.policy]``, and for
     allowed commands."""
     if context.tool.name != BASH_TOOL:
-        return None
+        config = session_config(context)
+        reason = (
+            None
+            if config is None
+            else before_hook_path_reason(context.tool.name, context.args, config)
+        )
+        return None if reason is None else BeforeToolCallResult(block=True, reason=reason)
     config = session_config(context)
     if config is None:
         return None
@@ -59,3 +76,18 @@ def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult 
     if decision.allowed:
         return None
     return BeforeToolCallResult(block=True, reason=decision.block_reason())
+
+
+@hookimpl
+def pi_bash_operations(context: BackendContext) -> BashOperations | None:
+    """The bash backend of ``[sandbox] backend`` (``None`` for ``local`` or no ``[sandbox]``)."""
+    session = sandbox_session(context.config, context.cwd)
+    return None if session is None else session.bash
+
+
+@hookimpl
+def pi_file_operations(context: BackendContext) -> FileOperations | None:
+    """The file backend of ``[sandbox] backend``, guarded by the path policy when
+    ``[sandbox.policy]`` exists (``None`` for ``local`` without a policy, or no ``[sandbox]``)."""
+    session = sandbox_session(context.config, context.cwd)
+    return None if session is None else session.files

@@ -259,12 +259,12 @@ def test_normalise_writes_the_workspace_and_temporary_paths_the_same_way() -> No
     text = (
         "/work/ws/a.ts and /rec/ws/b.ts; full output: /tmp/pi-bash-1a2b.log]\n"
         "/var/folders/xy/abc123/T/pi-bash-9.log, /private/var/folders/xy/abc/T/f\n"
-        "/tmpfile stays, x/tmp/y stays"
+        "/tmpfile stays, x/tmp/y stays, find: ‘/tmp/skills’: No such file"
     )
     assert normalise(text, ["/work/ws", "/rec/ws"]) == (
         "<cwd>/a.ts and <cwd>/b.ts; full output: <tmp>]\n"
         "<tmp>, <tmp>\n"
-        "/tmpfile stays, x/tmp/y stays"
+        "/tmpfile stays, x/tmp/y stays, find: ‘<tmp>’: No such file"
     )
 
 
@@ -274,3 +274,15 @@ def test_json_summary_is_the_last_line_even_for_an_empty_session(
     session = v1_session(tmp_path / "s.jsonl", [])
     r = pi(*BUILTINS, "replay", str(session), "--verify", "--json", "--cwd", str(workspace))
     assert r.out == '{"summary":{}}\n'
+
+
+def test_verify_options_without_verify_are_a_usage_error(
+    pi: Callable[..., Result], workspace: Path, tmp_path: Path
+) -> None:
+    session = v1_session(tmp_path / "s.jsonl", MESSAGES[:3])
+    r = pi(*BUILTINS, "replay", str(session), "--bash", "recorded")
+    assert (r.status, r.out, r.err) == (
+        2,
+        "",
+        "pi: error: --seed-from-reads, --bash and --map-cwd need --verify\n",
+    )

@@ -101,7 +101,10 @@ def run_command(ctx: CommandContext) -> int:
     if ctx.args.command == "call":
         return cmd_call(ctx)
     if ctx.args.command == "replay":
-        if ctx.args.verify:
+        args = ctx.args
+        if not args.verify and (args.seed_from_reads or args.bash != "run" or args.map_cwd):
+            raise UsageError("--seed-from-reads, --bash and --map-cwd need --verify")
+        if args.verify:
             from pi_core.cli.verify import cmd_verify
 
             return cmd_verify(ctx)

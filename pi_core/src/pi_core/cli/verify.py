@@ -73,8 +73,8 @@ _TRUNCATION_NOTICE = re.compile(
     r"[^\]]*\]\s*$"
 )
 _TMP_PATH = re.compile(
-    r"(?:/private)?/var/folders/[^\s/]+/[^\s/]+/T/[^\s\]\)'\",:]*"
-    r"|(?<![\w.])/tmp/[^\s\]\)'\",:]*"
+    r"(?:/private)?/var/folders/[^\s/]+/[^\s/]+/T/[^\s\]\)'\",:‘’]*"
+    r"|(?<![\w.])/tmp/[^\s\]\)'\",:‘’]*"
 )
 
 
@@ -170,7 +170,7 @@ def normalise(text: str, cwds: list[str]) -> str:
         text = text.replace(cwd, "<cwd>")
     local_tmp = tempfile.gettempdir()
     if local_tmp not in ("/tmp", ""):
-        text = re.sub(re.escape(local_tmp) + r"/[^\s\]\)'\",:]*", "<tmp>", text)
+        text = re.sub(re.escape(local_tmp) + r"/[^\s\]\)'\",:‘’]*", "<tmp>", text)
     return _TMP_PATH.sub("<tmp>", text)
 
 

@@ -1,0 +1,413 @@
+"""From the validated ``[sandbox]`` table and the session cwd to the backends and the path policy
+of a session (issue 6 items 4-7), and the before-hook's path check.
+
+=============  ====================================  ===============================================
+backend        bash                                  file tools
+=============  ====================================  ===============================================
+``local``      ``None`` (the built-in local one)     ``None``; with ``[sandbox.policy]``: a guarded
+                                                     :class:`~pi_sandbox_plugin.local_files.LocalFiles`
+``bwrap``      :class:`BwrapBackend` (workspace =    the same object (guarded with a policy)
+               session cwd; denied paths masked)
+``ssh``        :class:`SshBashOperations`            :class:`SshFileOperations` (guarded), one
+                                                     shared :class:`SshConnection`; session cwd =
+                                                     ``remote_cwd``
+``container``  :class:`ContainerBackend` behind      the same (guarded); the session cwd maps to
+               :class:`MappedBashOperations`         ``workdir`` and back (:class:`MappedFileOperations`)
+=============  ====================================  ===============================================
+
+The path policy (:class:`~pi_sandbox_plugin.path_policy.PathPolicy`) exists only when the
+config has ``[sandbox.policy]``; without it the file tools are not guarded. With the local
+backend, bash is limited by the command policy alone (the path policy cannot see inside a
+command); bwrap also masks the denied paths from bash: each literal path, the matches of each
+glob found in the workspace when the session starts (at most :data:`MASK_WALK_LIMIT` entries
+walked), and the fixed directory of an absolute ``DIR/**`` pattern. A file created later under a
+denied glob is not masked from bash (the file tools still refuse it).
+
+A session's objects are built once per config object and cwd (:func:`sandbox_session`), so the
+bash and file hooks share one SSH connection or container; SSH control masters are closed and
+containers started from an image removed when the process exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import posixpath
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pi_core.operations import BashOperations, CommandOutput, FileOperations, FileStat
+from pi_core.paths import resolve_to_cwd
+from pi_sandbox_plugin.bwrap_backend import BwrapBackend
+from pi_sandbox_plugin.config import SandboxConfig, load_sandbox_config
+from pi_sandbox_plugin.container_backend import ContainerBackend
+from pi_sandbox_plugin.guarded_files import GuardedFileOperations
+from pi_sandbox_plugin.local_files import LocalFiles
+from pi_sandbox_plugin.path_policy import PathPolicy
+from pi_sandbox_plugin.ssh_backend import (
+    RemotePathMap,
+    SshBashOperations,
+    SshConnection,
+    SshFileOperations,
+)
+
+MASK_WALK_LIMIT = 50_000
+"""Most directory entries walked to find what the denied globs match for bwrap."""
+
+READ_TOOLS = ("read", "ls", "find", "grep")
+WRITE_TOOLS = ("write",)
+READ_WRITE_TOOLS = ("edit",)
+PATH_TOOLS = READ_TOOLS + WRITE_TOOLS + READ_WRITE_TOOLS
+"""The tools whose ``path`` argument the path policy checks (ls/find/grep default to ``.``)."""
+
+
+# -- the path policy -------------------------------------------------------------------------
+
+
+def build_path_policy(sandbox: SandboxConfig, cwd: str) -> PathPolicy | None:
+    """The :class:`PathPolicy` of ``[sandbox.policy]`` for a session in ``cwd``, or ``None``
+    without that table. Local file systems (``local``, ``bwrap``) resolve the roots with
+    ``os.path.realpath``; remote ones take them as written. pi's full-output files stay readable
+    with the ``local`` backend (the only one whose file tools see this machine's temp dir)."""
+    policy = sandbox.policy
+    if policy is None:
+        return None
+    local = sandbox.backend in ("local", "bwrap")
+    return PathPolicy(
+        cwd,
+        read_roots=list(getattr(policy, "read_roots", ["."])),
+        write_roots=list(getattr(policy, "write_roots", ["."])),
+        deny_paths=list(getattr(policy, "deny_paths", [])),
+        resolve=os.path.realpath if local else posixpath.normpath,
+        allow_output_files=sandbox.backend == "local",
+    )
+
+
+def mask_paths(policy: PathPolicy, limit: int = MASK_WALK_LIMIT) -> list[str]:
+    """Absolute paths bwrap should mask for ``policy`` (see the module docstring): literal
+    patterns, glob matches in the workspace (a matched directory is not descended into; no
+    symlink followed; at most ``limit`` entries), and ``DIR`` of absolute ``DIR/**``."""
+    found = dict.fromkeys(policy.literal_deny_paths())
+    for pattern in policy.deny_patterns:
+        text = pattern.text.strip()
+        if pattern.absolute and text.endswith("/**"):
+            base = os.path.expanduser(text[:-3])
+            if not any(c in base for c in "*?["):
+                found[base] = None
+    seen = 0
+    workspace = policy.real_workspace
+    for directory, dirnames, filenames in os.walk(workspace):
+        kept = []
+        for name in dirnames + filenames:
+            seen += 1
+            path = os.path.join(directory, name)
+            if policy.denied_by(path) is not None:
+                found[path] = None
+            elif name in dirnames:
+                kept.append(name)
+        dirnames[:] = [d for d in dirnames if d in kept]
+        if seen >= limit:
+            break
+    return [p for p in found if os.path.lexists(p)]
+
+
+def path_check_reason(
+    tool_name: str,
+    args: Any,
+    cwd: str,
+    policy: PathPolicy,
+    resolve: Callable[[str], str] = os.path.realpath,
+) -> str | None:
+    """The reason the before-hook blocks a call of ``tool_name`` with ``args`` (a mapping or an
+    object with ``path``), or ``None`` (allowed, or not a file tool). ``path`` is resolved
+    against ``cwd`` as the tools do (:func:`pi_core.paths.resolve_to_cwd`) and then with
+    ``resolve`` (``os.path.realpath`` locally; a remote backend passes ``posixpath.normpath``:
+    its symlinks are the guard's business)."""
+    if tool_name not in PATH_TOOLS:
+        return None
+    raw = args.get("path") if isinstance(args, Mapping) else getattr(args, "path", None)
+    if raw is None and tool_name in ("ls", "find", "grep"):
+        raw = "."
+    if not isinstance(raw, str):
+        return None  # the tool's own validation answers
+    named = resolve_to_cwd(raw, cwd)
+    real = resolve(named)
+    decisions = []
+    if tool_name in READ_TOOLS + READ_WRITE_TOOLS:
+        decisions.append(policy.check_read(real, named))
+    if tool_name in WRITE_TOOLS + READ_WRITE_TOOLS:
+        decisions.append(policy.check_write(real, named))
+    for decision in decisions:
+        if not decision.allowed:
+            return decision.reason
+    return None
+
+
+# -- container paths ---------------------------------------------------------------------------
+
+
+def _map_rg_output(stdout: bytes, args: Sequence[str], paths: RemotePathMap) -> bytes:
+    """Container file names in ``rg`` output (lines, ``--null`` records, ``--json`` paths)
+    back to the session's."""
+    import json
+
+    separator = b"\0" if ("--null" in args or "-0" in args) else b"\n"
+    records = stdout.split(separator)
+    for index, record in enumerate(records):
+        if "--json" in args and record.startswith(b"{"):
+            try:
+                event = json.loads(record)
+                path = event["data"]["path"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if isinstance(path, dict) and isinstance(path.get("text"), str):
+                path["text"] = paths.to_local(path["text"])
+                records[index] = json.dumps(
+                    event, ensure_ascii=False, separators=(",", ":")
+                ).encode()
+        elif record.startswith(b"/"):
+            records[index] = paths.bytes_to_local(record)
+    return separator.join(records)
+
+
+class MappedFileOperations:
+    """A :class:`~pi_core.operations.FileOperations` whose paths are the session's, over
+    ``inner`` whose paths are the container's (``paths``: session cwd → ``workdir``); results
+    and error file names map back."""
+
+    def __init__(self, inner: ContainerBackend, paths: RemotePathMap) -> None:
+        self.inner = inner
+        self.paths = paths
+
+    async def _call(self, path: str, call: Callable[[str], Any]) -> Any:
+        remote = self.paths.to_remote(path)
+        try:
+            return await call(remote)
+        except OSError as error:
+            if error.filename == remote:
+                error.filename = path
+            raise
+
+    async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        """``inner.read_bytes`` of the container path."""
+        data: bytes = await self._call(path, lambda p: self.inner.read_bytes(p, offset, length))
+        return data
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        """``inner.write_bytes`` of the container path."""
+        await self._call(path, lambda p: self.inner.write_bytes(p, data))
+
+    async def stat(self, path: str) -> FileStat:
+        """``inner.stat`` of the container path."""
+        result: FileStat = await self._call(path, self.inner.stat)
+        return result
+
+    async def access(self, path: str, mode: int = os.R_OK) -> None:
+        """``inner.access`` of the container path."""
+        await self._call(path, lambda p: self.inner.access(p, mode))
+
+    async def realpath(self, path: str) -> str:
+        """``inner.realpath`` of the container path, mapped back."""
+        return self.paths.to_local(await self._call(path, self.inner.realpath))
+
+    async def list_dir(self, path: str) -> list[str]:
+        """``inner.list_dir`` of the container path."""
+        names: list[str] = await self._call(path, self.inner.list_dir)
+        return names
+
+    async def mkdir(self, path: str) -> None:
+        """``inner.mkdir`` of the container path."""
+        await self._call(path, self.inner.mkdir)
+
+    async def run_rg(self, args: Sequence[str], cwd: str) -> CommandOutput:
+        """``inner.run_rg`` with absolute arguments and ``cwd`` mapped, file names mapped back."""
+        remote_args = [self.paths.to_remote(a) if a.startswith("/") else a for a in args]
+        output = await self._call(cwd, lambda c: self.inner.run_rg(remote_args, c))
+        return CommandOutput(
+            exit_code=output.exit_code,
+            stdout=_map_rg_output(output.stdout, args, self.paths),
+            stderr=output.stderr,
+        )
+
+
+class MappedBashOperations:
+    """A :class:`~pi_core.operations.BashOperations` whose ``cwd`` is the session's, over
+    ``inner`` whose cwd is the container's."""
+
+    def __init__(self, inner: ContainerBackend, paths: RemotePathMap) -> None:
+        self.inner = inner
+        self.paths = paths
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str,
+        *,
+        on_data: Callable[[bytes], None],
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
+    ) -> int | None:
+        """``inner.exec`` in the container path of ``cwd``."""
+        return await self.inner.exec(
+            command, self.paths.to_remote(cwd), on_data=on_data, env=env, timeout=timeout
+        )
+
+
+def _remove_container_at_exit(backend: ContainerBackend) -> None:
+    if backend.image is None or not getattr(backend, "_started", False):
+        return
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(
+            [backend.cli, *backend.cli_args, "rm", "-f", "-t", "0", backend.container],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=60,
+        )
+
+
+# -- the backends -----------------------------------------------------------------------------
+
+
+@dataclass
+class SandboxSession:
+    """What the plugin built for one session: ``cwd``, the ``sandbox`` config, the path
+    ``policy`` (``None``: no path policy), the ``bash`` and ``files`` backends (``None``: let
+    the built-in local ones answer; ``files`` is already guarded) and ``resolve`` (how the
+    before-hook resolves a path)."""
+
+    cwd: str
+    sandbox: SandboxConfig
+    policy: PathPolicy | None
+    bash: BashOperations | None
+    files: FileOperations | None
+    resolve: Callable[[str], str]
+
+
+def make_backends(
+    sandbox: SandboxConfig, cwd: str, policy: PathPolicy | None = None
+) -> tuple[BashOperations | None, FileOperations | None]:
+    """The unguarded ``(bash, files)`` backends of ``sandbox`` for a session in ``cwd``
+    (``(None, None)`` for ``local``). ``policy`` gives bwrap the paths to mask."""
+    if sandbox.backend == "bwrap":
+        cfg = sandbox.bwrap
+        bwrap = BwrapBackend(
+            cwd,
+            network=cfg.network,
+            deny_paths=mask_paths(policy) if policy is not None else (),
+            bwrap=cfg.bwrap,
+            shell=cfg.shell,
+            extra_args=cfg.extra_args,
+        )
+        return bwrap, bwrap
+    if sandbox.backend == "ssh":
+        ssh = sandbox.ssh
+        connection = SshConnection(
+            host=ssh.host,
+            port=ssh.port,
+            user=ssh.user,
+            identity_file=ssh.identity_file,
+            remote_cwd=ssh.remote_cwd,
+            options=list(ssh.options),
+        )
+        atexit.register(connection.close)
+        return (
+            SshBashOperations(connection, local_root=cwd, shell=ssh.shell),
+            SshFileOperations(connection, local_root=cwd),
+        )
+    if sandbox.backend == "container":
+        box = sandbox.container
+        container = ContainerBackend(
+            cli=box.cli,
+            cli_args=box.cli_args,
+            container=box.container or None,
+            image=box.image or None,
+            workspace=cwd if box.image else None,
+            workdir=box.workdir,
+            run_args=list(getattr(box, "run_args", [])),
+        )
+        atexit.register(_remove_container_at_exit, container)
+        paths = RemotePathMap(cwd, box.workdir)
+        return MappedBashOperations(container, paths), MappedFileOperations(container, paths)
+    return None, None
+
+
+def build_sandbox_session(sandbox: SandboxConfig, cwd: str) -> SandboxSession:
+    """The :class:`SandboxSession` of ``sandbox`` for a session in ``cwd`` (absolute)."""
+    policy = build_path_policy(sandbox, cwd)
+    bash, files = make_backends(sandbox, cwd, policy)
+    if policy is not None:
+        files = GuardedFileOperations(files if files is not None else LocalFiles(), policy)
+    local = sandbox.backend in ("local", "bwrap")
+    return SandboxSession(
+        cwd=cwd,
+        sandbox=sandbox,
+        policy=policy,
+        bash=bash,
+        files=files,
+        resolve=os.path.realpath if local else posixpath.normpath,
+    )
+
+
+_SESSIONS: dict[tuple[int, str], tuple[Mapping[str, Any], SandboxSession]] = {}
+_SESSIONS_KEPT = 64
+
+
+def sandbox_session(config: Mapping[str, Any], cwd: str) -> SandboxSession | None:
+    """The :class:`SandboxSession` of the loaded ``config`` (the TOML dict) for ``cwd``, built
+    on first use and then the same object for that config object and cwd; ``None`` without a
+    ``[sandbox]`` table. Raises :class:`~pi_core.errors.ConfigError` for a bad table."""
+    sandbox = load_sandbox_config(config)
+    if sandbox is None:
+        return None
+    cwd = os.path.abspath(cwd)
+    key = (id(config), cwd)
+    entry = _SESSIONS.get(key)
+    if entry is not None and entry[0] is config and entry[1].sandbox == sandbox:
+        return entry[1]
+    session = build_sandbox_session(sandbox, cwd)
+    if len(_SESSIONS) >= _SESSIONS_KEPT:
+        _SESSIONS.pop(next(iter(_SESSIONS)))
+    _SESSIONS[key] = (config, session)
+    return session
+
+
+def known_session(config: Mapping[str, Any]) -> SandboxSession | None:
+    """The :class:`SandboxSession` last built for this config object (any cwd), or ``None``:
+    how the before-hook, which has the config but no cwd, finds its session."""
+    for stored, session in reversed(list(_SESSIONS.values())):
+        if stored is config:
+            return session
+    return None
+
+
+def before_hook_path_reason(tool_name: str, args: Any, config: Mapping[str, Any]) -> str | None:
+    """The before-hook's path check (issue 6 item 4, the early clear error): the reason to block
+    a ``read``/``write``/``edit``/``ls``/``find``/``grep`` call, or ``None``. Needs the session
+    built by :func:`sandbox_session` for this config object (its cwd); without one, or without
+    a path policy, ``None`` (the guard of the file operations still enforces the policy)."""
+    if tool_name not in PATH_TOOLS:
+        return None
+    session = known_session(config)
+    if session is None or session.policy is None:
+        return None
+    return path_check_reason(tool_name, args, session.cwd, session.policy, session.resolve)
+
+
+__all__ = [
+    "MASK_WALK_LIMIT",
+    "PATH_TOOLS",
+    "MappedBashOperations",
+    "MappedFileOperations",
+    "SandboxSession",
+    "before_hook_path_reason",
+    "build_path_policy",
+    "build_sandbox_session",
+    "known_session",
+    "make_backends",
+    "mask_paths",
+    "path_check_reason",
+    "sandbox_session",
+]

@@ -1,0 +1,273 @@
+"""The path-policy guard of the file tools (issue 6 item 4): the real read, write, edit, ls,
+find, grep and bash tools over ``GuardedFileOperations(LocalFileOperations())``. No file tool
+reads or writes through a symlink leading out of the allowed roots, whatever the order of the
+calls of a batch; grep and find never return denied files; pi's full-output files stay
+readable."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pi_builtin_tools.plugin as builtin_plugin
+from pi_builtin_tools.local_files import LocalFileOperations
+from pi_core.hook_types import BackendContext
+from pi_core.loop import run_agent_loop, run_tool_call
+from pi_core.loop_config import AgentContext, LoopConfig
+from pi_core.markers import hookimpl
+from pi_core.messages import AssistantMessage, ToolCall
+from pi_core.providers import ScriptedProvider
+from pi_core.registry import Session, build_session
+from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
+from pi_sandbox_plugin.local_files import LocalFiles
+from pi_sandbox_plugin.path_policy import PathPolicy
+
+SECRET = "TOP-SECRET-42"
+
+
+class GuardPlugin:
+    """Provides the guarded local backend for the file tools."""
+
+    def __init__(self, policy: PathPolicy) -> None:
+        self.policy = policy
+
+    @hookimpl
+    def pi_file_operations(self, context: BackendContext) -> GuardedFileOperations:
+        return GuardedFileOperations(LocalFileOperations(), self.policy)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """A workspace with a readable file, denied ``.env`` files and, beside it, an outside file
+    holding the secret."""
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    (workspace / "a.txt").write_text(f"hello\n{SECRET} in a\n")
+    (workspace / ".env").write_text(f"TOKEN={SECRET}\n")
+    (workspace / "sub" / ".env").write_text(f"TOKEN={SECRET}\n")
+    (workspace / "sub" / "b.txt").write_text("bee\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text(f"{SECRET} outside\n")
+    return workspace
+
+
+@pytest.fixture
+def session(plugin_manager: Any, register_plugin: Any, ws: Path) -> Session:
+    register_plugin(builtin_plugin, name="builtin_tools")
+    register_plugin(GuardPlugin(PathPolicy(str(ws), deny_paths=[".env"])), name="guard")
+    return build_session(plugin_manager, ws)
+
+
+async def call(session: Session, name: str, **args: Any) -> tuple[str, bool]:
+    outcome = await run_tool_call(
+        ToolCall(id="c1", name=name, arguments=args),
+        AgentContext(tools=session.tools),
+        session.loop_config(),
+    )
+    return outcome.result.text, outcome.is_error
+
+
+async def batch(session: Session, *calls: tuple[str, dict[str, Any]]) -> list[tuple[str, bool]]:
+    """One assistant message with ``calls`` run by the loop (parallel), results in call order."""
+    message = AssistantMessage(
+        content=[
+            ToolCall(id=f"t{i}", name=name, arguments=args) for i, (name, args) in enumerate(calls)
+        ],
+        stop_reason="toolUse",
+    )
+    config = LoopConfig()
+    session.hooks.apply_to(config)
+    config.provider = ScriptedProvider([message], when_exhausted="stop")
+
+    async def sink(event: Any) -> None:
+        return None
+
+    messages = await run_agent_loop(["go"], AgentContext(tools=session.tools), config, sink)
+    results = {m.tool_call_id: m for m in messages if m.role == "toolResult"}
+    return [
+        ("".join(c.text for c in results[f"t{i}"].content if c.type == "text"), results[f"t{i}"].is_error)
+        for i in range(len(calls))
+    ]
+
+
+def eacces(syscall: str, path: Path | str) -> str:
+    return f"EACCES: permission denied, {syscall} '{path}'"
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+async def test_reads_inside_the_workspace_work(session: Session) -> None:
+    assert await call(session, "read", path="a.txt") == (f"hello\n{SECRET} in a\n", False)
+
+
+async def test_dotenv_is_denied(session: Session, ws: Path) -> None:
+    text, is_error = await call(session, "read", path=".env")
+    assert is_error and SECRET not in text
+    text, is_error = await call(session, "read", path="sub/.env")
+    assert is_error and SECRET not in text
+
+
+async def test_read_through_a_symlink_made_by_bash_is_refused(session: Session, ws: Path) -> None:
+    outside = ws.parent / "outside" / "secret.txt"
+    assert await call(session, "bash", command=f"ln -s {outside} x && ln -s /etc etc") == ("(no output)", False)
+    text, is_error = await call(session, "read", path="x")
+    assert (is_error, SECRET in text) == (True, False)
+    text, is_error = await call(session, "read", path="etc/passwd")
+    assert (is_error, "root:" in text) == (True, False)
+    text, is_error = await call(session, "read", path=str(outside))
+    assert (is_error, SECRET in text) == (True, False)
+
+
+async def test_symlink_to_a_denied_file_is_refused(session: Session, ws: Path) -> None:
+    (ws / "innocent").symlink_to(ws / ".env")
+    text, is_error = await call(session, "read", path="innocent")
+    assert (is_error, SECRET in text) == (True, False)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+async def test_write_and_edit_through_an_outward_symlink_are_refused(
+    session: Session, ws: Path
+) -> None:
+    outside = ws.parent / "outside" / "secret.txt"
+    (ws / "link").symlink_to(outside)
+    (ws / "dirlink").symlink_to(ws.parent / "outside")
+    text, is_error = await call(session, "write", path="link", content="pwned")
+    assert is_error and text == eacces("open", ws / "link")
+    text, is_error = await call(
+        session, "edit", path="link", edits=[{"oldText": "outside", "newText": "pwned"}]
+    )
+    assert is_error and "pwned" not in outside.read_text()
+    text, is_error = await call(session, "write", path="dirlink/new.txt", content="pwned")
+    assert is_error
+    assert outside.read_text() == f"{SECRET} outside\n"
+    assert sorted(p.name for p in (ws.parent / "outside").iterdir()) == ["secret.txt"]
+
+
+async def test_write_inside_the_workspace_works(session: Session, ws: Path) -> None:
+    text, is_error = await call(session, "write", path="new/dir/f.txt", content="ok")
+    assert (text, is_error) == ("Successfully wrote 2 bytes to new/dir/f.txt", False)
+    assert (ws / "new" / "dir" / "f.txt").read_text() == "ok"
+    text, is_error = await call(session, "write", path=".env", content="x")
+    assert is_error and (ws / ".env").read_text() == f"TOKEN={SECRET}\n"
+
+
+# -- batches: whatever the order -------------------------------------------------------------
+
+
+async def test_parallel_batch_symlink_then_read(session: Session, ws: Path) -> None:
+    outside = ws.parent / "outside" / "secret.txt"
+    results = await batch(
+        session,
+        ("bash", {"command": f"ln -s {outside} x"}),
+        ("read", {"path": "x"}),
+        ("bash", {"command": "ln -s /etc/passwd y"}),
+        ("read", {"path": "y"}),
+        ("grep", {"pattern": "root|TOP-SECRET", "path": "."}),
+    )
+    assert results[0] == ("(no output)", False)
+    assert results[2] == ("(no output)", False)
+    for text, is_error in (results[1], results[3]):
+        assert is_error and SECRET not in text and "root:" not in text
+    assert results[4] == (f"a.txt:2: {SECRET} in a", False)
+
+
+async def test_sequential_batches_symlink_then_read_write_edit(session: Session, ws: Path) -> None:
+    outside = ws.parent / "outside" / "secret.txt"
+    await batch(session, ("bash", {"command": f"ln -s {outside} x"}))
+    results = await batch(
+        session,
+        ("read", {"path": "x"}),
+        ("write", {"path": "x", "content": "pwned"}),
+        ("edit", {"path": "x", "edits": [{"oldText": "outside", "newText": "pwned"}]}),
+        ("ls", {"path": "x"}),
+        ("grep", {"pattern": "TOP", "path": "x"}),
+        ("find", {"pattern": "*", "path": "x"}),
+    )
+    assert all(is_error for _, is_error in results), results
+    assert not any(SECRET in text for text, _ in results)
+    assert outside.read_text() == f"{SECRET} outside\n"
+
+
+# -- listing and searching -------------------------------------------------------------------
+
+
+async def test_ls_find_grep_hide_denied_files(session: Session, ws: Path) -> None:
+    assert await call(session, "ls") == ("a.txt\nsub/", False)
+    assert await call(session, "ls", path="sub") == ("b.txt", False)
+    assert await call(session, "find", pattern="*") == ("a.txt\nsub/\nsub/b.txt", False)
+    assert await call(session, "find", pattern="**/.env") == ("No files found matching pattern", False)
+    assert await call(session, "grep", pattern="TOKEN") == ("No matches found", False)
+    assert await call(session, "grep", pattern=SECRET, context=1) == (
+        f"a.txt-1- hello\na.txt:2: {SECRET} in a\na.txt-3- ",
+        False,
+    )
+    text, is_error = await call(session, "grep", pattern="TOKEN", path=".env")
+    assert is_error and SECRET not in text
+
+
+async def test_grep_and_find_outside_the_roots_are_refused(session: Session, ws: Path) -> None:
+    text, is_error = await call(session, "grep", pattern=SECRET, path=str(ws.parent / "outside"))
+    assert is_error and SECRET not in text
+    text, is_error = await call(session, "find", pattern="*", path=str(ws.parent))
+    assert is_error and "secret.txt" not in text
+
+
+async def test_anchored_and_absolute_patterns_are_filtered_from_search(
+    plugin_manager: Any, register_plugin: Any, ws: Path
+) -> None:
+    (ws / "config").mkdir()
+    (ws / "config" / "keys.json").write_text(f"{SECRET}\n")
+    (ws / "sub" / "config").mkdir()
+    (ws / "sub" / "config" / "keys.json").write_text(f"{SECRET} allowed\n")
+    register_plugin(builtin_plugin, name="builtin_tools")
+    policy = PathPolicy(str(ws), deny_paths=[".env", "config/keys.json", f"{ws}/sub/b.txt"])
+    register_plugin(GuardPlugin(policy), name="guard")
+    session = build_session(plugin_manager, ws)
+    assert await call(session, "grep", pattern=SECRET) == (
+        f"a.txt:2: {SECRET} in a\nsub/config/keys.json:1: {SECRET} allowed",
+        False,
+    )
+    assert await call(session, "find", pattern="**/*.json") == ("sub/config/keys.json", False)
+    assert await call(session, "find", pattern="*.txt", path="sub") == ("No files found matching pattern", False)
+
+
+# -- pi's own full-output files --------------------------------------------------------------
+
+
+async def test_full_output_file_of_bash_is_readable(session: Session) -> None:
+    text, is_error = await call(session, "bash", command="seq 1 5000")
+    assert not is_error
+    found = re.search(r"Full output: (/\S+/pi-bash-[0-9a-f]{16}\.log)", text)
+    assert found is not None, text
+    full = found.group(1)
+    text, is_error = await call(session, "read", path=full, offset=4999)
+    assert (text, is_error) == ("4999\n5000\n", False)
+
+
+# -- the wrapper alone -----------------------------------------------------------------------
+
+
+async def test_guard_raises_path_denied_naming_the_requested_path(ws: Path) -> None:
+    guard = GuardedFileOperations(LocalFiles(), PathPolicy(str(ws), deny_paths=[".env"]))
+    (ws / "x").symlink_to("/etc/passwd")
+    with pytest.raises(PathDenied) as caught:
+        await guard.read_bytes(str(ws / "x"))
+    assert (caught.value.errno, caught.value.filename, caught.value.reason) == (
+        13,
+        str(ws / "x"),
+        f"Reading '{ws}/x' (resolved: '/etc/passwd') is not allowed by the sandbox path "
+        f"policy: it is outside the allowed read_roots ({ws})",
+    )
+    assert await guard.read_bytes(str(ws / "a.txt"), 0, 5) == b"hello"
+    assert sorted(await guard.list_dir(str(ws))) == ["a.txt", "sub", "x"]
+    with pytest.raises(PathDenied):
+        await guard.mkdir(str(ws / "x" / "d"))
+    with pytest.raises(FileNotFoundError) as missing:
+        await guard.read_bytes(str(ws / "nope"))
+    assert missing.value.filename == str(ws / "nope")

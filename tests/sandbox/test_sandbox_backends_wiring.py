@@ -1,0 +1,394 @@
+"""The sandbox plugin's wiring (issue 6 items 4-7): ``[sandbox]`` + session cwd → the backends
+(``pi_bash_operations``/``pi_file_operations``), the path checks of the before-hook, and
+``pi replay`` under a ``pi.toml``. Without ``[sandbox]`` the plugin changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pi_builtin_tools.plugin as builtin_plugin
+import pi_sandbox_plugin.plugin as sandbox_plugin
+from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.local_files import LocalFileOperations
+from pi_core.loop import run_tool_call
+from pi_core.loop_config import AgentContext
+from pi_core.messages import ToolCall
+from pi_core.plugins import PiPluginManager
+from pi_core.registry import Session, build_session
+from pi_sandbox_plugin.backends import MappedBashOperations, MappedFileOperations
+from pi_sandbox_plugin.bwrap_backend import BwrapBackend
+from pi_sandbox_plugin.container_backend import ContainerBackend
+from pi_sandbox_plugin.guarded_files import GuardedFileOperations
+from pi_sandbox_plugin.local_files import LocalFiles
+from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshFileOperations
+
+SECRET = "TOP-SECRET-42"
+PI = str(Path(sys.executable).with_name("pi"))
+
+
+def make_workspace(ws: Path) -> Path:
+    if ws.exists():
+        shutil.rmtree(ws)
+    (ws / "sub").mkdir(parents=True)
+    (ws / "a.txt").write_text(f"hello\n{SECRET} in a\n")
+    (ws / ".env").write_text(f"TOKEN={SECRET}\n")
+    (ws / "sub" / ".env").write_text(f"TOKEN={SECRET}\n")
+    (ws / "sub" / "b.txt").write_text("bee\n")
+    return ws
+
+
+def session_of(ws: Path, config: dict[str, Any], *, sandbox: bool = True) -> Session:
+    pm = PiPluginManager()
+    pm.register(builtin_plugin, name="builtin_tools")
+    if sandbox:
+        pm.register(sandbox_plugin, name="sandbox")
+    return build_session(pm, ws, config)
+
+
+async def call(session: Session, name: str, **args: Any) -> tuple[str, bool]:
+    outcome = await run_tool_call(
+        ToolCall(id="c1", name=name, arguments=args),
+        AgentContext(tools=session.tools),
+        session.loop_config(),
+    )
+    return outcome.result.text, outcome.is_error
+
+
+SCRIPT: list[tuple[str, dict[str, Any]]] = [
+    ("read", {"path": "a.txt"}),
+    ("read", {"path": ".env"}),
+    ("read", {"path": "/etc/hostname"}),
+    ("read", {"path": "missing.txt"}),
+    ("write", {"path": "new/f.txt", "content": "x\n"}),
+    ("edit", {"path": "a.txt", "edits": [{"oldText": "hello", "newText": "bye"}]}),
+    ("ls", {}),
+    ("ls", {"path": "sub"}),
+    ("find", {"pattern": "**/.env"}),
+    ("find", {"pattern": "*"}),
+    ("grep", {"pattern": "TOKEN"}),
+    ("grep", {"pattern": "bee", "path": "sub/b.txt"}),
+    ("bash", {"command": "cat .env; ln -s /etc/hostname h"}),
+    ("read", {"path": "h"}),
+]
+
+
+async def run_script(ws: Path, config: dict[str, Any], *, sandbox: bool) -> list[Any]:
+    make_workspace(ws)
+    session = session_of(ws, config, sandbox=sandbox)
+    results = []
+    for name, args in SCRIPT:
+        outcome = await run_tool_call(
+            ToolCall(id="c1", name=name, arguments=args),
+            AgentContext(tools=session.tools),
+            session.loop_config(),
+        )
+        results.append(outcome.result.to_json_dict() | {"isError": outcome.is_error})
+    return results
+
+
+# -- without [sandbox] (or without a policy on the local backend): nothing changes ------------
+
+
+@pytest.mark.parametrize(
+    "config", [{}, {"other": {"x": 1}}, {"sandbox": {"backend": "local"}}], ids=str
+)
+async def test_without_a_path_policy_the_tools_give_identical_results(
+    tmp_path: Path, config: dict[str, Any]
+) -> None:
+    ws = tmp_path / "ws"
+    without = await run_script(ws, config, sandbox=False)
+    with_plugin = await run_script(ws, config, sandbox=True)
+    assert with_plugin == without
+    assert without[1]["content"] == [{"type": "text", "text": f"TOKEN={SECRET}\n"}]
+    session = session_of(ws, config)
+    assert type(session.bash_operations) is LocalBashOperations
+    assert type(session.file_operations) is LocalFileOperations
+
+
+# -- local backend with a policy --------------------------------------------------------------
+
+POLICY = {"sandbox": {"policy": {"deny_paths": [".env"]}}}
+
+
+async def test_local_policy_guards_the_file_tools_and_the_before_hook_explains(
+    tmp_path: Path,
+) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    session = session_of(ws, POLICY)
+    assert type(session.bash_operations) is LocalBashOperations
+    files = session.file_operations
+    assert isinstance(files, GuardedFileOperations) and type(files.inner) is LocalFiles
+    assert await call(session, "read", path="/etc/hostname") == (
+        "Reading '/etc/hostname' is not allowed by the sandbox path policy: it is outside the "
+        f"allowed read_roots ({ws})",
+        True,
+    )
+    assert await call(session, "read", path=".env") == (
+        f"Reading '{ws}/.env' is denied by the sandbox path policy (deny_paths pattern '.env')",
+        True,
+    )
+    assert await call(session, "write", path="../escape.txt", content="x") == (
+        f"Writing '{tmp_path}/escape.txt' is not allowed by the sandbox path policy: it is "
+        f"outside the allowed write_roots ({ws})",
+        True,
+    )
+    assert await call(session, "grep", pattern="TOKEN", path="sub/.env") == (
+        f"Reading '{ws}/sub/.env' is denied by the sandbox path policy (deny_paths pattern "
+        "'.env')",
+        True,
+    )
+    assert await call(session, "bash", command="ln -s /etc/hostname h") == ("(no output)", False)
+    assert await call(session, "read", path="h") == (
+        f"Reading '{ws}/h' (resolved: '/etc/hostname') is not allowed by the sandbox path "
+        f"policy: it is outside the allowed read_roots ({ws})",
+        True,
+    )
+    assert await call(session, "edit", path="h", edits=[{"oldText": "a", "newText": "b"}]) == (
+        f"Reading '{ws}/h' (resolved: '/etc/hostname') is not allowed by the sandbox path "
+        f"policy: it is outside the allowed read_roots ({ws})",
+        True,
+    )
+    assert await call(session, "find", pattern="*") == ("a.txt\nsub/\nsub/b.txt", False)  # rg lists no links
+    assert await call(session, "read", path="a.txt") == (f"hello\n{SECRET} in a\n", False)
+
+
+async def test_read_roots_and_write_roots_from_the_config(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "d.md").write_text("doc\n")
+    config = {"sandbox": {"policy": {"read_roots": [".", "../docs"], "write_roots": ["sub"]}}}
+    session = session_of(ws, config)
+    assert await call(session, "read", path="../docs/d.md") == ("doc\n", False)
+    assert await call(session, "write", path="sub/ok.txt", content="ok") == (
+        "Successfully wrote 2 bytes to sub/ok.txt",
+        False,
+    )
+    assert await call(session, "write", path="top.txt", content="no") == (
+        f"Writing '{ws}/top.txt' is not allowed by the sandbox path policy: it is outside the "
+        f"allowed write_roots ({ws}/sub)",
+        True,
+    )
+    assert not (ws / "top.txt").exists()
+
+
+# -- bwrap ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bwrap_ok(require_program: Callable[[str], str], tmp_path: Path) -> None:
+    require_program("bwrap")
+    probe = [*BwrapBackend(str(tmp_path)).sandbox_args(), "--", "/bin/bash", "-c", ":"]
+    result = subprocess.run(probe, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"bwrap cannot create its sandbox here: {result.stderr.strip()}")
+        pytest.skip(f"bwrap cannot create its sandbox here: {result.stderr.strip()}")
+
+
+async def test_bwrap_backend_masks_denied_paths_from_bash(tmp_path: Path, bwrap_ok: None) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    config = {"sandbox": {"backend": "bwrap", "policy": {"deny_paths": [".env"]}}}
+    session = session_of(ws, config)
+    bash = session.bash_operations
+    assert isinstance(bash, BwrapBackend)
+    assert sorted(bash.deny_paths) == [str(ws / ".env"), str(ws / "sub" / ".env")]
+    files = session.file_operations
+    assert isinstance(files, GuardedFileOperations) and files.inner is bash
+    text, is_error = await call(session, "bash", command="cat .env sub/.env; echo rc=$?")
+    assert (SECRET in text, text.endswith("rc=1\n"), is_error) == (False, True, False)
+    assert await call(session, "bash", command="echo hi > made.txt; cat made.txt") == (
+        "hi\n",
+        False,
+    )
+    assert await call(session, "read", path="made.txt") == ("hi\n", False)
+    assert await call(session, "grep", pattern=SECRET) == (f"a.txt:2: {SECRET} in a", False)
+    assert (await call(session, "read", path=".env"))[1] is True
+
+
+async def test_bwrap_without_a_policy_is_not_guarded(tmp_path: Path, bwrap_ok: None) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    session = session_of(ws, {"sandbox": {"backend": "bwrap", "bwrap": {"network": False}}})
+    assert isinstance(session.bash_operations, BwrapBackend)
+    assert session.file_operations is session.bash_operations
+    assert session.bash_operations.deny_paths == []
+    assert await call(session, "read", path=".env") == (f"TOKEN={SECRET}\n", False)
+
+
+# -- ssh ------------------------------------------------------------------------------------
+
+
+async def test_ssh_backend_runs_in_remote_cwd_with_the_policy(
+    tmp_path: Path, ssh_server: Any
+) -> None:
+    remote = make_workspace(tmp_path / "remote")
+    local = tmp_path / "local"  # the session's cwd; it maps to remote_cwd
+    local.mkdir()
+    conn = ssh_server.connection()
+    config = {
+        "sandbox": {
+            "backend": "ssh",
+            "ssh": {
+                "host": conn.host,
+                "port": conn.port,
+                "user": conn.user,
+                "identity_file": conn.identity_file,
+                "remote_cwd": str(remote),
+                "options": list(conn.options),
+            },
+            "policy": {"deny_paths": [".env"]},
+        }
+    }
+    session = session_of(local, config)
+    bash = session.bash_operations
+    files = session.file_operations
+    assert isinstance(bash, SshBashOperations)
+    assert isinstance(files, GuardedFileOperations) and isinstance(files.inner, SshFileOperations)
+    assert files.inner.connection is bash.connection
+    try:
+        assert await call(session, "bash", command="pwd") == (f"{remote}\n", False)
+        assert await call(session, "read", path="a.txt") == (f"hello\n{SECRET} in a\n", False)
+        assert await call(session, "write", path="w.txt", content="ok") == (
+            "Successfully wrote 2 bytes to w.txt",
+            False,
+        )
+        assert (remote / "w.txt").read_text() == "ok"
+        assert await call(session, "grep", pattern="TOKEN|bee") == ("sub/b.txt:1: bee", False)
+        assert await call(session, "bash", command=f"ln -s {tmp_path}/outside.txt x") == (
+            "(no output)",
+            False,
+        )
+        (tmp_path / "outside.txt").write_text(SECRET)
+        text, is_error = await call(session, "read", path="x")
+        assert (is_error, SECRET in text) == (True, False)
+        assert await call(session, "read", path=".env") == (
+            f"Reading '{local}/.env' is denied by the sandbox path policy (deny_paths pattern "
+            "'.env')",
+            True,
+        )
+    finally:
+        await bash.connection.aclose()
+
+
+# -- container (objects and path mapping; the real container is test_container_backend's) -----
+
+
+def test_container_backend_maps_the_session_cwd_to_workdir(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    config = {
+        "sandbox": {
+            "backend": "container",
+            "container": {"cli": "podman", "container": "dev-box", "workdir": "/work"},
+        }
+    }
+    session = session_of(ws, config)
+    bash, files = session.bash_operations, session.file_operations
+    assert isinstance(bash, MappedBashOperations) and isinstance(files, MappedFileOperations)
+    assert isinstance(bash.inner, ContainerBackend) and bash.inner is files.inner
+    assert bash.inner.container == "dev-box"
+    assert files.paths.to_remote(str(ws / "sub" / "b.txt")) == "/work/sub/b.txt"
+    assert files.paths.to_local("/work/sub") == str(ws / "sub")
+    assert files.paths.to_remote("/etc/passwd") == "/etc/passwd"
+
+
+# -- pi replay under a pi.toml ------------------------------------------------------------------
+
+
+def replay(ws: Path, messages: list[list[dict[str, Any]]], tmp: Path) -> list[dict[str, Any]]:
+    file = tmp / "replay.jsonl"
+    file.write_text(
+        "".join(
+            json.dumps({"role": "assistant", "content": blocks, "stopReason": "toolUse"}) + "\n"
+            for blocks in messages
+        )
+    )
+    result = subprocess.run(
+        [PI, "replay", str(file), "--cwd", str(ws), "--json"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def tool_call(i: str, name: str, **args: Any) -> dict[str, Any]:
+    return {"type": "toolCall", "id": i, "name": name, "arguments": args}
+
+
+def texts(results: list[dict[str, Any]]) -> dict[str, tuple[str, bool]]:
+    return {
+        r["toolCallId"]: ("".join(c.get("text", "") for c in r["content"]), r["isError"])
+        for r in results
+    }
+
+
+def test_pi_replay_with_a_sandbox_policy(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    outside = tmp_path / "outside.txt"
+    outside.write_text(f"{SECRET} outside\n")
+    (ws / "pi.toml").write_text('[sandbox.policy]\ndeny_paths = [".env", "pi.toml"]\n')
+    results = texts(
+        replay(
+            ws,
+            [
+                [
+                    tool_call("p1", "bash", command=f"ln -s {outside} x"),
+                    tool_call("p2", "read", path="x"),
+                    tool_call("p3", "grep", pattern="TOP-SECRET|TOKEN"),
+                ],
+                [
+                    tool_call("s1", "read", path="x"),
+                    tool_call("s2", "write", path="x", content="pwned"),
+                    tool_call("s3", "edit", path="x", edits=[{"oldText": "T", "newText": "p"}]),
+                    tool_call("s4", "read", path=".env"),
+                    tool_call("s5", "find", pattern="**/.env"),
+                    tool_call("s6", "ls"),
+                ],
+            ],
+            tmp_path,
+        )
+    )
+    outside_reason = (
+        f"Reading '{ws}/x' (resolved: '{outside}') is not allowed by the sandbox path policy: "
+        f"it is outside the allowed read_roots ({ws})"
+    )
+    assert results["p1"] == ("(no output)", False)
+    assert results["p2"][1] is True and SECRET not in results["p2"][0], results["p2"]
+    assert results["p3"] == (f"a.txt:2: {SECRET} in a", False)
+    assert results["s1"] == (outside_reason, True)
+    assert results["s2"] == (
+        f"Writing '{ws}/x' (resolved: '{outside}') is not allowed by the sandbox path policy: "
+        f"it is outside the allowed write_roots ({ws})",
+        True,
+    )
+    assert results["s3"] == (outside_reason, True)
+    assert results["s4"] == (
+        f"Reading '{ws}/.env' is denied by the sandbox path policy (deny_paths pattern '.env')",
+        True,
+    )
+    assert results["s5"] == ("No files found matching pattern", False)
+    assert results["s6"] == ("a.txt\nsub/", False)  # x: its stat is refused, ls skips it
+    assert outside.read_text() == f"{SECRET} outside\n"
+
+
+def test_pi_replay_without_sandbox_is_unchanged(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "pi.toml").write_text('[pi]\ntool_execution = "sequential"\n')
+    results = texts(
+        replay(ws, [[tool_call("r1", "read", path=".env"), tool_call("r2", "ls")]], tmp_path)
+    )
+    assert results == {
+        "r1": (f"TOKEN={SECRET}\n", False),
+        "r2": (".env\na.txt\npi.toml\nsub/", False),
+    }
