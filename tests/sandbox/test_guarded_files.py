@@ -88,7 +88,10 @@ async def batch(session: Session, *calls: tuple[str, dict[str, Any]]) -> list[tu
     messages = await run_agent_loop(["go"], AgentContext(tools=session.tools), config, sink)
     results = {m.tool_call_id: m for m in messages if m.role == "toolResult"}
     return [
-        ("".join(c.text for c in results[f"t{i}"].content if c.type == "text"), results[f"t{i}"].is_error)
+        (
+            "".join(c.text for c in results[f"t{i}"].content if c.type == "text"),
+            results[f"t{i}"].is_error,
+        )
         for i in range(len(calls))
     ]
 
@@ -113,7 +116,10 @@ async def test_dotenv_is_denied(session: Session, ws: Path) -> None:
 
 async def test_read_through_a_symlink_made_by_bash_is_refused(session: Session, ws: Path) -> None:
     outside = ws.parent / "outside" / "secret.txt"
-    assert await call(session, "bash", command=f"ln -s {outside} x && ln -s /etc etc") == ("(no output)", False)
+    assert await call(session, "bash", command=f"ln -s {outside} x && ln -s /etc etc") == (
+        "(no output)",
+        False,
+    )
     text, is_error = await call(session, "read", path="x")
     assert (is_error, SECRET in text) == (True, False)
     text, is_error = await call(session, "read", path="etc/passwd")
@@ -201,7 +207,10 @@ async def test_ls_find_grep_hide_denied_files(session: Session, ws: Path) -> Non
     assert await call(session, "ls") == ("a.txt\nsub/", False)
     assert await call(session, "ls", path="sub") == ("b.txt", False)
     assert await call(session, "find", pattern="*") == ("a.txt\nsub/\nsub/b.txt", False)
-    assert await call(session, "find", pattern="**/.env") == ("No files found matching pattern", False)
+    assert await call(session, "find", pattern="**/.env") == (
+        "No files found matching pattern",
+        False,
+    )
     assert await call(session, "grep", pattern="TOKEN") == ("No matches found", False)
     assert await call(session, "grep", pattern=SECRET, context=1) == (
         f"a.txt-1- hello\na.txt:2: {SECRET} in a\na.txt-3- ",
@@ -234,7 +243,10 @@ async def test_anchored_and_absolute_patterns_are_filtered_from_search(
         False,
     )
     assert await call(session, "find", pattern="**/*.json") == ("sub/config/keys.json", False)
-    assert await call(session, "find", pattern="*.txt", path="sub") == ("No files found matching pattern", False)
+    assert await call(session, "find", pattern="*.txt", path="sub") == (
+        "No files found matching pattern",
+        False,
+    )
 
 
 # -- pi's own full-output files --------------------------------------------------------------

@@ -148,9 +148,11 @@ def test_pi_output_files_stay_readable() -> None:
     try:
         assert policy.check_read(os.path.realpath(path)) == PathDecision(True)
         assert not policy.check_write(os.path.realpath(path)).allowed
-        assert not PathPolicy("/nonexistent-ws", allow_output_files=False).check_read(
-            os.path.realpath(path)
-        ).allowed
+        assert (
+            not PathPolicy("/nonexistent-ws", allow_output_files=False)
+            .check_read(os.path.realpath(path))
+            .allowed
+        )
     finally:
         os.unlink(path)
 

@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -142,8 +142,7 @@ async def test_local_policy_guards_the_file_tools_and_the_before_hook_explains(
         True,
     )
     assert await call(session, "grep", pattern="TOKEN", path="sub/.env") == (
-        f"Reading '{ws}/sub/.env' is denied by the sandbox path policy (deny_paths pattern "
-        "'.env')",
+        f"Reading '{ws}/sub/.env' is denied by the sandbox path policy (deny_paths pattern '.env')",
         True,
     )
     assert await call(session, "bash", command="ln -s /etc/hostname h") == ("(no output)", False)
@@ -157,7 +156,10 @@ async def test_local_policy_guards_the_file_tools_and_the_before_hook_explains(
         f"policy: it is outside the allowed read_roots ({ws})",
         True,
     )
-    assert await call(session, "find", pattern="*") == ("a.txt\nsub/\nsub/b.txt", False)  # rg lists no links
+    assert await call(session, "find", pattern="*") == (
+        "a.txt\nsub/\nsub/b.txt",
+        False,
+    )  # rg lists no links
     assert await call(session, "read", path="a.txt") == (f"hello\n{SECRET} in a\n", False)
 
 
@@ -392,3 +394,73 @@ def test_pi_replay_without_sandbox_is_unchanged(tmp_path: Path) -> None:
         "r1": (f"TOKEN={SECRET}\n", False),
         "r2": (".env\na.txt\npi.toml\nsub/", False),
     }
+
+
+# -- container, for real: started from an image, the workspace mounted at workdir ------------
+
+
+@pytest.fixture(scope="module")
+def podman_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from container_support import PodmanSession
+
+    scratch = tmp_path_factory.mktemp("podman-wiring")
+    podman = PodmanSession(str(scratch), str(scratch))
+    yield podman
+    podman.cleanup()
+
+
+async def test_container_backend_from_the_config(
+    tmp_path: Path, require_program: Callable[[str], str], podman_image: Any
+) -> None:
+    require_program("podman")
+    require_program("runc")
+    image = podman_image.image()
+    ws = make_workspace(tmp_path / "ws")
+    config = {
+        "sandbox": {
+            "backend": "container",
+            "container": {
+                "cli": podman_image.cli,
+                "image": image,
+                "workdir": "/work",
+                "cli_args": podman_image.cli_args,
+                "run_args": podman_image.run_args,
+            },
+            "policy": {"deny_paths": [".env"]},
+        }
+    }
+    session = session_of(ws, config)
+    files = session.file_operations
+    assert isinstance(files, GuardedFileOperations)
+    assert isinstance(files.inner, MappedFileOperations)
+    container = files.inner.inner
+    try:
+        assert await call(session, "bash", command="pwd; cat a.txt") == (
+            f"/work\nhello\n{SECRET} in a\n",
+            False,
+        )
+        assert await call(session, "write", path="sub/new.txt", content="made\n") == (
+            "Successfully wrote 5 bytes to sub/new.txt",
+            False,
+        )
+        assert (ws / "sub" / "new.txt").read_text() == "made\n"
+        assert await call(session, "read", path="sub/new.txt") == ("made\n", False)
+        assert await call(session, "grep", pattern="TOKEN|made") == ("sub/new.txt:1: made", False)
+        assert await call(session, "find", pattern="**/*.txt") == (
+            "a.txt\nsub/b.txt\nsub/new.txt",
+            False,
+        )
+        assert await call(session, "ls", path="sub") == ("b.txt\nnew.txt", False)
+        assert await call(session, "bash", command="ln -s /etc/hostname x") == (
+            "(no output)",
+            False,
+        )
+        text, is_error = await call(session, "read", path="x")
+        assert is_error, text
+        assert await call(session, "read", path=".env") == (
+            f"Reading '{ws}/.env' is denied by the sandbox path policy (deny_paths pattern "
+            "'.env')",
+            True,
+        )
+    finally:
+        await container.aclose()

@@ -966,8 +966,8 @@ def _find_heredocs(data: bytes, root: tree_sitter.Node) -> list[_HereDoc]:
     for node in starts:
         raw = data[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
         op_start = data.rfind(b"<<", 0, node.start_byte)
-        if op_start < resume or not raw:
-            continue
+        if not raw or any(d.body_start <= op_start < d.body_end for d in docs):
+            continue  # text inside an earlier body
         try:
             word = scan_word(raw)
         except _BadWord:

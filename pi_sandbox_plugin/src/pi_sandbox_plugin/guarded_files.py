@@ -30,6 +30,9 @@ gives the model the clear reason before the call.
 Residual race: a command running *concurrently* that swaps a checked directory for a symlink
 between the check and the operation. It only matters where bash itself is confined (bwrap),
 and there the file operations run in the same sandbox, so they reach nothing bash cannot.
+Likewise a hard link is not a symlink: ``realpath`` cannot see where it came from. bash can only
+make one where it could already read the file (bwrap's workspace and a container's are mounts
+of their own, so a link from outside fails with ``EXDEV``).
 """
 
 from __future__ import annotations
