@@ -394,6 +394,9 @@ def make_latin1_name(root: Path, content: str) -> None:
 
 # What ripgrep 13 (the reference's rg) says for each pattern, recorded from /usr/bin/rg 13.0.0.
 REGEX_ERRORS_OF_RIPGREP_13 = [
+    ("(?", "regex parse error:\n    (?\n    ^\nerror: unclosed group"),
+    ("a(?", "regex parse error:\n    a(?\n     ^\nerror: unclosed group"),
+    ("(a|(?", "regex parse error:\n    (a|(?\n       ^\nerror: unclosed group"),
     ("(", "regex parse error:\n    (\n    ^\nerror: unclosed group"),
     ("x(", "regex parse error:\n    x(\n     ^\nerror: unclosed group"),
     ("((", "regex parse error:\n    ((\n     ^\nerror: unclosed group"),

@@ -176,3 +176,12 @@ def test_planted_output_file_names_are_not_readable(tmp_path: Path) -> None:
     finally:
         for path in (hard, soft, loose):
             os.unlink(path)
+
+
+def test_a_negation_is_a_value_error() -> None:
+    with pytest.raises(ValueError) as caught:
+        compile_deny_pattern("!keep.txt")
+    assert (
+        str(caught.value)
+        == "'!keep.txt': negation (!) is not supported: list only the paths to deny"
+    )

@@ -458,9 +458,20 @@ async def test_container_backend_from_the_config(
         text, is_error = await call(session, "read", path="x")
         assert is_error, text
         assert await call(session, "read", path=".env") == (
-            f"Reading '{ws}/.env' is denied by the sandbox path policy (deny_paths pattern "
-            "'.env')",
+            f"Reading '{ws}/.env' is denied by the sandbox path policy (deny_paths pattern '.env')",
             True,
         )
     finally:
         await container.aclose()
+
+
+def test_a_bad_deny_pattern_is_a_config_error(tmp_path: Path) -> None:
+    from pi_core.errors import ConfigError
+
+    config = {"sandbox": {"policy": {"deny_paths": [".env", "\\"]}}}
+    with pytest.raises(ConfigError) as caught:
+        session_of(tmp_path, config)
+    assert str(caught.value) == (
+        "pi.toml: sandbox.policy.deny_paths[1]: bad denied path pattern '\\\\': "
+        "Invalid git pattern: '\\\\'"
+    )

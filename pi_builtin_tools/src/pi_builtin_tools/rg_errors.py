@@ -162,7 +162,9 @@ def clean_rg_error(stderr: str, pattern: str) -> str:
             column = start - _ECHO_INDENT - _WRAPPER
             in_wrapper = column < 0 or len(caret_line) - _ECHO_INDENT - _WRAPPER > len(pattern)
             end_error = None
-            if in_wrapper or lines[carets + 1] in _GROUP_ERRORS:
+            # A pattern ending in "(?" reads "(?)" to ripgrep 14: a repetition of nothing.
+            ends_open = pattern.endswith("(?") and column == len(pattern) - 1
+            if in_wrapper or ends_open or lines[carets + 1] in _GROUP_ERRORS:
                 end_error = _end_error(pattern)
             if end_error is not None:
                 lines[i - 1 :] = _format(pattern, end_error).split("\n")

@@ -39,14 +39,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pi_core.errors import ConfigError
 from pi_core.operations import BashOperations, CommandOutput, FileOperations, FileStat
 from pi_core.paths import resolve_to_cwd
 from pi_sandbox_plugin.bwrap_backend import BwrapBackend
-from pi_sandbox_plugin.config import SandboxConfig, load_sandbox_config
+from pi_sandbox_plugin.config import (
+    DEFAULT_CONFIG_NAME,
+    SANDBOX_TABLE,
+    SandboxConfig,
+    load_sandbox_config,
+)
 from pi_sandbox_plugin.container_backend import ContainerBackend
 from pi_sandbox_plugin.guarded_files import GuardedFileOperations
 from pi_sandbox_plugin.local_files import LocalFiles
-from pi_sandbox_plugin.path_policy import PathPolicy
+from pi_sandbox_plugin.path_policy import PathPolicy, compile_deny_pattern
 from pi_sandbox_plugin.ssh_backend import (
     RemotePathMap,
     SshBashOperations,
@@ -69,18 +75,27 @@ PATH_TOOLS = READ_TOOLS + WRITE_TOOLS + READ_WRITE_TOOLS
 
 def build_path_policy(sandbox: SandboxConfig, cwd: str) -> PathPolicy | None:
     """The :class:`PathPolicy` of ``[sandbox.policy]`` for a session in ``cwd``, or ``None``
-    without that table. Local file systems (``local``, ``bwrap``) resolve the roots with
+    without that table; :class:`~pi_core.errors.ConfigError` (``pi.toml:
+    sandbox.policy.deny_paths[I]: problem``) for a bad pattern. Local file systems (``local``, ``bwrap``) resolve the roots with
     ``os.path.realpath``; remote ones take them as written. pi's full-output files stay readable
     with the ``local`` backend (the only one whose file tools see this machine's temp dir)."""
     policy = sandbox.policy
     if policy is None:
         return None
     local = sandbox.backend in ("local", "bwrap")
+    deny_paths = list(getattr(policy, "deny_paths", []))
+    for index, pattern in enumerate(deny_paths):
+        try:
+            compile_deny_pattern(pattern)
+        except ValueError as error:
+            raise ConfigError(
+                f"{DEFAULT_CONFIG_NAME}: {SANDBOX_TABLE}.policy.deny_paths[{index}]: {error}"
+            ) from None
     return PathPolicy(
         cwd,
         read_roots=list(getattr(policy, "read_roots", ["."])),
         write_roots=list(getattr(policy, "write_roots", ["."])),
-        deny_paths=list(getattr(policy, "deny_paths", [])),
+        deny_paths=deny_paths,
         resolve=os.path.realpath if local else posixpath.normpath,
         allow_output_files=sandbox.backend == "local",
     )

@@ -104,11 +104,13 @@ def _is_pi_output_file(path: str, temp_dir: str) -> bool:
 
 def compile_deny_pattern(text: str, home: str | None = None) -> DenyPattern:
     """The :class:`DenyPattern` of one ``deny_paths`` entry (``~`` expanded with ``home``,
-    default this user's home). Raises ``ValueError`` for an empty pattern or one pathspec
-    rejects."""
+    default this user's home). Raises ``ValueError`` for an empty pattern, a negation
+    (``!...``) or one pathspec rejects."""
     pattern = text.strip()
     if not pattern:
         raise ValueError("a denied path pattern must not be empty")
+    if pattern.startswith("!"):
+        raise ValueError(f"{text!r}: negation (!) is not supported: list only the paths to deny")
     if pattern == "~" or pattern.startswith("~/"):
         pattern = (home or os.path.expanduser("~")).rstrip("/") + pattern[1:]
     absolute = pattern.startswith("/")
