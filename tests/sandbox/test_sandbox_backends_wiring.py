@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,6 +62,17 @@ async def call(session: Session, name: str, **args: Any) -> tuple[str, bool]:
         session.loop_config(),
     )
     return outcome.result.text, outcome.is_error
+
+
+async def assert_full_output_readable(session: Session) -> None:
+    """bash's full-output file (written by pi on this machine) is readable with the read tool."""
+    text, is_error = await call(session, "bash", command="seq 1 5000")
+    found = re.search(r"Full output: (/\S+/pi-bash-[0-9a-f]{16}\.log)", text)
+    assert found is not None and not is_error, text
+    assert await call(session, "read", path=found.group(1), offset=4999) == (
+        "4999\n5000\n",
+        False,
+    )
 
 
 SCRIPT: list[tuple[str, dict[str, Any]]] = [
@@ -161,6 +173,7 @@ async def test_local_policy_guards_the_file_tools_and_the_before_hook_explains(
         False,
     )  # rg lists no links
     assert await call(session, "read", path="a.txt") == (f"hello\n{SECRET} in a\n", False)
+    await assert_full_output_readable(session)
 
 
 async def test_read_roots_and_write_roots_from_the_config(tmp_path: Path) -> None:
@@ -214,6 +227,7 @@ async def test_bwrap_backend_masks_denied_paths_from_bash(tmp_path: Path, bwrap_
     assert await call(session, "read", path="made.txt") == ("hi\n", False)
     assert await call(session, "grep", pattern=SECRET) == (f"a.txt:2: {SECRET} in a", False)
     assert (await call(session, "read", path=".env"))[1] is True
+    await assert_full_output_readable(session)
 
 
 async def test_bwrap_without_a_policy_is_not_guarded(tmp_path: Path, bwrap_ok: None) -> None:
@@ -276,6 +290,7 @@ async def test_ssh_backend_runs_in_remote_cwd_with_the_policy(
             "'.env')",
             True,
         )
+        await assert_full_output_readable(session)
     finally:
         await bash.connection.aclose()
 
@@ -461,6 +476,7 @@ async def test_container_backend_from_the_config(
             f"Reading '{ws}/.env' is denied by the sandbox path policy (deny_paths pattern '.env')",
             True,
         )
+        await assert_full_output_readable(session)
     finally:
         await container.aclose()
 

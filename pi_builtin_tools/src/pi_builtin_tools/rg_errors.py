@@ -8,8 +8,9 @@ the wrapper's own ``(?:`` or ``)`` took part in the error, the error itself diff
 
 * ``rg: `` prefixes dropped; the echoed ``(?:PATTERN)`` becomes ``PATTERN`` and carets move 3
   columns left;
-* an error whose caret points into the wrapper is the pattern's own error at its end, which
-  ripgrep 13 reports as: ``incomplete escape sequence, reached end of pattern prematurely`` (a
+* an error the wrapper took part in (its caret points into the wrapper, it is about an
+  unclosed or unopened group, or the pattern ends in ``(?``, which ripgrep 14 reads as ``(?)``)
+  is the pattern's own error at its end, which ripgrep 13 reports as: ``incomplete escape sequence, reached end of pattern prematurely`` (a
   trailing ``\\``), ``unclosed counted repetition`` (from ``{`` to the end), ``unclosed capture
   group name`` (``(?P<name`` at the end), ``expected flag but got end of regex`` (``(?i`` at the
   end), ``unclosed group`` (under the innermost unclosed ``(``) or, for a stray ``)`` that the

@@ -4,6 +4,7 @@ what they use."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -102,9 +103,40 @@ __all__ = [
     "BashSpawnContext",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "CommandInvocation",
+    "PluginCommand",
     "RegisterToolsContext",
     "apply_after_tool_call_result",
 ]
+
+
+@dataclass
+class CommandInvocation:
+    """What a plugin command's ``run`` gets: the parsed ``args`` (``argparse.Namespace``), the
+    loaded ``config`` (the TOML as a dict, ``{}`` without a file), ``config_path`` (the file it
+    came from, or ``None``) and the ``stdout``/``stderr`` streams to write to."""
+
+    args: Any
+    config: dict[str, Any]
+    config_path: str | None
+    stdout: Any
+    stderr: Any
+
+
+@dataclass
+class PluginCommand:
+    """A subcommand of ``pi`` registered through ``pi_register_commands``.
+
+    ``name`` is the word after ``pi``; ``help`` the one-line description; ``configure(parser)``
+    adds the command's arguments to its ``argparse`` parser; ``run(invocation)`` runs it and
+    returns the exit status (0 success, 1 a negative answer such as a denied command). Raising
+    :class:`~pi_core.errors.PiError` gives ``pi: error: ...`` and exit 2.
+    """
+
+    name: str
+    help: str
+    configure: Callable[[Any], None]
+    run: Callable[[CommandInvocation], int]
 
 
 def apply_after_tool_call_result(

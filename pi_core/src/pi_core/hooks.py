@@ -11,7 +11,7 @@ callbacks of :class:`~pi_core.loop_config.LoopConfig`, so the loop module never 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pluggy
@@ -26,6 +26,7 @@ from pi_core.hook_types import (
     BashSpawnContext,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    PluginCommand,
     RegisterToolsContext,
     apply_after_tool_call_result,
 )
@@ -105,6 +106,43 @@ class PluginHooks:
         finally:
             open_ = False
         return tools
+
+    def register_commands(self, reserved: Iterable[str] = ()) -> dict[str, PluginCommand]:
+        """``pi_register_commands`` (collect, sync): plugin subcommands by name.
+
+        Raises ``PluginError`` for an object that is not a
+        :class:`~pi_core.hook_types.PluginCommand`, for a name in ``reserved`` (the built-in
+        commands) and for a name registered twice (naming both plugins).
+        """
+        owners: dict[str, str] = {}
+        commands: dict[str, PluginCommand] = {}
+        taken = set(reserved)
+
+        def registrar(impl: HookImpl) -> dict[str, Any]:
+            plugin = impl.plugin_name
+
+            def register(command: Any) -> None:
+                if not isinstance(command, PluginCommand):
+                    raise PluginError(
+                        f"plugin {plugin!r} registered {command!r}, which is not a PluginCommand"
+                    )
+                if command.name in taken:
+                    raise PluginError(
+                        f"plugin {plugin!r} registered the command {command.name!r}, which is "
+                        "a built-in command of pi"
+                    )
+                if command.name in owners:
+                    raise PluginError(
+                        f"command {command.name!r} is registered by plugin "
+                        f"{owners[command.name]!r} and by plugin {plugin!r}"
+                    )
+                owners[command.name] = plugin
+                commands[command.name] = command
+
+            return {"register": register}
+
+        hook_caller.call_collect(self.pm.hook.pi_register_commands, {}, extra=registrar)
+        return commands
 
     def register_providers(self) -> dict[str, Any]:
         """``pi_register_providers`` (collect, sync): providers by their ``name``.

@@ -93,6 +93,21 @@ def pi_register_providers(register: Callable[[Any], None]) -> None:
     """
 
 
+@hookspec
+def pi_register_commands(register: Callable[[Any], None]) -> None:
+    """Add subcommands to the ``pi`` command line (``pi policy check`` comes this way).
+
+    **When**: when ``pi`` is given a command that is not one of its own (``plugins``, ``tools``,
+    ``call``, ``replay``, ``run``), before the command line is parsed in full.
+    **Call mode**: collect; sync implementations only. A command name registered twice, or one
+    that is a built-in command, is a :class:`~pi_core.errors.PluginError` naming the plugins.
+    **Params**: ``register(command)`` takes a :class:`~pi_core.hook_types.PluginCommand`
+    (``name``, ``help``, ``configure(parser)`` adding arguments to an ``argparse`` parser, and
+    ``run(invocation) -> int`` returning the exit status).
+    **Returns**: nothing.
+    """
+
+
 # ---------------------------------------------------------------------------------------------
 # Per tool call, in pipeline order (seed §五–§八)
 # ---------------------------------------------------------------------------------------------
@@ -176,6 +191,7 @@ HOOK_CALL_MODES: dict[str, tuple[str, bool]] = {
     "pi_file_operations": ("first_non_none", False),
     "pi_register_tools": ("collect", False),
     "pi_register_providers": ("collect", False),
+    "pi_register_commands": ("collect", False),
     "pi_prepare_arguments": ("chain", True),
     "pi_before_tool_call": ("first_block", True),
     "pi_after_tool_call": ("chain", True),

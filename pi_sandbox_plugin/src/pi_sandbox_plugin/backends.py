@@ -76,9 +76,9 @@ PATH_TOOLS = READ_TOOLS + WRITE_TOOLS + READ_WRITE_TOOLS
 def build_path_policy(sandbox: SandboxConfig, cwd: str) -> PathPolicy | None:
     """The :class:`PathPolicy` of ``[sandbox.policy]`` for a session in ``cwd``, or ``None``
     without that table; :class:`~pi_core.errors.ConfigError` (``pi.toml:
-    sandbox.policy.deny_paths[I]: problem``) for a bad pattern. Local file systems (``local``, ``bwrap``) resolve the roots with
-    ``os.path.realpath``; remote ones take them as written. pi's full-output files stay readable
-    with the ``local`` backend (the only one whose file tools see this machine's temp dir)."""
+    sandbox.policy.deny_paths[I]: problem``) for a bad pattern. Local file systems (``local``,
+    ``bwrap``) resolve the roots with ``os.path.realpath``; remote ones take them as written.
+    pi's full-output files stay readable (the guard reads them on this machine)."""
     policy = sandbox.policy
     if policy is None:
         return None
@@ -97,7 +97,7 @@ def build_path_policy(sandbox: SandboxConfig, cwd: str) -> PathPolicy | None:
         write_roots=list(getattr(policy, "write_roots", ["."])),
         deny_paths=deny_paths,
         resolve=os.path.realpath if local else posixpath.normpath,
-        allow_output_files=sandbox.backend == "local",
+        allow_output_files=True,
     )
 
 

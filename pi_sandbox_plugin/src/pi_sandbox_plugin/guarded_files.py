@@ -23,6 +23,12 @@ run_rg         read on ``cwd`` and on every search path; ``--glob=!PATTERN`` exc
                the read roots) is reported: ``--json`` events, ``--files`` lists
 =============  ==============================================================================
 
+**pi's full-output files** (:meth:`PathPolicy.is_output_file`: the bash tool's
+``{tempdir}/pi-bash-{16 hex}.log``, written by the pi process on this machine whatever the
+backend) are read, stat-ed and resolved on this machine's file system (``host``), so the read
+tool finds them with every backend (a bwrap sandbox has a private ``/tmp``, a remote backend
+another machine's).
+
 A refusal raises :class:`PathDenied` (a ``PermissionError``, ``EACCES``, ``filename`` = the path
 as named), so a tool reports ``EACCES: permission denied, ...``; the before-hook of the plugin
 gives the model the clear reason before the call.
@@ -46,6 +52,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from pi_core.operations import CommandOutput, FileOperations, FileStat
+from pi_sandbox_plugin.local_files import LocalFiles
 from pi_sandbox_plugin.path_policy import PathDecision, PathPolicy
 
 T = TypeVar("T")
@@ -109,9 +116,16 @@ class GuardedFileOperations:
     each operation; see the module docstring. ``inner`` paths are the session's (for a remote
     backend, the one that maps them)."""
 
-    def __init__(self, inner: FileOperations, policy: PathPolicy) -> None:
+    def __init__(
+        self, inner: FileOperations, policy: PathPolicy, host: FileOperations | None = None
+    ) -> None:
         self.inner = inner
         self.policy = policy
+        self.host: FileOperations = host if host is not None else LocalFiles()
+
+    def _output_file(self, path: str) -> bool:
+        """Whether ``path`` is one of pi's full-output files on this machine."""
+        return self.policy.is_output_file(posixpath.normpath(path))
 
     # -- checks ----------------------------------------------------------------------------
 
@@ -146,7 +160,10 @@ class GuardedFileOperations:
     # -- FileOperations ----------------------------------------------------------------------
 
     async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
-        """The wrapped ``read_bytes`` on the resolved path, if it may be read."""
+        """The wrapped ``read_bytes`` on the resolved path, if it may be read (pi's output
+        files: this machine's)."""
+        if self._output_file(path):
+            return await self.host.read_bytes(path, offset, length)
         real = await self._readable(path)
         return await self._as_named(lambda: self.inner.read_bytes(real, offset, length), real, path)
 
@@ -156,13 +173,19 @@ class GuardedFileOperations:
         await self._as_named(lambda: self.inner.write_bytes(real, data), real, path)
 
     async def stat(self, path: str) -> FileStat:
-        """The wrapped ``stat`` of the resolved path, if it may be read."""
+        """The wrapped ``stat`` of the resolved path, if it may be read (pi's output files:
+        this machine's)."""
+        if self._output_file(path):
+            return await self.host.stat(path)
         real = await self._readable(path)
         return await self._as_named(lambda: self.inner.stat(real), real, path)
 
     async def access(self, path: str, mode: int = os.R_OK) -> None:
         """The wrapped ``access`` (``stat`` for a backend without one) of the resolved path,
         after the read (``R_OK``) and write (``W_OK``) checks."""
+        if self._output_file(path) and not mode & os.W_OK:
+            await self.host.stat(path)
+            return
         real = await self._resolve(path)
         named = posixpath.normpath(path)
         if mode & os.R_OK or not mode & os.W_OK:
@@ -177,7 +200,10 @@ class GuardedFileOperations:
             await self._as_named(lambda: self.inner.stat(real), real, path)
 
     async def realpath(self, path: str) -> str:
-        """The wrapped ``realpath`` (no check: it reads no content)."""
+        """The wrapped ``realpath`` (no check: it reads no content); a pi output file is its
+        own."""
+        if self._output_file(path):
+            return posixpath.normpath(path)
         return await self.inner.realpath(path)
 
     async def list_dir(self, path: str) -> list[str]:

@@ -19,8 +19,8 @@ and denied globs.
   written, whatever the roots say. Both the path as the tool named it and its resolved path are
   checked, so neither a symlink named ``.env`` nor a link to ``.env`` gets through.
 * **pi's own full-output files** (``{tempdir}/pi-bash-{16 hex}.log``, written by the bash tool
-  when output is truncated) stay readable when ``allow_output_files`` is true (the local
-  backend): exactly a regular file of that name in the temporary directory, owned by this user,
+  on this machine when output is truncated) stay readable when ``allow_output_files`` is true:
+  exactly a regular file of that name in the temporary directory, owned by this user,
   mode ``0600``, with one link, so neither a symlink nor a hard link to another file planted
   under that name passes.
 
@@ -128,8 +128,8 @@ class PathPolicy:
     (relative to ``workspace``, ``~`` expanded). ``deny_paths``: the glob patterns.
     ``resolve``: how roots and the workspace are resolved (``os.path.realpath`` for a local
     file system; a remote backend passes ``posixpath.normpath``, its paths being resolved by
-    the backend). ``allow_output_files``: keep pi's full-output files readable (only meaningful
-    when the file tools see this machine's temporary directory). ``home``: for ``~``.
+    the backend). ``allow_output_files``: keep pi's full-output files (on this machine)
+    readable. ``home``: for ``~``.
 
     Raises ``ValueError`` for a bad pattern.
     """

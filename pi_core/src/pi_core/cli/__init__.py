@@ -33,8 +33,16 @@ from collections.abc import Sequence
 from typing import IO
 
 from pi_core.cli.commands import CommandContext, run_command
-from pi_core.cli.parser import ParserExit, UsageError, build_parser
+from pi_core.cli.parser import (
+    BUILTIN_COMMANDS,
+    ParserExit,
+    UsageError,
+    build_parser,
+    global_options,
+)
 from pi_core.errors import PiError
+from pi_core.hook_types import CommandInvocation, PluginCommand
+from pi_core.hooks import PluginHooks
 
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
@@ -69,10 +77,26 @@ def run(
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     try:
-        args = build_parser(stdout=out).parse_args(list(argv))
+        options, word = global_options(argv)
+        ctx = CommandContext(args=options, stdout=out, stderr=err)
+        extra: dict[str, PluginCommand] = {}
+        if word is not None and word not in BUILTIN_COMMANDS:
+            # not one of ours: a plugin may provide it (pi_register_commands)
+            extra = PluginHooks(ctx.plugin_manager).register_commands(BUILTIN_COMMANDS)
+        args = build_parser(stdout=out, extra_commands=extra.values()).parse_args(list(argv))
         if args.command is None:
             raise UsageError("a command is required: plugins, tools, call, replay or run")
-        return run_command(CommandContext(args=args, stdout=out, stderr=err))
+        ctx.args = args
+        if args.command in extra:
+            invocation = CommandInvocation(
+                args=args,
+                config=ctx.config.data,
+                config_path=str(ctx.config.path) if ctx.config.path else None,
+                stdout=out,
+                stderr=err,
+            )
+            return extra[args.command].run(invocation)
+        return run_command(ctx)
     except ParserExit as e:
         return e.status
     except (Exception, KeyboardInterrupt, BaseExceptionGroup) as e:

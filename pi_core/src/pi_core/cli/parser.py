@@ -10,9 +10,13 @@ exits 0 through :class:`ParserExit` (``main`` returns the status instead of call
 from __future__ import annotations
 
 import argparse
-from typing import IO, Any, NoReturn
+from collections.abc import Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from pi_core.errors import PiError
+
+if TYPE_CHECKING:
+    from pi_core.hook_types import PluginCommand
 
 
 class UsageError(PiError):
@@ -62,8 +66,15 @@ EPILOG = (
 )
 
 
-def build_parser(stdout: IO[str] | None = None) -> PiArgumentParser:
-    """The full parser: ``pi [--config FILE] [--no-plugin NAME]... [-p MODULE]... COMMAND``."""
+BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run")
+"""The commands of the core; plugins add others through ``pi_register_commands``."""
+
+
+def build_parser(
+    stdout: IO[str] | None = None, extra_commands: Iterable[PluginCommand] = ()
+) -> PiArgumentParser:
+    """The full parser: ``pi [--config FILE] [--no-plugin NAME]... [-p MODULE]... COMMAND``,
+    with the plugin commands ``extra_commands`` after the built-in ones."""
     parser = PiArgumentParser(
         prog="pi", description=DESCRIPTION, epilog=EPILOG, stdout=stdout, allow_abbrev=False
     )
@@ -177,7 +188,35 @@ def build_parser(stdout: IO[str] | None = None) -> PiArgumentParser:
     run.add_argument("--json", action="store_true", help="print every event as JSON Lines")
     run.add_argument("--session", metavar="FILE", help="write a Pi session file (v3)")
     run.add_argument("--base-url", metavar="URL", help="the provider's base URL")
+    for extra in extra_commands:
+        extra.configure(command(extra.name, extra.help))
     return parser
 
 
-__all__ = ["ParserExit", "PiArgumentParser", "UsageError", "build_parser"]
+def global_options(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]:
+    """The global options of ``argv`` and its command word (``None`` when there is none),
+    found before the full parse so that plugin commands can be loaded first. Input the full
+    parser will reject gives the defaults and ``None``; the full parse then reports it."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    pre.add_argument("--config")
+    pre.add_argument("--no-plugin", action="append", default=[], dest="no_plugin")
+    pre.add_argument("-p", action="append", default=[], dest="plugins")
+    pre.add_argument("command", nargs="?")
+    pre.add_argument("rest", nargs=argparse.REMAINDER)
+    try:
+        options, _ = pre.parse_known_args(list(argv))
+    except (argparse.ArgumentError, SystemExit):
+        return argparse.Namespace(config=None, no_plugin=[], plugins=[]), None
+    command = options.command
+    del options.command, options.rest
+    return options, command
+
+
+__all__ = [
+    "BUILTIN_COMMANDS",
+    "ParserExit",
+    "PiArgumentParser",
+    "UsageError",
+    "build_parser",
+    "global_options",
+]
