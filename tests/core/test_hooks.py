@@ -42,6 +42,7 @@ from pi_core.hook_types import (
     BackendContext,
     BashSpawnContext,
     BeforeToolCallContext,
+    PluginCommand,
     RegisterToolsContext,
     apply_after_tool_call_result,
 )
@@ -345,6 +346,62 @@ def test_pi_register_providers_collects_by_name_in_pluggy_order(
     register_plugin(plugin(pi_register_providers=fallback), name="fallback")
     providers = pi_hooks.register_providers()
     assert list(providers.items()) == [("openai", openai), ("scripted", scripted), ("local", local)]
+
+
+def _command(name: str) -> PluginCommand:
+    return PluginCommand(
+        name=name, help=f"the {name} command", configure=lambda p: None, run=lambda i: 0
+    )
+
+
+def test_pi_register_commands_collects_by_name_in_pluggy_order(
+    pi_hooks: PluginHooks, register_plugin: Register
+) -> None:
+    first, second, last = _command("first"), _command("second"), _command("last")
+
+    @hookimpl(trylast=True)
+    def fallback(register: Callable[[Any], None]) -> None:
+        register(last)
+
+    @hookimpl
+    def two(register: Callable[[Any], None]) -> None:
+        register(first)
+        register(second)
+
+    register_plugin(plugin(pi_register_commands=fallback), name="fallback")
+    register_plugin(plugin(pi_register_commands=two), name="two")
+    commands = pi_hooks.register_commands()
+    assert list(commands.items()) == [("first", first), ("second", second), ("last", last)]
+
+
+def test_pi_register_commands_duplicates_builtins_and_non_commands_are_errors(
+    pi_hooks: PluginHooks, register_plugin: Register
+) -> None:
+    @hookimpl
+    def one(register: Callable[[Any], None]) -> None:
+        register(_command("policy"))
+
+    register_plugin(plugin(pi_register_commands=one), name="p1")
+    name = register_plugin(plugin(pi_register_commands=one), name="p2")
+    with pytest.raises(PluginError) as info:
+        pi_hooks.register_commands()
+    assert str(info.value) == "command 'policy' is registered by plugin 'p2' and by plugin 'p1'"
+    pi_hooks.pm.unregister(name=name)
+
+    with pytest.raises(PluginError) as info:
+        pi_hooks.register_commands(reserved=["policy"])
+    assert str(info.value) == (
+        "plugin 'p1' registered the command 'policy', which is a built-in command of pi"
+    )
+
+    @hookimpl
+    def wrong(register: Callable[[Any], None]) -> None:
+        register("policy")
+
+    register_plugin(plugin(pi_register_commands=wrong), name="wrong")
+    with pytest.raises(PluginError) as info:
+        pi_hooks.register_commands()
+    assert str(info.value) == "plugin 'wrong' registered 'policy', which is not a PluginCommand"
 
 
 def test_pi_register_providers_duplicate_and_nameless_are_errors(
@@ -1235,6 +1292,7 @@ def test_hookspecs_are_the_design_hooks_and_have_call_modes() -> None:
             "pi_file_operations",
             "pi_bash_spawn_context",
             "pi_register_providers",
+            "pi_register_commands",
             "pi_on_event",
         ]
     )

@@ -491,3 +491,21 @@ def test_a_bad_deny_pattern_is_a_config_error(tmp_path: Path) -> None:
         "pi.toml: sandbox.policy.deny_paths[1]: bad denied path pattern '\\\\': "
         "Invalid git pattern: '\\\\'"
     )
+
+
+async def test_one_config_object_in_two_cwds_keeps_the_guard(tmp_path: Path) -> None:
+    first = make_workspace(tmp_path / "one")
+    second = make_workspace(tmp_path / "two")
+    config = {"sandbox": {"policy": {"deny_paths": [".env"]}}}
+    session_one = session_of(first, config)
+    session_two = session_of(second, config)
+    assert session_one.file_operations is not session_two.file_operations
+    assert await call(session_two, "read", path="a.txt") == (f"hello\n{SECRET} in a\n", False)
+    assert await call(session_one, "read", path=f"{second}/a.txt") == (
+        f"EACCES: permission denied, access '{second}/a.txt'",
+        True,
+    )
+    assert await call(session_two, "read", path=".env") == (
+        f"EACCES: permission denied, access '{second}/.env'",
+        True,
+    )

@@ -390,12 +390,13 @@ def sandbox_session(config: Mapping[str, Any], cwd: str) -> SandboxSession | Non
 
 
 def known_session(config: Mapping[str, Any]) -> SandboxSession | None:
-    """The :class:`SandboxSession` last built for this config object (any cwd), or ``None``:
-    how the before-hook, which has the config but no cwd, finds its session."""
-    for stored, session in reversed(list(_SESSIONS.values())):
-        if stored is config:
-            return session
-    return None
+    """The :class:`SandboxSession` built for this config object, or ``None``: how the
+    before-hook, which has the config but no cwd, finds its session. ``None`` also when the
+    same config object serves sessions in several cwds (ambiguous: the guard still enforces)."""
+    found = [session for stored, session in _SESSIONS.values() if stored is config]
+    if not found or any(session.cwd != found[0].cwd for session in found):
+        return None
+    return found[-1]
 
 
 def before_hook_path_reason(tool_name: str, args: Any, config: Mapping[str, Any]) -> str | None:

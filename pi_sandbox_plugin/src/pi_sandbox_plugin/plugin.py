@@ -26,6 +26,7 @@ from pi_core.hook_types import (
 from pi_core.markers import hookimpl
 from pi_core.operations import BashOperations, FileOperations
 from pi_sandbox_plugin.backends import before_hook_path_reason, sandbox_session
+from pi_sandbox_plugin.commands import POLICY_COMMAND
 from pi_sandbox_plugin.config import load_sandbox_config
 
 BASH_TOOL = "bash"
@@ -91,3 +92,9 @@ def pi_file_operations(context: BackendContext) -> FileOperations | None:
     ``[sandbox.policy]`` exists (``None`` for ``local`` without a policy, or no ``[sandbox]``)."""
     session = sandbox_session(context.config, context.cwd)
     return None if session is None else session.files
+
+
+@hookimpl
+def pi_register_commands(register: Callable[[Any], None]) -> None:
+    """``pi policy check``."""
+    register(POLICY_COMMAND)
