@@ -132,6 +132,34 @@ async def test_default_grace_then_sigkill_for_term_ignoring_child(tmp_path) -> N
         os.kill(pid, 0)
 
 
+async def test_killed_tree_is_reaped_before_exec_returns(tmp_path) -> None:
+    """Every killed descendant is reaped by the supervisor before it exits: none is left even
+    as a zombie (a zombie re-parented to pi would still answer ``kill(pid, 0)``). Many
+    processes that need SIGKILL, some with children of their own, make the moment each one
+    dies vary."""
+    recorder = Recorder()
+    command = (
+        "for i in $(seq 1 12); do "
+        'sh -c \'trap "" TERM; echo pid:$$; sh -c "echo pid:\\$\\$; exec sleep 95" & '
+        "exec sleep 97' & "
+        "sh -c 'echo pid:$$; exec sleep 96' & done; sleep 98"
+    )
+    with pytest.raises(CommandTimeout):
+        await LocalBashOperations(kill_grace=0.1).exec(
+            command, str(tmp_path), on_data=recorder, timeout=1
+        )
+    pids = pids_in(recorder.data)
+    assert len(pids) == 36
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+    assert alive == []
+
+
 async def test_commands_that_exit_on_sigterm_end_without_waiting_for_the_grace(tmp_path) -> None:
     start = trio.current_time()
     with pytest.raises(CommandTimeout):
@@ -234,3 +262,4 @@ def test_orphans_stay_descendants_of_the_test_session() -> None:
         assert parent_of(pid) == os.getpid()
     finally:
         os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)  # pytest is its parent now: reap it

@@ -3,6 +3,9 @@ reference covers every hook."""
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,3 +32,330 @@ def test_docs_build_strict(tmp_path: Path) -> None:
         assert f'id="pi_core.hookspecs.{name}"' in page, name
     tutorial = (tmp_path / "site" / "tutorial" / "first-plugin" / "index.html").read_text()
     assert "pi_before_tool_call" in tutorial
+
+
+# ---------------------------------------------------------------------------------------------
+# The documentation's examples run, and its reference pages cover what the code has.
+# ---------------------------------------------------------------------------------------------
+
+PI = Path(sys.executable).parent / "pi"
+SNIPPETS = ROOT / "docs" / "snippets"
+DOCS = ROOT / "docs"
+
+
+def pi(
+    *args: str, cwd: Path = ROOT, pythonpath: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``pi`` command with no config file in reach of ``cwd`` unless one is named."""
+    env = {"PATH": f"{PI.parent}:/usr/bin:/bin", "HOME": str(Path.home())}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run(
+        [str(PI), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+MODE_WORDS = {
+    "first_non_none": "first non-None",
+    "collect": "collect",
+    "chain": "chain",
+    "first_block": "first block",
+    "notify": "notify",
+}
+
+
+def test_hook_page_states_every_call_mode() -> None:
+    rows = {}
+    for line in (DOCS / "reference" / "hooks.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`pi_"):
+            rows[cells[0].strip("`")] = (cells[2], cells[3])
+    expected = {
+        name: (MODE_WORDS[mode], "yes" if is_async else "no")
+        for name, (mode, is_async) in hookspecs.HOOK_CALL_MODES.items()
+    }
+    assert rows == expected
+
+
+def test_cli_reference_names_every_command_and_option() -> None:
+    from pi_core.cli.parser import BUILTIN_COMMANDS, build_parser
+
+    page = (DOCS / "reference" / "cli.md").read_text()
+    parser = build_parser()
+    options = [o for a in parser._actions for o in a.option_strings if o not in ("-h", "--help")]
+    subparsers = next(a for a in parser._actions if a.dest == "command")
+    for name in BUILTIN_COMMANDS:
+        assert f"## `pi {name}`" in page, name
+        sub = subparsers.choices[name]
+        options += [o for a in sub._actions for o in a.option_strings if o not in ("-h", "--help")]
+    missing = [o for o in options if f"`{o}" not in page and f"[{o}" not in page]
+    assert missing == []
+    assert "## `pi policy check`" in page
+
+
+def test_configuration_reference_names_every_key() -> None:
+    from pi_builtin_tools.bash import _BACKEND_OPTION_KEYS, _OPTION_KEYS
+    from pi_core.config import CoreSettings
+    from pi_sandbox_plugin import config as sandbox
+
+    page = (DOCS / "reference" / "configuration.md").read_text()
+    keys = [*CoreSettings.model_fields, *_OPTION_KEYS, *_BACKEND_OPTION_KEYS]
+    keys += ["auto_resize_images", "supports_images", "max_image_width", "max_image_height"]
+    keys += ["max_image_bytes", "jpeg_quality"]
+    for model in (
+        sandbox.SandboxConfig,
+        sandbox.PolicyConfig,
+        sandbox.PolicyTests,
+        sandbox.BwrapConfig,
+        sandbox.SshConfig,
+        sandbox.ContainerConfig,
+    ):
+        keys += list(model.model_fields)
+    assert [k for k in keys if f"`{k}`" not in page and f".{k}]`" not in page] == []
+
+
+def test_tools_reference_names_every_tool_and_parameter() -> None:
+    proc = pi("tools", "--json")
+    assert proc.returncode == 0, proc.stderr
+    page = (DOCS / "reference" / "tools.md").read_text()
+    missing = []
+    for entry in json.loads(proc.stdout):
+        if f"## {entry['name']}\n" not in page:
+            missing.append(entry["name"])
+        missing += [p for p in entry["parameters"]["properties"] if f"| `{p}` |" not in page]
+    assert missing == []
+
+
+def test_policy_plugin_snippet_blocks_env_writes(tmp_path: Path) -> None:
+    proc = pi(
+        "-p", "policy_plugin", "call", "write", '{"path": ".env", "content": "x"}',
+        cwd=tmp_path, pythonpath=SNIPPETS,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        1,
+        ".env: .env files are read-only here\n",
+        "",
+    )
+    assert not (tmp_path / ".env").exists()
+
+
+def test_bash_backend_snippet_runs_nothing(tmp_path: Path) -> None:
+    proc = pi(
+        "-p", "echo_backend", "call", "bash", '{"command": "rm -rf /"}',
+        cwd=tmp_path, pythonpath=SNIPPETS,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stdout) == (0, f"would run in {tmp_path}: rm -rf /\n")
+
+
+def test_provider_plugin_snippet_drives_the_loop() -> None:
+    proc = pi(
+        "-p", "shout_provider", "run", "what is here?", "--model", "shout:any",
+        "--tools", "ls", "--cwd", "docs/examples/demo",
+        pythonpath=SNIPPETS,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    body = proc.stdout.split("\n", 2)[2]  # after "model:" and "cwd:"
+    listing = "README.md\nstats.py\ntest_stats.py"
+    assert body.startswith(
+        "\n• ls {}\n  README.md\n  stats.py\n  test_stats.py\n\n"
+        f"WHAT IS HERE?\n{listing}\n\n2 turns, 1 tool call, 0 errors, "
+    )
+
+
+def test_unknown_provider_lists_the_registered_ones() -> None:
+    proc = pi("run", "hi", "--model", "nope:x")
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "pi: error: unknown model provider 'nope' in 'nope:x' "
+        "(registered providers: anthropic, openai, scripted)\n",
+    )
+
+
+def test_command_plugin_snippet(tmp_path: Path) -> None:
+    assert pi("-p", "hello_command", "hello", "Ada", cwd=tmp_path, pythonpath=SNIPPETS).stdout == (
+        "hello, Ada!\n"
+    )
+    shout = pi("-p", "hello_command", "hello", "Ada", "--shout", cwd=tmp_path, pythonpath=SNIPPETS)
+    assert (shout.returncode, shout.stdout) == (0, "HELLO, ADA!\n")
+    (tmp_path / "pi.toml").write_text('[hello]\ngreeting = "good morning"\n')
+    configured = pi("-p", "hello_command", "hello", "Ada", cwd=tmp_path, pythonpath=SNIPPETS)
+    assert configured.stdout == "good morning, Ada!\n"
+    missing = pi("hello", "Ada", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        "pi: error: argument COMMAND: invalid choice: 'hello' "
+        "(choose from 'plugins', 'tools', 'call', 'replay', 'run', 'policy')\n"
+    )
+
+
+def test_testing_how_to_snippet_passes() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            str(SNIPPETS / "test_policy_plugin.py"),
+        ],
+        cwd=ROOT,
+        env={"PATH": f"{PI.parent}:/usr/bin:/bin", "PYTHONPATH": str(SNIPPETS)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 passed" in proc.stdout
+
+
+SANDBOX_SNIPPETS = sorted((SNIPPETS / "sandbox").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", SANDBOX_SNIPPETS, ids=lambda p: p.name)
+def test_sandbox_config_snippets_are_valid(path: Path) -> None:
+    from pi_core.config import load_config
+    from pi_sandbox_plugin import load_sandbox_config
+
+    config = load_config(path)
+    sandbox = load_sandbox_config(config.data, path)  # runs [sandbox.policy.tests] too
+    assert sandbox is not None
+    backends = {"deny": "local", "allow": "local", "container-exec": "container"}
+    assert sandbox.backend == backends.get(path.stem, path.stem)
+
+
+def test_sandbox_how_to_decisions(tmp_path: Path) -> None:
+    deny = str(SNIPPETS / "sandbox" / "deny.toml")
+    check = pi("--config", deny, "policy", "check", "cd src && git push origin main")
+    assert (check.returncode, check.stdout) == (
+        1,
+        'decision: deny\nrule: ["git", "push"]\nreason: rule ["git", "push"] denies '
+        '`git push origin main`\ncommands:\n  ["cd", "src"]\n  ["git", "push", "origin", "main"]\n',
+    )
+    allow = pi("--config", str(SNIPPETS / "sandbox" / "allow.toml"), "policy", "check", "git push")
+    assert (allow.returncode, allow.stdout) == (
+        1,
+        'decision: deny\nrule: -\nreason: `git push` matches no allow rule (mode = "allow")\n'
+        'commands:\n  ["git", "push"]\n',
+    )
+    blocked = pi(
+        "--config", deny, "call", "bash", '{"command": "git push"}', "--cwd", str(tmp_path)
+    )
+    assert blocked.stdout == (
+        'Command blocked by the sandbox command policy: rule ["git", "push"] denies `git push`\n'
+    )
+    (tmp_path / ".env").write_text("K=1\n")
+    read = pi("--config", deny, "call", "read", '{"path": ".env"}', "--cwd", str(tmp_path))
+    assert (read.returncode, read.stdout) == (
+        1,
+        f"Reading '{tmp_path}/.env' is denied by the sandbox path policy "
+        "(deny_paths pattern '.env')\n",
+    )
+    # the warning of the page: with the local backend, bash is limited by the command policy alone
+    cat = pi("--config", deny, "call", "bash", '{"command": "cat .env"}', "--cwd", str(tmp_path))
+    assert (cat.returncode, cat.stdout) == (0, "K=1\n")
+
+
+def test_sandbox_how_to_bwrap_example(tmp_path: Path, require_program) -> None:
+    require_program("bwrap")
+    (tmp_path / ".env").write_text("K=1\n")
+    proc = pi(
+        "--config", str(SNIPPETS / "sandbox" / "bwrap.toml"), "call", "bash",
+        '{"command": "cat .env; touch /usr/x; echo done"}', "--cwd", str(tmp_path),
+    )  # fmt: skip
+    if "SandboxUnavailable" in proc.stdout or "bwrap" in proc.stdout.split("\n", 1)[0]:
+        pytest.skip(f"bwrap cannot create its namespaces here: {proc.stdout}")
+    assert proc.stdout == (
+        "cat: .env: Permission denied\ntouch: cannot touch '/usr/x': Read-only file system\ndone\n"
+    )
+
+
+def test_parallel_batch_snippet_orders_results_by_source() -> None:
+    def order(*extra: str) -> list[str]:
+        proc = pi(
+            "replay", "docs/snippets/parallel-batch.jsonl", "--events", "--cwd", "/tmp", *extra
+        )
+        assert proc.returncode == 0, proc.stderr
+        seen = []
+        for line in proc.stdout.splitlines():
+            event = json.loads(line)
+            call = event.get("toolCallId") or event.get("message", {}).get("toolCallId")
+            if event["type"] in ("tool_execution_end", "message_start") and call:
+                seen.append(f"{event['type']} {call}")
+        return seen
+
+    assert order() == [
+        "tool_execution_end fast",
+        "tool_execution_end slow",
+        "message_start slow",
+        "message_start fast",
+    ]
+    assert order("--sequential") == [
+        "tool_execution_end slow",
+        "message_start slow",
+        "tool_execution_end fast",
+        "message_start fast",
+    ]
+
+
+def test_mutation_queue_snippet() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SNIPPETS / "mutation_queue_demo.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stdout) == (
+        0,
+        "first a starts\nb starts\nb ends\nfirst a ends\nsecond a starts\nsecond a ends\n",
+    )
+
+
+EXAMPLE_WITH_OUTPUT = re.compile(r"```python\n(.*?)```\n\n```text\n(.*?)```", re.S)
+
+
+@pytest.mark.parametrize("package", ["pi_core", "pi_builtin_tools", "pi_sandbox_plugin"])
+def test_package_readme_example_prints_what_it_shows(package: str, tmp_path: Path) -> None:
+    examples = EXAMPLE_WITH_OUTPUT.findall((ROOT / package / "README.md").read_text())
+    assert examples, package
+    for code, output in examples:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert (proc.stdout, proc.stderr) == (output, "")
+
+
+def test_verify_how_to(tmp_path: Path) -> None:
+    session = tmp_path / "demo.jsonl"
+    run = pi("run", "--cwd", str(tmp_path / "demo-run"), "--session", str(session))
+    assert run.returncode == 0, run.stderr
+    shutil.copytree(ROOT / "docs/examples/demo", tmp_path / "ws")
+    full = pi("replay", str(session), "--verify", "--cwd", str(tmp_path / "ws"))
+    assert (full.returncode, full.stdout) == (
+        0,
+        "tool  agree  total\nbash      2      2\ngrep      1      1\nread      1      1\n"
+        "edit      1      1\nall       5      5\n",
+    )
+    (tmp_path / "empty").mkdir()
+    seeded = pi(
+        "replay", str(session), "--verify", "--cwd", str(tmp_path / "empty"),
+        "--seed-from-reads", "--bash", "recorded", "--json",
+    )  # fmt: skip
+    assert [json.loads(line) for line in seeded.stdout.splitlines()] == [
+        {"toolCallId": "call_2", "toolName": "grep", "agree": True, "why": "same text"},
+        {"toolCallId": "call_3", "toolName": "read", "agree": True, "why": "same text"},
+        {"toolCallId": "call_4", "toolName": "edit", "agree": True, "why": "same outcome"},
+        {
+            "summary": {
+                "grep": {"agree": 1, "total": 1},
+                "read": {"agree": 1, "total": 1},
+                "edit": {"agree": 1, "total": 1},
+            }
+        },
+    ]

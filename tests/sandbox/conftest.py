@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # support modules (--import-mode=importlib)
 
-# ==== SSH backend (tests/sandbox/test_ssh_backend.py) ==========================================
-
-import shutil
-from collections.abc import Callable, Iterator
-
-import pytest
+from container_support import PodmanSession
 from sshd_support import SshServer, start_sshd
+
+# ==== SSH backend (tests/sandbox/test_ssh_backend.py) ==========================================
 
 
 class SshdPool:
@@ -76,3 +79,46 @@ def fresh_ssh_server(
 
 
 # ==== end of SSH backend ========================================================================
+
+
+# ==== bwrap backend ============================================================================
+
+
+@pytest.fixture
+def bwrap_ok(require_program: Callable[[str], str], tmp_path: Path) -> None:
+    """Skip (fail under CI) unless bubblewrap is installed and can create its sandbox here."""
+    from pi_sandbox_plugin.bwrap_backend import BwrapBackend
+
+    require_program("bwrap")
+    probe = [*BwrapBackend(str(tmp_path)).sandbox_args(), "--", "/bin/bash", "-c", ":"]
+    result = subprocess.run(probe, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"bwrap cannot create its sandbox here: {result.stderr.strip()}")
+        pytest.skip(f"bwrap cannot create its sandbox here: {result.stderr.strip()}")
+
+
+# ==== end of bwrap backend ======================================================================
+
+# ==== container backend (container_support.py) =================================================
+
+
+@pytest.fixture(scope="session")
+def podman_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PodmanSession]:
+    """The session's image and container, made on first use, removed at the end."""
+    scratch = tmp_path_factory.mktemp("podman")
+    workspace = tmp_path_factory.mktemp("container-ws")
+    session = PodmanSession(str(scratch), str(workspace))
+    yield session
+    session.cleanup()
+
+
+@pytest.fixture
+def podman(require_program: Callable[[str], str], podman_session: PodmanSession) -> PodmanSession:
+    """The session's podman, after checking the components (skip, or fail under CI)."""
+    require_program("podman")
+    require_program("runc")
+    return podman_session
+
+
+# ==== end of container backend ==================================================================

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,24 +25,6 @@ from pi_core.file_contract import FileOperationsContract, FileShell
 from pi_core.operations import BashOperations, FileOperations
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.container_backend import ContainerBackend
-
-
-@pytest.fixture(scope="session")
-def podman_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PodmanSession]:
-    """The session's image and container, made on first use, removed at the end."""
-    scratch = tmp_path_factory.mktemp("podman")
-    workspace = tmp_path_factory.mktemp("container-ws")
-    session = PodmanSession(str(scratch), str(workspace))
-    yield session
-    session.cleanup()
-
-
-@pytest.fixture
-def podman(require_program: Callable[[str], str], podman_session: PodmanSession) -> PodmanSession:
-    """The session's podman, after checking the components (skip, or fail under CI)."""
-    require_program("podman")
-    require_program("runc")
-    return podman_session
 
 
 @pytest.fixture

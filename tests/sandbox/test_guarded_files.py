@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import pi_builtin_tools.plugin as builtin_plugin
-from pi_builtin_tools.local_files import LocalFileOperations
 from pi_core.hook_types import BackendContext
+from pi_core.local_files import LocalFileOperations
 from pi_core.loop import run_agent_loop, run_tool_call
 from pi_core.loop_config import AgentContext, LoopConfig
 from pi_core.markers import hookimpl
@@ -22,7 +22,6 @@ from pi_core.messages import AssistantMessage, ToolCall
 from pi_core.providers import ScriptedProvider
 from pi_core.registry import Session, build_session
 from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
-from pi_sandbox_plugin.local_files import LocalFiles
 from pi_sandbox_plugin.path_policy import PathPolicy
 
 SECRET = "TOP-SECRET-42"
@@ -266,7 +265,7 @@ async def test_full_output_file_of_bash_is_readable(session: Session) -> None:
 
 
 async def test_guard_raises_path_denied_naming_the_requested_path(ws: Path) -> None:
-    guard = GuardedFileOperations(LocalFiles(), PathPolicy(str(ws), deny_paths=[".env"]))
+    guard = GuardedFileOperations(LocalFileOperations(), PathPolicy(str(ws), deny_paths=[".env"]))
     (ws / "x").symlink_to("/etc/passwd")
     with pytest.raises(PathDenied) as caught:
         await guard.read_bytes(str(ws / "x"))

@@ -5,12 +5,10 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ import pytest
 import pi_builtin_tools.plugin as builtin_plugin
 import pi_sandbox_plugin.plugin as sandbox_plugin
 from pi_builtin_tools.local_bash import LocalBashOperations
-from pi_builtin_tools.local_files import LocalFileOperations
+from pi_core.local_files import LocalFileOperations
 from pi_core.loop import run_tool_call
 from pi_core.loop_config import AgentContext
 from pi_core.messages import ToolCall
@@ -29,7 +27,6 @@ from pi_sandbox_plugin.backends import MappedBashOperations, MappedFileOperation
 from pi_sandbox_plugin.bwrap_backend import BwrapBackend
 from pi_sandbox_plugin.container_backend import ContainerBackend
 from pi_sandbox_plugin.guarded_files import GuardedFileOperations
-from pi_sandbox_plugin.local_files import LocalFiles
 from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshFileOperations
 
 SECRET = "TOP-SECRET-42"
@@ -138,7 +135,7 @@ async def test_local_policy_guards_the_file_tools_and_the_before_hook_explains(
     session = session_of(ws, POLICY)
     assert type(session.bash_operations) is LocalBashOperations
     files = session.file_operations
-    assert isinstance(files, GuardedFileOperations) and type(files.inner) is LocalFiles
+    assert isinstance(files, GuardedFileOperations) and type(files.inner) is LocalFileOperations
     assert await call(session, "read", path="/etc/hostname") == (
         "Reading '/etc/hostname' is not allowed by the sandbox path policy: it is outside the "
         f"allowed read_roots ({ws})",
@@ -196,17 +193,6 @@ async def test_read_roots_and_write_roots_from_the_config(tmp_path: Path) -> Non
 
 
 # -- bwrap ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def bwrap_ok(require_program: Callable[[str], str], tmp_path: Path) -> None:
-    require_program("bwrap")
-    probe = [*BwrapBackend(str(tmp_path)).sandbox_args(), "--", "/bin/bash", "-c", ":"]
-    result = subprocess.run(probe, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"bwrap cannot create its sandbox here: {result.stderr.strip()}")
-        pytest.skip(f"bwrap cannot create its sandbox here: {result.stderr.strip()}")
 
 
 async def test_bwrap_backend_masks_denied_paths_from_bash(tmp_path: Path, bwrap_ok: None) -> None:
@@ -414,21 +400,8 @@ def test_pi_replay_without_sandbox_is_unchanged(tmp_path: Path) -> None:
 # -- container, for real: started from an image, the workspace mounted at workdir ------------
 
 
-@pytest.fixture(scope="module")
-def podman_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from container_support import PodmanSession
-
-    scratch = tmp_path_factory.mktemp("podman-wiring")
-    podman = PodmanSession(str(scratch), str(scratch))
-    yield podman
-    podman.cleanup()
-
-
-async def test_container_backend_from_the_config(
-    tmp_path: Path, require_program: Callable[[str], str], podman_image: Any
-) -> None:
-    require_program("podman")
-    require_program("runc")
+async def test_container_backend_from_the_config(tmp_path: Path, podman: Any) -> None:
+    podman_image = podman
     image = podman_image.image()
     ws = make_workspace(tmp_path / "ws")
     config = {
@@ -509,3 +482,41 @@ async def test_one_config_object_in_two_cwds_keeps_the_guard(tmp_path: Path) -> 
         f"EACCES: permission denied, access '{second}/.env'",
         True,
     )
+
+
+def test_pi_replay_with_bwrap_missing_fails_every_call_with_the_reason(tmp_path: Path) -> None:
+    """Issue 6 item 5: no bubblewrap → every tool call is an error result naming the reason;
+    nothing runs unsandboxed."""
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "pi.toml").write_text(
+        '[sandbox]\nbackend = "bwrap"\n[sandbox.bwrap]\nbwrap = "no-bwrap"\n'
+    )
+    reason = "bubblewrap (no-bwrap) is not installed: the bwrap sandbox cannot run"
+    results = texts(
+        replay(
+            ws,
+            [
+                [
+                    tool_call("b1", "bash", command="touch ran"),
+                    tool_call("r1", "read", path="a.txt"),
+                    tool_call("w1", "write", path="w.txt", content="x"),
+                    tool_call("e1", "edit", path="a.txt", edits=[{"oldText": "h", "newText": "j"}]),
+                    tool_call("l1", "ls"),
+                    tool_call("f1", "find", pattern="*"),
+                    tool_call("g1", "grep", pattern="hello"),
+                ]
+            ],
+            tmp_path,
+        )
+    )
+    assert results == {
+        "b1": (reason, True),
+        "r1": (reason, True),
+        "w1": (reason, True),
+        "e1": (f"Could not edit file: a.txt. Error: {reason}.", True),  # the edit tool's frame
+        "l1": (reason, True),
+        "f1": (reason, True),
+        "g1": (reason, True),
+    }
+    assert not (ws / "ran").exists() and not (ws / "w.txt").exists()
+    assert (ws / "a.txt").read_text() == f"hello\n{SECRET} in a\n"

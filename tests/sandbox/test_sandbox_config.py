@@ -3,6 +3,8 @@ contract, and a ConfigError naming the file, the key and the problem for a bad v
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from pi_sandbox_plugin.config import (
     PolicyTests,
     SandboxConfig,
     SshConfig,
+    config_source,
     load_sandbox_config,
 )
 
@@ -246,3 +249,75 @@ def test_passing_policy_tests_load() -> None:
     assert config.policy.tests == PolicyTests(
         deny=["git push", "ls; rm x"], allow=["ls -la | ls", "git status"]
     )
+
+
+# -- through the pi command: the user sees the file, the key and the problem ------------------
+
+PI = str(Path(sys.executable).with_name("pi"))
+LS_CALL = (
+    '{"role": "assistant", "stopReason": "toolUse", "content": '
+    '[{"type": "toolCall", "id": "c1", "name": "ls", "arguments": {}}]}\n'
+)
+
+
+def pi_replay(cwd: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    (cwd / "session.jsonl").write_text(LS_CALL)
+    return subprocess.run(
+        [PI, *options, "replay", "session.jsonl", "--json"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        (
+            '[sandbox]\nbackend = "bwrapp"\n',
+            "sandbox.backend: Input should be 'local', 'bwrap', 'ssh' or 'container'",
+        ),
+        (
+            "[sandbox.ssh]\nport = 0\n",
+            "sandbox.ssh.port: Input should be greater than or equal to 1",
+        ),
+        ("[sandbox]\nnetwork = false\n", "sandbox.network: unknown key"),
+        (
+            '[sandbox.policy]\ndeny = [["rm"]]\n[sandbox.policy.tests]\nallow = ["rm -rf x"]\n',
+            "sandbox.policy.tests.allow[0]: 'rm -rf x' is denied, expected allow "
+            '(rule ["rm"] denies `rm -rf x`)',
+        ),
+    ],
+)
+def test_pi_names_the_config_file_key_and_problem(tmp_path: Path, toml: str, message: str) -> None:
+    (tmp_path / "pi.toml").write_text(toml)
+    result = pi_replay(tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        "",
+        f"pi: error: {tmp_path / 'pi.toml'}: {message}\n",
+    )
+
+
+def test_a_config_given_with_config_is_named_pi_toml(tmp_path: Path) -> None:
+    """``--config FILE``: the hooks receive the loaded table, not its file; the message names
+    ``pi.toml`` and still the key and the problem."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "other.toml").write_text('[sandbox]\nbackend = "vm"\n')
+    result = pi_replay(tmp_path / "ws", "--config", str(tmp_path / "other.toml"))
+    assert (result.returncode, result.stderr) == (
+        2,
+        "pi: error: pi.toml: sandbox.backend: Input should be 'local', 'bwrap', 'ssh' or "
+        "'container'\n",
+    )
+
+
+def test_config_source_is_the_found_file_with_that_content(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "pi.toml").write_text('[sandbox]\nbackend = "local"\n')
+    found = config_source({"sandbox": {"backend": "local"}}, tmp_path / "sub")
+    assert found == str(tmp_path / "pi.toml")
+    assert config_source({"sandbox": {"backend": "ssh"}}, tmp_path / "sub") is None
+    assert config_source({}, "/") is None

@@ -17,7 +17,9 @@ Process layout::
   ``&`` outlives the command, as in Pi).
 * On SIGTERM, SIGINT or SIGHUP, or when the lifeline pipe from pi closes (pi died), it kills the
   whole tree: SIGTERM (and SIGCONT) to every descendant, up to GRACE seconds for them to exit,
-  then SIGKILL until no descendant is left; then it exits with 128 + the signal number.
+  then SIGKILL until no descendant is left; it reaps every killed descendant (they are its
+  children once their parents died), so none is left even as a zombie; then it exits with
+  128 + the signal number.
 """
 
 from __future__ import annotations
@@ -53,9 +55,11 @@ def _proc_table() -> dict[int, tuple[int, int, str]]:
     return table
 
 
-def _live_descendants() -> list[int]:
-    """Living (not zombie) descendants of this process, parents before children; processes of
-    this session are included too, in case the subreaper flag could not be set."""
+def _descendants() -> tuple[list[int], list[int]]:
+    """``(living, zombies)``: the living descendants of this process, parents before children,
+    plus living processes of this session (in case the subreaper flag could not be set); and
+    the descendants that exited but are not reaped yet (a zombie's parent is this process or a
+    living descendant, so killing the living ones brings every zombie here to be reaped)."""
     me = os.getpid()
     table = _proc_table()
     children: dict[int, list[int]] = {}
@@ -70,9 +74,11 @@ def _live_descendants() -> list[int]:
                 seen.add(child)
                 order.append(child)
                 queue.append(child)
+    zombies = [pid for pid in order if table[pid][2] in ("Z", "X")]
     my_sid = os.getsid(0)
     order += [pid for pid, (_p, sid, _s) in table.items() if sid == my_sid and pid not in seen]
-    return [pid for pid in order if table[pid][2] not in ("Z", "X")]
+    living = [pid for pid in order if table[pid][2] not in ("Z", "X")]
+    return living, zombies
 
 
 def _reap(shell_pid: int) -> int | None:
@@ -96,25 +102,30 @@ def _signal_all(pids: list[int], sig: int) -> None:
 
 
 def _kill_tree(shell_pid: int, grace: float) -> None:
-    """SIGTERM every descendant, wait up to ``grace`` seconds, then SIGKILL until none is left."""
-    pids = _live_descendants()
-    _signal_all(pids, signal.SIGTERM)
-    _signal_all(pids, signal.SIGCONT)
+    """SIGTERM every descendant, wait up to ``grace`` seconds, then SIGKILL until none is left.
+
+    Returns only when every descendant is dead and reaped: a killed process that is still a
+    zombie when the supervisor exits would be re-parented (to pi, or to init) and still exist
+    for a moment after the command was reported killed."""
+    living, _zombies = _descendants()
+    _signal_all(living, signal.SIGTERM)
+    _signal_all(living, signal.SIGCONT)
     deadline = time.monotonic() + grace
     while True:
         _reap(shell_pid)
-        if not _live_descendants():
+        living, zombies = _descendants()
+        if not living and not zombies:
             return
-        if time.monotonic() >= deadline:
+        if living and time.monotonic() >= deadline:
             break
-        time.sleep(0.01)
+        time.sleep(0.01 if living else 0.002)
     while True:
-        pids = _live_descendants()
-        if not pids:
-            return
-        _signal_all(pids, signal.SIGKILL)
+        _signal_all(living, signal.SIGKILL)
         time.sleep(0.005)
         _reap(shell_pid)
+        living, zombies = _descendants()
+        if not living and not zombies:
+            return
 
 
 def _exit_code(status: int) -> int:

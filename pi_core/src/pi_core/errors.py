@@ -62,6 +62,13 @@ class ProviderError(PiError):
     """A model provider could not produce an assistant message."""
 
 
+def missing_cwd_error(cwd: str) -> ToolError:
+    """The error a ``BashOperations.exec`` raises when ``cwd`` is not a directory it can run
+    in (seed §十五, Pi's text): ``Working directory does not exist: {cwd}\nCannot execute bash
+    commands.``"""
+    return ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
+
+
 __all__ = [
     "CommandTimeout",
     "ConfigError",
@@ -70,4 +77,5 @@ __all__ = [
     "ProviderError",
     "ToolAborted",
     "ToolError",
+    "missing_cwd_error",
 ]

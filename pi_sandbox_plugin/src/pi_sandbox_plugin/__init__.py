@@ -1,9 +1,51 @@
-"""pi's sandbox plugin: command and path policies, and bash/file backends elsewhere.
+"""pi's sandbox plugin (issue 6; DESIGN §1, §2; seed §十五): command and path policies that block
+tool calls, and bash/file backends on bubblewrap, SSH and containers.
 
-Loaded through the ``pi`` entry point ``sandbox``. Its hooks arrive with their own issue; until
-then it is a registered plugin that implements no hook and changes nothing.
+Loaded through the ``pi`` entry point ``sandbox`` (:mod:`pi_sandbox_plugin.plugin`), it
+implements ``pi_before_tool_call`` (the command policy for ``bash``, the path policy for read,
+write, edit, ls, find and grep), ``pi_bash_operations`` and ``pi_file_operations`` (the
+``[sandbox] backend``), ``pi_register_tools`` (validates ``[sandbox]`` at session set-up) and
+``pi_register_commands`` (``pi policy check``). Everything is configured in ``pi.toml`` under
+``[sandbox]`` (:func:`load_sandbox_config`); without that table every hook returns ``None`` and
+the plugin changes nothing.
+
+Public names:
+
+* :class:`CommandPolicy` (with :class:`Decision`): argv-prefix rules over every simple command
+  a real bash parser finds; fails closed.
+* :class:`PathPolicy` and :class:`GuardedFileOperations` (raises :class:`PathDenied`): read/write
+  roots and denied globs, checked on the realpath at each operation.
+* :class:`BwrapBackend`, :class:`SshConnection` with :class:`SshBashOperations` and
+  :class:`SshFileOperations`, :class:`ContainerBackend`: the backends (each a
+  ``BashOperations`` and a ``FileOperations``); :class:`SandboxUnavailable` when a sandbox
+  cannot start.
+* :func:`load_sandbox_config` (→ :class:`SandboxConfig` or ``None``; ``ConfigError`` naming
+  file, key and problem).
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from pi_sandbox_plugin.backend_errors import SandboxUnavailable
+from pi_sandbox_plugin.bwrap_backend import BwrapBackend
+from pi_sandbox_plugin.command_policy import CommandPolicy, Decision
+from pi_sandbox_plugin.config import SandboxConfig, load_sandbox_config
+from pi_sandbox_plugin.container_backend import ContainerBackend
+from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
+from pi_sandbox_plugin.path_policy import PathPolicy
+from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshConnection, SshFileOperations
+
+__all__ = [
+    "BwrapBackend",
+    "CommandPolicy",
+    "ContainerBackend",
+    "Decision",
+    "GuardedFileOperations",
+    "PathDenied",
+    "PathPolicy",
+    "SandboxConfig",
+    "SandboxUnavailable",
+    "SshBashOperations",
+    "SshConnection",
+    "SshFileOperations",
+    "load_sandbox_config",
+]

@@ -5,7 +5,7 @@ of a session (issue 6 items 4-7), and the before-hook's path check.
 backend        bash                                  file tools
 =============  ====================================  ===============================================
 ``local``      ``None`` (the built-in local one)     ``None``; with ``[sandbox.policy]``: a guarded
-                                                     :class:`~pi_sandbox_plugin.local_files.LocalFiles`
+                                                     :class:`~pi_core.local_files.LocalFileOperations`
 ``bwrap``      :class:`BwrapBackend` (workspace =    the same object (guarded with a policy)
                session cwd; denied paths masked)
 ``ssh``        :class:`SshBashOperations`            :class:`SshFileOperations` (guarded), one
@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pi_core.errors import ConfigError
+from pi_core.local_files import LocalFileOperations
 from pi_core.operations import BashOperations, CommandOutput, FileOperations, FileStat
 from pi_core.paths import resolve_to_cwd
 from pi_sandbox_plugin.bwrap_backend import BwrapBackend
@@ -47,11 +48,10 @@ from pi_sandbox_plugin.config import (
     DEFAULT_CONFIG_NAME,
     SANDBOX_TABLE,
     SandboxConfig,
-    load_sandbox_config,
+    load_session_sandbox_config,
 )
 from pi_sandbox_plugin.container_backend import ContainerBackend
 from pi_sandbox_plugin.guarded_files import GuardedFileOperations
-from pi_sandbox_plugin.local_files import LocalFiles
 from pi_sandbox_plugin.path_policy import PathPolicy, compile_deny_pattern
 from pi_sandbox_plugin.ssh_backend import (
     RemotePathMap,
@@ -164,30 +164,6 @@ def path_check_reason(
 # -- container paths ---------------------------------------------------------------------------
 
 
-def _map_rg_output(stdout: bytes, args: Sequence[str], paths: RemotePathMap) -> bytes:
-    """Container file names in ``rg`` output (lines, ``--null`` records, ``--json`` paths)
-    back to the session's."""
-    import json
-
-    separator = b"\0" if ("--null" in args or "-0" in args) else b"\n"
-    records = stdout.split(separator)
-    for index, record in enumerate(records):
-        if "--json" in args and record.startswith(b"{"):
-            try:
-                event = json.loads(record)
-                path = event["data"]["path"]
-            except (ValueError, KeyError, TypeError):
-                continue
-            if isinstance(path, dict) and isinstance(path.get("text"), str):
-                path["text"] = paths.to_local(path["text"])
-                records[index] = json.dumps(
-                    event, ensure_ascii=False, separators=(",", ":")
-                ).encode()
-        elif record.startswith(b"/"):
-            records[index] = paths.bytes_to_local(record)
-    return separator.join(records)
-
-
 class MappedFileOperations:
     """A :class:`~pi_core.operations.FileOperations` whose paths are the session's, over
     ``inner`` whose paths are the container's (``paths``: session cwd → ``workdir``); results
@@ -243,7 +219,7 @@ class MappedFileOperations:
         output = await self._call(cwd, lambda c: self.inner.run_rg(remote_args, c))
         return CommandOutput(
             exit_code=output.exit_code,
-            stdout=_map_rg_output(output.stdout, args, self.paths),
+            stdout=self.paths.rg_output_to_local(output.stdout, args),
             stderr=output.stderr,
         )
 
@@ -354,7 +330,7 @@ def build_sandbox_session(sandbox: SandboxConfig, cwd: str) -> SandboxSession:
     policy = build_path_policy(sandbox, cwd)
     bash, files = make_backends(sandbox, cwd, policy)
     if policy is not None:
-        files = GuardedFileOperations(files if files is not None else LocalFiles(), policy)
+        files = GuardedFileOperations(files if files is not None else LocalFileOperations(), policy)
     local = sandbox.backend in ("local", "bwrap")
     return SandboxSession(
         cwd=cwd,
@@ -374,7 +350,7 @@ def sandbox_session(config: Mapping[str, Any], cwd: str) -> SandboxSession | Non
     """The :class:`SandboxSession` of the loaded ``config`` (the TOML dict) for ``cwd``, built
     on first use and then the same object for that config object and cwd; ``None`` without a
     ``[sandbox]`` table. Raises :class:`~pi_core.errors.ConfigError` for a bad table."""
-    sandbox = load_sandbox_config(config)
+    sandbox = load_session_sandbox_config(config, cwd)
     if sandbox is None:
         return None
     cwd = os.path.abspath(cwd)

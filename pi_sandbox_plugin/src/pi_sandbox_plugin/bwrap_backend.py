@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import sysconfig
 from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
-from pi_core.errors import ToolError
+from pi_core.errors import missing_cwd_error
+from pi_core.local_files import find_rg, kill_process_group
 from pi_core.operations import CommandOutput
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.process_stream import stream_process
@@ -51,23 +50,15 @@ from pi_sandbox_plugin.shell_files import ShellFileOperations
 
 
 def _default_rg() -> str:
-    """``rg`` beside this Python (the ripgrep wheel), else on ``PATH``, else the bare name."""
-    candidate = os.path.join(sysconfig.get_path("scripts"), "rg")
-    if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-        return candidate
-    return shutil.which("rg") or "rg"
+    """:func:`~pi_core.local_files.find_rg`, else the bare name (the sandbox's ``PATH``)."""
+    try:
+        return find_rg()
+    except FileNotFoundError:
+        return "rg"
 
 
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-async def _kill_group(process: trio.Process) -> None:
-    """SIGKILL the process group of ``process`` (a session leader) and the process itself."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        process.kill()
 
 
 class BwrapBackend(ShellFileOperations):
@@ -153,7 +144,7 @@ class BwrapBackend(ShellFileOperations):
                 capture_stderr=True,
                 check=False,
                 start_new_session=True,
-                deliver_cancel=_kill_group,
+                deliver_cancel=kill_process_group,
             )
         except OSError as exc:
             raise SandboxUnavailable(f"bubblewrap cannot start: {exc}") from exc
@@ -184,9 +175,7 @@ class BwrapBackend(ShellFileOperations):
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         if not await trio.to_thread.run_sync(self.cwd_usable, cwd):
-            raise ToolError(
-                f"Working directory does not exist: {cwd}\nCannot execute bash commands."
-            )
+            raise missing_cwd_error(cwd)
         await self.check_available()
         process = await trio.lowlevel.open_process(
             [*self.sandbox_args(), "--chdir", cwd, "--", self.shell, "-c", command],
@@ -198,7 +187,7 @@ class BwrapBackend(ShellFileOperations):
         )
 
         async def kill() -> None:
-            await _kill_group(process)
+            await kill_process_group(process)
             await process.wait()
 
         return await stream_process(
@@ -237,7 +226,7 @@ class BwrapBackend(ShellFileOperations):
             check=False,
             env=env,
             start_new_session=True,
-            deliver_cancel=_kill_group,
+            deliver_cancel=kill_process_group,
         )
         code = result.returncode
         return CommandOutput(

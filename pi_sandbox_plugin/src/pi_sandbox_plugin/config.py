@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -238,6 +239,38 @@ def load_sandbox_config(
     return cached
 
 
+def config_source(config: Mapping[str, Any], cwd: str | os.PathLike[str]) -> str | None:
+    """The absolute path of the ``pi.toml`` that pi finds from ``cwd`` when its content is
+    ``config`` (so messages can name it), else ``None`` (e.g. ``pi --config FILE``: the hooks
+    receive the loaded dict, not the file it came from)."""
+    from pi_core.config import find_config
+
+    found = find_config(os.fspath(cwd))
+    if found is None:
+        return None
+    try:
+        with open(found, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return str(found) if data == config else None
+
+
+def load_session_sandbox_config(
+    config: Mapping[str, Any], cwd: str | os.PathLike[str]
+) -> SandboxConfig | None:
+    """:func:`load_sandbox_config` for a session in ``cwd``: a
+    :class:`~pi_core.errors.ConfigError` names the file by its absolute path when
+    :func:`config_source` finds it (``/abs/pi.toml: sandbox.KEY: problem``), else ``pi.toml``."""
+    try:
+        return load_sandbox_config(config)
+    except ConfigError:
+        source = config_source(config, cwd)
+        if source is None:
+            raise
+        return load_sandbox_config(config, source)
+
+
 __all__ = [
     "BwrapConfig",
     "ContainerConfig",
@@ -245,5 +278,7 @@ __all__ = [
     "PolicyTests",
     "SandboxConfig",
     "SshConfig",
+    "config_source",
     "load_sandbox_config",
+    "load_session_sandbox_config",
 ]

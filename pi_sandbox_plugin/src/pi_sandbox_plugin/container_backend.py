@@ -39,7 +39,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -47,7 +46,8 @@ from types import TracebackType
 
 import trio
 
-from pi_core.errors import ToolError
+from pi_core.errors import missing_cwd_error
+from pi_core.local_files import kill_process_group
 from pi_core.operations import CommandOutput
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.process_stream import stream_process
@@ -92,13 +92,6 @@ done
 
 _CLI_ERROR_CODES = (125, 126, 127)
 """Exit codes with which docker-compatible CLIs report their own failures."""
-
-
-async def _kill_process(process: trio.Process) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        process.kill()
 
 
 class ContainerBackend(ShellFileOperations):
@@ -174,7 +167,7 @@ class ContainerBackend(ShellFileOperations):
                 capture_stderr=True,
                 check=False,
                 start_new_session=True,
-                deliver_cancel=_kill_process,
+                deliver_cancel=kill_process_group,
             )
         except OSError as exc:
             raise SandboxUnavailable(f"{self.cli} cannot start: {exc}") from exc
@@ -284,7 +277,7 @@ class ContainerBackend(ShellFileOperations):
                 with trio.move_on_after(5):
                     await process.wait()
                 if process.returncode is None:
-                    await _kill_process(process)
+                    await kill_process_group(process)
                     await process.wait()
 
             code = await stream_process(
@@ -299,9 +292,7 @@ class ContainerBackend(ShellFileOperations):
             errors = cli_errors.read().decode("utf-8", "replace").strip()
         if code in _CLI_ERROR_CODES and errors:
             if not await self._is_dir(cwd):
-                raise ToolError(
-                    f"Working directory does not exist: {cwd}\nCannot execute bash commands."
-                )
+                raise missing_cwd_error(cwd)
             raise SandboxUnavailable(f"{self.cli} exec failed: {errors}")
         return code
 

@@ -51,8 +51,8 @@ import posixpath
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from pi_core.local_files import LocalFileOperations
 from pi_core.operations import CommandOutput, FileOperations, FileStat
-from pi_sandbox_plugin.local_files import LocalFiles
 from pi_sandbox_plugin.path_policy import PathDecision, PathPolicy
 
 T = TypeVar("T")
@@ -121,7 +121,7 @@ class GuardedFileOperations:
     ) -> None:
         self.inner = inner
         self.policy = policy
-        self.host: FileOperations = host if host is not None else LocalFiles()
+        self.host: FileOperations = host if host is not None else LocalFileOperations()
 
     def _output_file(self, path: str) -> bool:
         """Whether ``path`` is one of pi's full-output files on this machine."""

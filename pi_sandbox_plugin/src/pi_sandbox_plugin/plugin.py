@@ -27,7 +27,7 @@ from pi_core.markers import hookimpl
 from pi_core.operations import BashOperations, FileOperations
 from pi_sandbox_plugin.backends import before_hook_path_reason, sandbox_session
 from pi_sandbox_plugin.commands import POLICY_COMMAND
-from pi_sandbox_plugin.config import load_sandbox_config
+from pi_sandbox_plugin.config import load_sandbox_config, load_session_sandbox_config
 
 BASH_TOOL = "bash"
 
@@ -45,7 +45,7 @@ def session_config(context: BeforeToolCallContext) -> Mapping[str, Any] | None:
 @hookimpl
 def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsContext) -> None:
     """Validate ``[sandbox]`` at session set-up (raises ``ConfigError``); registers nothing."""
-    load_sandbox_config(context.config)
+    load_session_sandbox_config(context.config, context.cwd)
 
 
 @hookimpl

@@ -22,7 +22,8 @@ import stat
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from pi_core.operations import CommandOutput, FileKind, FileStat
+from pi_core.local_files import file_kind
+from pi_core.operations import CommandOutput, FileStat
 
 ERRNO_EXIT = 111
 """Exit code of a script that printed ``pi-errno:ENAME`` on stderr."""
@@ -96,16 +97,6 @@ for _code in sorted(errno.errorcode):
     _STRERROR.setdefault(os.strerror(_code), _code)
 
 
-def _kind(mode: int) -> FileKind:
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "other"
-
-
 def script_error(result: CommandOutput, path: str) -> OSError:
     """The ``OSError`` (subclass by errno, ``filename`` = ``path``) a failed script reports."""
     text = result.stderr.decode("utf-8", "replace").strip()
@@ -164,7 +155,7 @@ class ShellFileOperations(ABC):
         raw_mode, size, mtime = out.decode().split()
         mode = int(raw_mode, 16)
         return FileStat(
-            kind=_kind(mode), size=int(size), mode=stat.S_IMODE(mode), mtime=float(mtime)
+            kind=file_kind(mode), size=int(size), mode=stat.S_IMODE(mode), mtime=float(mtime)
         )
 
     async def access(self, path: str, mode: int = os.R_OK) -> None:

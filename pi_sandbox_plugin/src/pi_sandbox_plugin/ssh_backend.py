@@ -74,8 +74,9 @@ from typing import Any
 
 import trio
 
-from pi_core.errors import CommandTimeout, ToolError
-from pi_core.operations import CommandOutput, FileKind, FileStat
+from pi_core.errors import CommandTimeout, ToolError, missing_cwd_error
+from pi_core.local_files import file_kind
+from pi_core.operations import CommandOutput, FileStat
 
 READ_SIZE = 256 * 1024
 """Bytes asked for per read of an ssh output pipe."""
@@ -532,6 +533,37 @@ class RemotePathMap:
         text = path.decode("utf-8", "surrogateescape")
         return self.to_local(text).encode("utf-8", "surrogateescape")
 
+    def rg_output_to_local(self, stdout: bytes, args: Sequence[str]) -> bytes:
+        """The output of ``rg ARGS`` run on the remote side with the remote file names (at the
+        start of each ``\\0``/``\\n``-separated record, followed by end, ``/`` or ``:``, and
+        in ``--json`` events) rewritten to the session's paths."""
+        if not self.local_root or not self.remote_root or self.local_root == self.remote_root:
+            return stdout
+        remote_root = self.remote_root.rstrip("/").encode("utf-8", "surrogateescape")
+        local_root = self.local_root.rstrip("/").encode("utf-8", "surrogateescape")
+        separator = b"\0" if ("--null" in args or "-0" in args) else b"\n"
+        json_mode = "--json" in args
+        records = stdout.split(separator)
+        for index, record in enumerate(records):
+            if json_mode and record.startswith(b"{"):
+                records[index] = self._json_event_to_local(record)
+            elif record.startswith(remote_root):
+                rest = record[len(remote_root) :]
+                if rest == b"" or rest.startswith(b"/") or rest.startswith(b":"):
+                    records[index] = local_root + rest
+        return separator.join(records)
+
+    def _json_event_to_local(self, record: bytes) -> bytes:
+        try:
+            event = json.loads(record)
+            path = event["data"]["path"]
+        except (ValueError, KeyError, TypeError):
+            return record
+        if isinstance(path, dict) and isinstance(path.get("text"), str):
+            path["text"] = self.to_local(path["text"])
+            return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
+        return record
+
 
 # -- the supervised run --------------------------------------------------------------------
 
@@ -830,26 +862,13 @@ class SshBashOperations:
                 timeout=timeout,
             )
         except _NoCwd:
-            raise ToolError(
-                f"Working directory does not exist: {cwd}\nCannot execute bash commands."
-            ) from None
+            raise missing_cwd_error(cwd) from None
         except SshConnectionError as error:
             raise ToolError(error.strerror or str(error)) from None
         return result.exit_code
 
 
 # -- files ---------------------------------------------------------------------------------
-
-
-def _kind(raw_mode: int) -> FileKind:
-    kind = raw_mode & 0o170000
-    if kind == 0o100000:
-        return "file"
-    if kind == 0o040000:
-        return "directory"
-    if kind == 0o120000:
-        return "symlink"
-    return "other"
 
 
 class SshFileOperations:
@@ -943,7 +962,7 @@ class SshFileOperations:
         if len(fields) > 4 and "." in fields[4]:
             fraction = float("0." + fields[4].split(".", 1)[1])
         return FileStat(
-            kind=_kind(raw_mode), size=size, mode=raw_mode & 0o7777, mtime=seconds + fraction
+            kind=file_kind(raw_mode), size=size, mode=raw_mode & 0o7777, mtime=seconds + fraction
         )
 
     async def access(self, path: str, mode: int = os.R_OK) -> None:
@@ -998,39 +1017,8 @@ class SshFileOperations:
                 f"ripgrep (rg) is not installed on {self.connection.destination}",
                 "rg",
             )
-        stdout = self._map_rg_output(b"".join(chunks), args)
+        stdout = self.paths.rg_output_to_local(b"".join(chunks), args)
         return CommandOutput(exit_code=code, stdout=stdout, stderr=result.stderr)
-
-    def _map_rg_output(self, stdout: bytes, args: Sequence[str]) -> bytes:
-        """Rewrite the remote file names at the start of each record (``\\0``/``\\n``
-        separated) and in ``--json`` events to the session's paths."""
-        paths = self.paths
-        if not paths.local_root or not paths.remote_root or paths.local_root == paths.remote_root:
-            return stdout
-        remote_root = paths.remote_root.rstrip("/").encode("utf-8", "surrogateescape")
-        separator = b"\0" if ("--null" in args or "-0" in args) else b"\n"
-        json_mode = "--json" in args
-        records = stdout.split(separator)
-        for index, record in enumerate(records):
-            if json_mode and record.startswith(b"{"):
-                records[index] = self._map_json_event(record)
-            elif record.startswith(remote_root):
-                rest = record[len(remote_root) :]
-                if rest == b"" or rest.startswith(b"/") or rest.startswith(b":"):
-                    local = paths.local_root.rstrip("/").encode("utf-8", "surrogateescape")
-                    records[index] = local + rest
-        return separator.join(records)
-
-    def _map_json_event(self, record: bytes) -> bytes:
-        try:
-            event = json.loads(record)
-            path = event["data"]["path"]
-        except (ValueError, KeyError, TypeError):
-            return record
-        if isinstance(path, dict) and isinstance(path.get("text"), str):
-            path["text"] = self.paths.to_local(path["text"])
-            return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
-        return record
 
 
 __all__ = [
