@@ -188,7 +188,9 @@ async def test_daemon_that_forked_twice_and_left_the_session_is_killed(tmp_path)
                         command, str(tmp_path), on_data=recorder
                     )
                 )
+                # "ready" may come before the daemon's pid: the daemon's parent exits first
                 await recorder.wait_for(b"ready")
+                await recorder.wait_for(b"pid:")
                 scope.cancel()
     (pid,) = pids_in(recorder.data)
     with pytest.raises(ProcessLookupError):

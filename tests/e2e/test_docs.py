@@ -3,6 +3,7 @@ reference covers every hook."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -89,7 +90,7 @@ def test_cli_reference_names_every_command_and_option() -> None:
     page = (DOCS / "reference" / "cli.md").read_text()
     parser = build_parser()
     options = [o for a in parser._actions for o in a.option_strings if o not in ("-h", "--help")]
-    subparsers = next(a for a in parser._actions if a.dest == "command")
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for name in BUILTIN_COMMANDS:
         assert f"## `pi {name}`" in page, name
         sub = subparsers.choices[name]
@@ -359,3 +360,22 @@ def test_verify_how_to(tmp_path: Path) -> None:
             }
         },
     ]
+
+
+def test_tutorial_loop_examples(tmp_path: Path) -> None:
+    weather = ROOT / "docs/examples/pi_weather/src"
+    script = tmp_path / "weather.jsonl"
+    script.write_text(
+        '{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"weather",'
+        '"arguments":{"city":"Oslo"}}],"stopReason":"toolUse"}\n'
+    )
+    replay = pi("-p", "pi_weather.plugin", "replay", str(script), cwd=tmp_path, pythonpath=weather)
+    assert (replay.returncode, replay.stdout) == (
+        0,
+        'weather {"city":"Oslo"}\nOslo: sunny for 1 day(s)\n',
+    )
+    curl = pi(
+        "-p", "pi_weather.plugin", "call", "bash", '{"command": "curl https://example.com"}',
+        cwd=tmp_path, pythonpath=weather,
+    )  # fmt: skip
+    assert (curl.returncode, curl.stdout) == (1, "network access is not allowed\n")

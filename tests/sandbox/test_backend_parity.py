@@ -20,50 +20,44 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from container_support import PodmanSession, container_names
+from replay_support import replay, texts, tool_call
 from sshd_support import SshServer
 
-PI = str(Path(sys.executable).with_name("pi"))
 WORKDIR = "/work"
-
-
-def call(i: str, name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "toolCall", "id": i, "name": name, "arguments": args}
 
 
 SESSION: list[list[dict[str, Any]]] = [
     [
-        call("r1", "read", path="a.txt"),
-        call("l1", "ls"),
-        call("l2", "ls", path="sub"),
-        call("f1", "find", pattern="**/*.txt"),
-        call("g1", "grep", pattern="o"),
+        tool_call("r1", "read", path="a.txt"),
+        tool_call("l1", "ls"),
+        tool_call("l2", "ls", path="sub"),
+        tool_call("f1", "find", pattern="**/*.txt"),
+        tool_call("g1", "grep", pattern="o"),
     ],
     [
-        call("w1", "write", path="sub/new.txt", content="made\nhere\n"),
-        call("e1", "edit", path="a.txt", edits=[{"oldText": "hello", "newText": "bye"}]),
+        tool_call("w1", "write", path="sub/new.txt", content="made\nhere\n"),
+        tool_call("e1", "edit", path="a.txt", edits=[{"oldText": "hello", "newText": "bye"}]),
     ],
     [
-        call("r2", "read", path="sub/new.txt"),
-        call("r3", "read", path="a.txt", offset=2),
-        call("g2", "grep", pattern="bye|made"),
-        call("g3", "grep", pattern="e", path="sub", ignoreCase=True),
-        call("l3", "ls", path="sub"),
-        call("b1", "bash", command="pwd; cat a.txt; ls sub"),
-        call("b2", "bash", command="echo out; echo err >&2; exit 3"),
+        tool_call("r2", "read", path="sub/new.txt"),
+        tool_call("r3", "read", path="a.txt", offset=2),
+        tool_call("g2", "grep", pattern="bye|made"),
+        tool_call("g3", "grep", pattern="e", path="sub", ignoreCase=True),
+        tool_call("l3", "ls", path="sub"),
+        tool_call("b1", "bash", command="pwd; cat a.txt; ls sub"),
+        tool_call("b2", "bash", command="echo out; echo err >&2; exit 3"),
     ],
     [
-        call("x1", "read", path="missing.txt"),
-        call("x2", "edit", path="a.txt", edits=[{"oldText": "absent", "newText": "x"}]),
-        call("x3", "ls", path="nowhere"),
-        call("x4", "grep", pattern="zzz"),
-        call("x5", "write", path="sub", content="x"),
-        call("x6", "bash", command="cat missing.txt"),
+        tool_call("x1", "read", path="missing.txt"),
+        tool_call("x2", "edit", path="a.txt", edits=[{"oldText": "absent", "newText": "x"}]),
+        tool_call("x3", "ls", path="nowhere"),
+        tool_call("x4", "grep", pattern="zzz"),
+        tool_call("x5", "write", path="sub", content="x"),
+        tool_call("x6", "bash", command="cat missing.txt"),
     ],
 ]
 
@@ -103,34 +97,19 @@ def make_files(root: Path) -> None:
     (root / "sub" / "b.txt").write_text("bee\n")
 
 
-def replay(config: str, cwd: Path, tmp: Path, roots: list[str]) -> list[dict[str, Any]]:
-    """Run ``pi --config CONFIG replay`` of :data:`SESSION` in ``cwd``; the normalised results
-    (``roots``: the paths that become ``<ws>``)."""
-    session = tmp / "session.jsonl"
-    session.write_text(
-        "".join(
-            json.dumps({"role": "assistant", "content": blocks, "stopReason": "toolUse"}) + "\n"
-            for blocks in SESSION
-        )
-    )
+def replay_on(config: str, cwd: Path, tmp: Path, roots: list[str]) -> list[dict[str, Any]]:
+    """:data:`SESSION` replayed in ``cwd`` under ``CONFIG`` (plus sequential execution), the
+    results normalised (``roots``: the paths that become ``<ws>``)."""
     config_file = tmp / f"pi-{len(list(tmp.glob('pi-*.toml')))}.toml"
     config_file.write_text('[pi]\ntool_execution = "sequential"\n' + config)
-    result = subprocess.run(
-        [PI, "--config", str(config_file), "replay", str(session), "--cwd", str(cwd), "--json"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    assert (result.returncode, result.stderr) == (0, "")
-    text = result.stdout
+    results = replay(cwd, SESSION, tmp, "--config", str(config_file), timeout=300)
+    text = json.dumps(results)
     for root in sorted(roots, key=len, reverse=True):
-        text = text.replace(root, "<ws>")
-    results = [json.loads(line) for line in text.splitlines()]
-    for message in results:
+        text = text.replace(json.dumps(root)[1:-1], "<ws>")
+    normalised: list[dict[str, Any]] = json.loads(text)
+    for message in normalised:
         message.pop("timestamp", None)
-    return results
+    return normalised
 
 
 def toml_list(values: list[str]) -> str:
@@ -147,11 +126,11 @@ def test_one_session_gives_the_same_results_on_every_backend(
 
     local = tmp_path / "local"
     make_files(local)
-    results["local"] = replay('[sandbox]\nbackend = "local"\n', local, tmp_path, [str(local)])
+    results["local"] = replay_on('[sandbox]\nbackend = "local"\n', local, tmp_path, [str(local)])
 
     bwrap = tmp_path / "bwrap"
     make_files(bwrap)
-    results["bwrap"] = replay('[sandbox]\nbackend = "bwrap"\n', bwrap, tmp_path, [str(bwrap)])
+    results["bwrap"] = replay_on('[sandbox]\nbackend = "bwrap"\n', bwrap, tmp_path, [str(bwrap)])
 
     ssh_session, ssh_remote = tmp_path / "ssh-session", tmp_path / "ssh-remote"
     ssh_session.mkdir()
@@ -163,7 +142,9 @@ def test_one_session_gives_the_same_results_on_every_backend(
         f'identity_file = "{settings.identity_file}"\nremote_cwd = "{ssh_remote}"\n'
         f"options = {toml_list(list(settings.options))}\n"
     )
-    results["ssh"] = replay(ssh_config, ssh_session, tmp_path, [str(ssh_session), str(ssh_remote)])
+    results["ssh"] = replay_on(
+        ssh_config, ssh_session, tmp_path, [str(ssh_session), str(ssh_remote)]
+    )
     assert sorted(os.listdir(ssh_session)) == []  # everything happened on the remote side
 
     container_ws = tmp_path / "container"
@@ -174,28 +155,25 @@ def test_one_session_gives_the_same_results_on_every_backend(
         f'cli = "{podman.cli}"\nimage = "{image}"\nworkdir = "{WORKDIR}"\n'
         f"cli_args = {toml_list(podman.cli_args)}\nrun_args = {toml_list(podman.run_args)}\n"
     )
-    results["container"] = replay(
+    results["container"] = replay_on(
         container_config, container_ws, tmp_path, [str(container_ws), WORKDIR]
     )
     assert container_names(podman.cli, podman.cli_args, ancestor=image) == []  # removed at exit
 
-    texts = {
-        backend: {
-            r["toolCallId"]: ("".join(c.get("text", "") for c in r["content"]), r["isError"])
-            for r in found
-        }
-        for backend, found in results.items()
-    }
-    assert {backend: found == texts["local"] for backend, found in texts.items()} == {
+    by_backend = {backend: texts(found) for backend, found in results.items()}
+    assert {backend: found == by_backend["local"] for backend, found in by_backend.items()} == {
         "local": True,
         "bwrap": True,
         "ssh": True,
         "container": True,
-    }, {b: {k: v for k, v in t.items() if texts["local"].get(k) != v} for b, t in texts.items()}
+    }, {
+        b: {k: v for k, v in t.items() if by_backend["local"].get(k) != v}
+        for b, t in by_backend.items()
+    }
     assert results["bwrap"] == results["local"]
     assert results["ssh"] == results["local"]
     assert results["container"] == results["local"]
-    assert texts["local"] == EXPECTED
+    assert by_backend["local"] == EXPECTED
     # the same end state of the workspace on each backend
     for root in (local, bwrap, ssh_remote, container_ws):
         assert (root / "a.txt").read_text() == "bye\nworld\nfoo\n"

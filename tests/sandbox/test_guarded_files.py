@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replay_support import call
 
 import pi_builtin_tools.plugin as builtin_plugin
 from pi_core.hook_types import BackendContext
 from pi_core.local_files import LocalFileOperations
-from pi_core.loop import run_agent_loop, run_tool_call
+from pi_core.loop import run_agent_loop
 from pi_core.loop_config import AgentContext, LoopConfig
 from pi_core.markers import hookimpl
 from pi_core.messages import AssistantMessage, ToolCall
@@ -58,15 +59,6 @@ def session(plugin_manager: Any, register_plugin: Any, ws: Path) -> Session:
     register_plugin(builtin_plugin, name="builtin_tools")
     register_plugin(GuardPlugin(PathPolicy(str(ws), deny_paths=[".env"])), name="guard")
     return build_session(plugin_manager, ws)
-
-
-async def call(session: Session, name: str, **args: Any) -> tuple[str, bool]:
-    outcome = await run_tool_call(
-        ToolCall(id="c1", name=name, arguments=args),
-        AgentContext(tools=session.tools),
-        session.loop_config(),
-    )
-    return outcome.result.text, outcome.is_error
 
 
 async def batch(session: Session, *calls: tuple[str, dict[str, Any]]) -> list[tuple[str, bool]]:

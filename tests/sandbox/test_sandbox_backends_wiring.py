@@ -4,15 +4,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from replay_support import call, replay, texts, tool_call
 
 import pi_builtin_tools.plugin as builtin_plugin
 import pi_sandbox_plugin.plugin as sandbox_plugin
@@ -30,7 +28,6 @@ from pi_sandbox_plugin.guarded_files import GuardedFileOperations
 from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshFileOperations
 
 SECRET = "TOP-SECRET-42"
-PI = str(Path(sys.executable).with_name("pi"))
 
 
 def make_workspace(ws: Path) -> Path:
@@ -50,15 +47,6 @@ def session_of(ws: Path, config: dict[str, Any], *, sandbox: bool = True) -> Ses
     if sandbox:
         pm.register(sandbox_plugin, name="sandbox")
     return build_session(pm, ws, config)
-
-
-async def call(session: Session, name: str, **args: Any) -> tuple[str, bool]:
-    outcome = await run_tool_call(
-        ToolCall(id="c1", name=name, arguments=args),
-        AgentContext(tools=session.tools),
-        session.loop_config(),
-    )
-    return outcome.result.text, outcome.is_error
 
 
 async def assert_full_output_readable(session: Session) -> None:
@@ -303,37 +291,6 @@ def test_container_backend_maps_the_session_cwd_to_workdir(tmp_path: Path) -> No
 
 
 # -- pi replay under a pi.toml ------------------------------------------------------------------
-
-
-def replay(ws: Path, messages: list[list[dict[str, Any]]], tmp: Path) -> list[dict[str, Any]]:
-    file = tmp / "replay.jsonl"
-    file.write_text(
-        "".join(
-            json.dumps({"role": "assistant", "content": blocks, "stopReason": "toolUse"}) + "\n"
-            for blocks in messages
-        )
-    )
-    result = subprocess.run(
-        [PI, "replay", str(file), "--cwd", str(ws), "--json"],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return [json.loads(line) for line in result.stdout.splitlines()]
-
-
-def tool_call(i: str, name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "toolCall", "id": i, "name": name, "arguments": args}
-
-
-def texts(results: list[dict[str, Any]]) -> dict[str, tuple[str, bool]]:
-    return {
-        r["toolCallId"]: ("".join(c.get("text", "") for c in r["content"]), r["isError"])
-        for r in results
-    }
 
 
 def test_pi_replay_with_a_sandbox_policy(tmp_path: Path) -> None:

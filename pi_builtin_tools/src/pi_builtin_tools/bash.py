@@ -245,7 +245,9 @@ def format_output(snapshot: OutputSnapshot, empty_text: str) -> tuple[str, dict[
 class _UpdateThrottle:
     """Streaming updates at most every ``interval`` seconds (seed §十五 "Streaming update 节流"):
     a chunk emits at once when the last update is ``interval`` old (the first chunk always
-    does), otherwise one timer emits at ``last + interval``."""
+    does), otherwise one timer emits at ``last + interval``. ``last`` is when the previous
+    update was delivered (after ``emit`` returned), so the receiver sees its updates at least
+    ``interval`` apart however long building or handling one took."""
 
     def __init__(self, emit: Callable[[], None], interval: float) -> None:
         self._emit = emit
@@ -264,8 +266,8 @@ class _UpdateThrottle:
     def flush(self) -> None:
         if self._dirty:
             self._dirty = False
-            self._last = trio.current_time()
             self._emit()
+            self._last = trio.current_time()
 
     async def run(self) -> None:
         while True:

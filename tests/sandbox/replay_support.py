@@ -1,0 +1,73 @@
+"""Test support: replay assistant messages with the real ``pi replay --json`` (a subprocess) and
+the in-process single tool call, shared by the sandbox tests that check what a user sees."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from pi_core.loop import run_tool_call
+from pi_core.loop_config import AgentContext
+from pi_core.messages import ToolCall
+from pi_core.registry import Session
+
+PI = str(Path(sys.executable).with_name("pi"))
+"""The ``pi`` command of this virtual environment."""
+
+
+def tool_call(i: str, name: str, **args: Any) -> dict[str, Any]:
+    """A ``toolCall`` content block (wire JSON)."""
+    return {"type": "toolCall", "id": i, "name": name, "arguments": args}
+
+
+def replay(
+    cwd: Path,
+    messages: list[list[dict[str, Any]]],
+    tmp: Path,
+    *options: str,
+    timeout: float = 120,
+) -> list[dict[str, Any]]:
+    """Write ``messages`` (each the content blocks of one assistant message) as JSONL under
+    ``tmp``, run ``pi [OPTIONS] replay FILE --cwd CWD --json`` in ``cwd`` and return the printed
+    ToolResultMessages; asserts exit code 0 and an empty stderr."""
+    file = tmp / "replay.jsonl"
+    file.write_text(
+        "".join(
+            json.dumps({"role": "assistant", "content": blocks, "stopReason": "toolUse"}) + "\n"
+            for blocks in messages
+        )
+    )
+    result = subprocess.run(
+        [PI, *options, "replay", str(file), "--cwd", str(cwd), "--json"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def texts(results: list[dict[str, Any]]) -> dict[str, tuple[str, bool]]:
+    """toolCallId → (the result's text, isError)."""
+    return {
+        r["toolCallId"]: ("".join(c.get("text", "") for c in r["content"]), r["isError"])
+        for r in results
+    }
+
+
+async def call(session: Session, name: str, **args: Any) -> tuple[str, bool]:
+    """Run one ``name`` tool call through the loop's pipeline: (result text, is_error)."""
+    outcome = await run_tool_call(
+        ToolCall(id="c1", name=name, arguments=args),
+        AgentContext(tools=session.tools),
+        session.loop_config(),
+    )
+    return outcome.result.text, outcome.is_error
+
+
+__all__ = ["PI", "call", "replay", "texts", "tool_call"]
