@@ -8,7 +8,7 @@ from pi_core import hookimpl
 class DryRunOperations:
     """A ``BashOperations``: streams bytes to ``on_data`` and returns the exit code."""
 
-    async def exec(self, command, cwd, *, on_data, env=None, timeout=None):  # noqa: ASYNC109
+    async def exec(self, command, cwd, *, on_data, env=None, timeout=None):
         on_data(f"would run in {cwd}: {command}\n".encode())
         return 0
 

@@ -55,7 +55,7 @@ async def call(
     workdir: str,
     command: str,
     *,
-    timeout: float | None = None,  # noqa: ASYNC109 (the tool's parameter)
+    timeout: float | None = None,
     operations: Any = None,
     updates: list[AgentToolResult] | None = None,
     ctx: Any = None,
@@ -109,7 +109,7 @@ class ScriptedOperations:
         *,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
+        timeout: float | None = None,
     ) -> int | None:
         self.seen = {"command": command, "cwd": cwd, "env": env, "timeout": timeout}
         for chunk in self.chunks:
@@ -375,7 +375,7 @@ async def test_148_abort_after_output_kills_the_tree(workdir) -> None:
     backend's cleanup is shielded and waits for the whole tree)."""
     both_started = trio.Event()
 
-    class Updates(list):  # type: ignore[type-arg]
+    class Updates(list[AgentToolResult]):
         def append(self, item: AgentToolResult) -> None:
             super().append(item)
             if len(pids_in(item.text.encode())) == 2:
@@ -603,7 +603,7 @@ async def test_background_child_with_redirected_output_does_not_block(workdir) -
 # -- updates ------------------------------------------------------------------------------------
 
 
-class TimedUpdates(list):  # type: ignore[type-arg]
+class TimedUpdates(list[AgentToolResult]):
     """Updates with the trio time at which each arrived (``times``)."""
 
     def __init__(self) -> None:
@@ -720,7 +720,7 @@ async def test_chunks_after_finish_are_ignored(workdir) -> None:
     leaked: list[Callable[[bytes], None]] = []
 
     class Leaky(ScriptedOperations):
-        async def exec(self, command, cwd, *, on_data, env=None, timeout=None):  # type: ignore[override]  # noqa: ASYNC109
+        async def exec(self, command, cwd, *, on_data, env=None, timeout=None):  # type: ignore[override]
             leaked.append(on_data)
             return await super().exec(command, cwd, on_data=on_data, env=env, timeout=timeout)
 

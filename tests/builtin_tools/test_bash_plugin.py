@@ -25,7 +25,7 @@ class EchoBackend:
         *,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
+        timeout: float | None = None,
     ) -> int | None:
         on_data(f"remote: {command} in {cwd}\n".encode())
         return 0

@@ -106,7 +106,7 @@ class LocalBash:
         *,
         on_data: Any,
         env: Any = None,
-        timeout: Any = None,  # noqa: ASYNC109
+        timeout: Any = None,
     ) -> int:
         on_data(self.label.encode())
         return 0

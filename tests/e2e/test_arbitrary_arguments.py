@@ -31,7 +31,7 @@ from pi_core.registry import build_session
 class RecordingBash:
     """A BashOperations that runs nothing: it echoes the command's length."""
 
-    async def exec(self, command, cwd, *, on_data, env=None, timeout=None):  # noqa: ASYNC109
+    async def exec(self, command, cwd, *, on_data, env=None, timeout=None):
         on_data(f"{len(command)}\n".encode())
         return 0
 

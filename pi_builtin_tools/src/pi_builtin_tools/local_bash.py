@@ -102,7 +102,7 @@ class LocalBashOperations:
         *,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
+        timeout: float | None = None,
     ) -> int | None:
         """Run ``command`` in ``cwd``; see :class:`pi_core.BashOperations` and the module
         docstring.

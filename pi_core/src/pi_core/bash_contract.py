@@ -107,7 +107,7 @@ class BashOperationsContract:
         cwd: str,
         *,
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 (passed to the backend)
+        timeout: float | None = None,
         on_data: Callable[[bytes], None] | None = None,
     ) -> tuple[int | None, bytes]:
         """``(exit code, output)`` of one run; fails the test if it takes over 20 s."""

@@ -4,7 +4,6 @@ what they use."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 

@@ -26,7 +26,7 @@ class BashOperations(Protocol):
     re-raises ``trio.Cancelled``.
     """
 
-    async def exec(  # noqa: ASYNC109 - the timeout is part of the DESIGN §2 contract
+    async def exec(
         self,
         command: str,
         cwd: str,

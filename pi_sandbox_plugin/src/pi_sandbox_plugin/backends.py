@@ -239,7 +239,7 @@ class MappedBashOperations:
         *,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
+        timeout: float | None = None,
     ) -> int | None:
         """``inner.exec`` in the container path of ``cwd``."""
         return await self.inner.exec(

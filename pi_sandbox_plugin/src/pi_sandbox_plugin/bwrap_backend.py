@@ -164,7 +164,7 @@ class BwrapBackend(ShellFileOperations):
         *,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
+        timeout: float | None = None,
     ) -> int | None:
         """Run ``command`` with ``shell -c`` in a new sandbox, in ``cwd``; see
         :class:`pi_core.BashOperations` and the module docstring.

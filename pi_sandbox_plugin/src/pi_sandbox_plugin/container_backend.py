@@ -243,7 +243,7 @@ class ContainerBackend(ShellFileOperations):
         *,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
+        timeout: float | None = None,
     ) -> int | None:
         """Run ``command`` in the container in ``cwd`` (a container path); see
         :class:`pi_core.BashOperations` and the module docstring.

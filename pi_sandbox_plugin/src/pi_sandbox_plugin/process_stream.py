@@ -50,7 +50,7 @@ async def stream_process(
     process: trio.Process,
     on_data: Callable[[bytes], None],
     *,
-    timeout: float | None,  # noqa: ASYNC109 (the BashOperations contract)
+    timeout: float | None,
     kill: Callable[[], Awaitable[None]],
     drain_idle: float = 0.1,
     drain_max: float = 1.0,

@@ -628,7 +628,7 @@ class _Supervised:
         merge: bool,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None,
-        timeout: float | None,  # noqa: ASYNC109 (the BashOperations contract)
+        timeout: float | None,
     ) -> _RunResult:
         """Raises :class:`_NoCwd`, :class:`CommandTimeout`, :class:`SshConnectionError`."""
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -843,7 +843,7 @@ class SshBashOperations:
         *,
         on_data: Callable[[bytes], None],
         env: Mapping[str, str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 (the BashOperations contract)
+        timeout: float | None = None,
     ) -> int | None:
         """Run ``command`` in the remote directory of ``cwd``; see
         :class:`pi_core.BashOperations`.
