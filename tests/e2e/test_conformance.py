@@ -9,6 +9,7 @@ its case. Needs node and the reference install (``.ci/run`` provides both under 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -50,7 +51,6 @@ def _failures(output: str, prefix: str) -> dict[str, str]:
 def conformance_failures() -> dict[str, str]:
     if not (SHARED / "conformance" / "compare.py").exists():
         pytest.skip("../shared/conformance is not beside this checkout")
-    import os
     import shutil
 
     for program in ("node", "rg", "fd"):
@@ -62,9 +62,14 @@ def conformance_failures() -> dict[str, str]:
         if os.environ.get("CI") == "true":
             pytest.fail("the reference Pi is not installed, and CI must install it (.ci/run)")
         pytest.skip("reference Pi not installed (npm install --prefix ~/.cache/pi-ref ...)")
+    # the reference must find the system rg and fd, not this environment's ripgrep wheel
+    # (``uv run`` puts the venv's bin first on PATH); ours is called by absolute path
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
     proc = subprocess.run(
         [sys.executable, "compare.py", "--ours", OURS, "--timeout", "120"],
         cwd=SHARED / "conformance",
+        env={**os.environ, "PATH": path},
         capture_output=True,
         text=True,
         timeout=1800,

@@ -125,7 +125,11 @@ def build_rootfs_tar(destination: str) -> list[str]:
             if found is None:
                 raise FileNotFoundError(f"{program} is not installed")
             programs.append(found)
-            _add_path(tar, found, seen)
+            if program == "rg":  # wherever it was found (a venv's bin under uv run): on PATH
+                tar.add(os.path.realpath(found), arcname="usr/bin/rg", recursive=False)
+                seen.add("/usr/bin/rg")
+            else:
+                _add_path(tar, found, seen)
             for library in _libraries(os.path.realpath(found)):
                 _add_path(tar, library, seen)
     return programs
