@@ -317,14 +317,12 @@ def test_effective_pattern() -> None:
     assert fd_effective_pattern("/abs/*") == ("/abs/*", True)
 
 
-async def test_limit_zero_means_no_limit_but_reports_it_as_pi_does(tmp_path: Path) -> None:
-    # fd's --max-results 0 is "no limit"; Pi still says the limit (0) was reached.
+async def test_limit_zero_is_an_error(tmp_path: Path) -> None:
+    # fd's --max-results 0 is "no limit" and Pi then says "0 results limit reached": refused.
     make(tmp_path, ["a.js", "b.ts"])
-    result = await find(tmp_path, pattern="*", limit=0)
-    assert text(result) == (
-        "a.js\nb.ts\n\n[0 results limit reached. Use limit=0 for more, or refine pattern]"
+    assert await find_error(tmp_path, pattern="*", limit=0) == (
+        "limit must be a positive integer, got 0"
     )
-    assert result.details == {"resultLimitReached": 0}
 
 
 async def test_names_that_are_not_utf8_are_shown_with_replacement_characters(
@@ -344,14 +342,13 @@ async def test_gitignore_of_a_parent_directory_applies_to_a_sub_search(tmp_path:
     assert await find_text(tmp_path, pattern="*", path="pkg") == "a.txt"
 
 
-async def test_limit_that_fd_cannot_take_is_its_argument_error(tmp_path: Path) -> None:
+async def test_limit_that_is_not_a_positive_integer_is_an_error(tmp_path: Path) -> None:
+    # (the reference passes fd's own argument error on)
     assert await find_error(tmp_path, pattern="*", limit=1.5) == (
-        "error: Invalid value '1.5' for '--max-results <count>': invalid digit found in string"
-        "\n\nFor more information try '--help'"
+        "limit must be a positive integer, got 1.5"
     )
     assert await find_error(tmp_path, pattern="*", limit=-1) == (
-        "error: The argument '--max-results <count>' requires a value but none was supplied"
-        "\n\nFor more information try '--help'"
+        "limit must be a positive integer, got -1"
     )
 
 

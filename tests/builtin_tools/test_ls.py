@@ -104,11 +104,21 @@ async def test_scenario_161_lists_dotfiles_and_dot_directories(tmp_path: Path) -
     assert text(await ls(tmp_path)) == ".hidden-dir/\n.hidden-file\nvisible"
 
 
-async def test_scenario_162_limit_zero_on_a_full_directory_is_empty(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("limit", "message"),
+    [
+        (0, "limit must be a positive integer, got 0"),
+        (-1, "limit must be a positive integer, got -1"),
+        (1.5, "limit must be a positive integer, got 1.5"),
+        (float("inf"), "limit must be a positive integer, got Infinity"),
+    ],
+)
+async def test_scenario_162_nonsense_limit_is_an_error(
+    tmp_path: Path, limit: float, message: str
+) -> None:
+    """The reference says "(empty directory)" for limit 0 on a full directory: refused."""
     make(tmp_path, "a", "b")
-    result = await ls(tmp_path, limit=0)
-    assert text(result) == "(empty directory)"
-    assert result.details is None
+    assert await ls_error(tmp_path, limit=limit) == message
 
 
 # --- sorting (port decision 3) ------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -226,18 +227,31 @@ async def test_offset_boundaries_trailing_newline_and_empty(tmp_path: Path) -> N
     )
 
 
-async def test_offset_zero_or_negative_is_line_one(tmp_path: Path) -> None:
+async def test_offset_zero_is_line_one(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("a\nb")
     assert (await read(tmp_path, path="f.txt", offset=0)).text == "a\nb"
-    assert (await read(tmp_path, path="f.txt", offset=-3)).text == "a\nb"
+    assert (await read(tmp_path, path="f.txt", offset=1.0)).text == "a\nb"
 
 
-async def test_limit_zero_quirk(tmp_path: Path) -> None:
-    """§7.1 quirk: limit 0 on a 4-line file."""
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"offset": -3}, "offset must be a non-negative integer, got -3"),
+        ({"offset": 1.5}, "offset must be a non-negative integer, got 1.5"),
+        ({"offset": math.inf}, "offset must be a non-negative integer, got Infinity"),
+        ({"limit": 0}, "limit must be a positive integer, got 0"),
+        ({"limit": -1}, "limit must be a positive integer, got -1"),
+        ({"limit": 1.5}, "limit must be a positive integer, got 1.5"),
+        ({"limit": math.inf}, "limit must be a positive integer, got Infinity"),
+        ({"limit": math.nan}, "limit must be a positive integer, got NaN"),
+    ],
+)
+async def test_nonsense_offset_or_limit_is_an_error(
+    tmp_path: Path, args: dict[str, float], message: str
+) -> None:
+    """The reference answers ``limit: -1`` with "[5 more lines ... Use offset=0]": refused."""
     (tmp_path / "four.txt").write_text("1\n2\n3\n4")
-    assert (await read(tmp_path, path="four.txt", limit=0)).text == (
-        "\n\n[4 more lines in file. Use offset=1 to continue.]"
-    )
+    assert await read_error(tmp_path, path="four.txt", **args) == message
 
 
 async def test_limit_reaching_end_has_no_notice(tmp_path: Path) -> None:
@@ -358,15 +372,40 @@ async def test_unreadable_is_eacces(tmp_path: Path) -> None:
 
 
 async def test_utf16_bom_decoded(tmp_path: Path) -> None:
-    """Case c05 step 1: decoded text, BOM kept as U+FEFF, never NULs."""
-    (tmp_path / "notes.txt").write_bytes(
-        b"\xff\xfeh\x00e\x00l\x00l\x00o\x00\r\x00\n\x00w\x00\xf6\x00r\x00l\x00d\x00\r\x00\n\x00"
-    )
+    """Case c05 step 1: decoded text without the BOM, never NULs; the file is unchanged."""
+    raw = b"\xff\xfeh\x00e\x00l\x00l\x00o\x00\r\x00\n\x00w\x00\xf6\x00r\x00l\x00d\x00\r\x00\n\x00"
+    (tmp_path / "notes.txt").write_bytes(raw)
     assert wire(await read(tmp_path, path="notes.txt")) == {
-        "content": [{"type": "text", "text": "\ufeffhello\r\nwörld\r\n"}]
+        "content": [{"type": "text", "text": "hello\r\nwörld\r\n"}]
     }
+    assert (tmp_path / "notes.txt").read_bytes() == raw
     (tmp_path / "be.txt").write_bytes("\ufeffhi\n".encode("utf-16-be"))
-    assert (await read(tmp_path, path="be.txt")).text == "\ufeffhi\n"
+    assert (await read(tmp_path, path="be.txt")).text == "hi\n"
+    (tmp_path / "u32.txt").write_bytes("\ufeffhi\n".encode("utf-32-le"))
+    assert (await read(tmp_path, path="u32.txt")).text == "hi\n"
+    (tmp_path / "bom-only.txt").write_bytes(b"\xff\xfe")
+    assert (await read(tmp_path, path="bom-only.txt")).text == ""
+
+
+async def test_utf16_bom_stripped_when_streaming(tmp_path: Path) -> None:
+    (tmp_path / "u16.txt").write_bytes("\ufeffa\nb\n".encode("utf-16-le"))
+    options = ReadToolOptions(whole_file_limit=0, chunk_size=1)
+    assert (await read(tmp_path, options, path="u16.txt", offset=2)).text == "b\n"
+    assert (await read(tmp_path, options, path="u16.txt")).text == "a\nb\n"
+
+
+async def test_binary_starting_with_utf16_bom_refused(tmp_path: Path) -> None:
+    # FF FE then NULs and control bytes: not UTF-16 text
+    (tmp_path / "blob.bin").write_bytes(b"\xff\xfe\x00\x00\x01\x02\x03\x04" + bytes(range(256)) * 4)
+    assert await read_error(tmp_path, path="blob.bin") == (
+        "Cannot read blob.bin: binary file (1.0KB, 1032 bytes). read returns text files and "
+        "images (jpg, png, gif, webp, bmp); use bash with a tool that understands this format "
+        "to inspect it."
+    )
+    (tmp_path / "blob2.bin").write_bytes(b"\xff\xfe" + b"\x07\x00\x01\x00" * 100)
+    assert (await read_error(tmp_path, path="blob2.bin")).startswith(
+        "Cannot read blob2.bin: binary file (402 B, 402 bytes)."
+    )
 
 
 async def test_legacy_single_byte_decoded_with_notice(tmp_path: Path) -> None:
@@ -483,7 +522,24 @@ async def test_payload_limit_forces_jpeg(tmp_path: Path) -> None:
 
 async def test_undecodable_image_omitted(tmp_path: Path) -> None:
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 10)
-    assert wire(await read(tmp_path, path="broken.png")) == {
+    (tmp_path / "cut.png").write_bytes(PNG_1X1[: len(PNG_1X1) // 2])
+    expected = {
+        "content": [
+            {
+                "type": "text",
+                "text": "Read image file [image/png]\n[Image omitted: the file could not be "
+                "decoded as an image (corrupt or truncated).]",
+            }
+        ]
+    }
+    assert wire(await read(tmp_path, path="broken.png")) == expected
+    assert wire(await read(tmp_path, path="cut.png")) == expected
+
+
+async def test_image_that_cannot_fit_is_omitted(tmp_path: Path) -> None:
+    (tmp_path / "i.png").write_bytes(PNG_1X1)
+    options = ReadToolOptions(image_resize=ImageResizeOptions(max_width=1, max_bytes=1))
+    assert wire(await read(tmp_path, options, path="i.png")) == {
         "content": [
             {
                 "type": "text",
@@ -579,8 +635,8 @@ _line = st.one_of(
     lines=st.lists(_line, max_size=40),
     many=st.integers(min_value=0, max_value=2600),
     trailing=st.booleans(),
-    offset=st.one_of(st.none(), st.integers(min_value=-2, max_value=2700)),
-    limit=st.one_of(st.none(), st.integers(min_value=0, max_value=2700)),
+    offset=st.one_of(st.none(), st.integers(min_value=0, max_value=2700)),
+    limit=st.one_of(st.none(), st.integers(min_value=1, max_value=2700)),
     chunk=st.integers(min_value=1, max_value=70000),
 )
 def test_streaming_equals_whole_file_semantics(

@@ -82,19 +82,49 @@ def _bomless_utf16(head: bytes) -> TextEncoding | None:
     return None
 
 
+_TEXT_CONTROLS = "\t\n\r\x0b\x0c\x1b\x08"
+
+
+def _looks_like_text(data: bytes, encoding: TextEncoding, *, complete: bool) -> bool:
+    """True when ``data`` (a sample starting with ``encoding``'s BOM) decodes strictly, holds no
+    NUL and at most 10% characters that are neither printable nor usual whitespace/controls."""
+    decoder = codecs.getincrementaldecoder(encoding.codec)("strict")
+    try:
+        text = decoder.decode(data, final=complete)
+    except UnicodeDecodeError:
+        return False
+    text = text.removeprefix("\ufeff")
+    if "\x00" in text:
+        return False
+    odd = sum(1 for ch in text if not ch.isprintable() and ch not in _TEXT_CONTROLS)
+    return odd <= len(text) // 10
+
+
+def bom_length(data: bytes, encoding: TextEncoding) -> int:
+    """Length of ``encoding``'s byte order mark at the start of ``data`` (0: none)."""
+    for bom, candidate in _BOMS:
+        if data.startswith(bom):
+            return len(bom) if candidate == encoding else 0
+    return 0
+
+
 def detect_encoding(data: bytes, *, complete: bool = True) -> TextEncoding | None:
     """The encoding of a file whose content (``complete``) or first bytes is ``data``;
     ``None`` for binary content.
 
-    Order: a BOM decides (UTF-32, UTF-8, UTF-16); NUL bytes in the first :data:`SNIFF_BYTES`
+    Order: a BOM decides (UTF-32, UTF-8, UTF-16; a UTF-16/32 BOM only when the sample after it
+    decodes strictly to text without NULs, mostly printable, else binary); NUL bytes in the first :data:`SNIFF_BYTES`
     mean UTF-16 without BOM when every other byte is NUL and the rest is printable text, else
     binary; so do mostly control characters; valid UTF-8 is UTF-8 (a sequence cut at the end of an
     incomplete sample is allowed); otherwise Windows-1252 when it decodes, else Latin-1.
     """
+    head = data[:SNIFF_BYTES]
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            return encoding
-    head = data[:SNIFF_BYTES]
+            if encoding.is_utf8:
+                return encoding
+            whole = complete and len(data) <= SNIFF_BYTES
+            return encoding if _looks_like_text(head, encoding, complete=whole) else None
     if b"\x00" in head:
         return _bomless_utf16(head)
     if head and len(head) - len(head.translate(None, _CONTROL)) > len(head) // 10:
@@ -181,6 +211,7 @@ __all__ = [
     "UTF32LE",
     "TextEncoding",
     "binary_kind",
+    "bom_length",
     "decode_text",
     "describe_binary",
     "detect_encoding",

@@ -14,8 +14,8 @@ repository, and hidden entries are included) and applies fd's glob semantics in 
 * directories match too and are printed with a trailing ``/``.
 
 Deterministic order (where fd's is not): paths sorted component by component, a directory
-just before its contents; the ``limit`` (default 1000; ``0`` means no limit, as fd's
-``--max-results 0``) keeps the first ones in that order.
+just before its contents; the ``limit`` (default 1000; a positive integer, else an
+error from :func:`~pi_builtin_tools.tool_args.integer_arg`) keeps the first ones in that order.
 
 Known differences from fd: ``rg --files`` lists files only, so a directory is found only when
 it holds, at some depth, a file that is not ignored (an empty directory is never listed), and
@@ -34,6 +34,7 @@ from typing import Any
 
 from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob
 from pi_builtin_tools.search_output import finish_listing
+from pi_builtin_tools.tool_args import integer_arg
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
@@ -86,29 +87,12 @@ def _directories(rel_files: list[str]) -> set[str]:
     return dirs
 
 
-def _check_limit(limit: float) -> int | None:
-    """fd's ``--max-results``: a non-negative integer, 0 meaning none. Anything else is the
-    error fd's argument parser gives (the wording of fd 8.6, which the reference runs)."""
-    if limit < 0:
-        raise ToolError(
-            "error: The argument '--max-results <count>' requires a value but none was "
-            "supplied\n\nFor more information try '--help'"
-        )
-    if not float(limit).is_integer():
-        raise ToolError(
-            f"error: Invalid value '{js_number_to_string(limit)}' for '--max-results <count>': "
-            "invalid digit found in string\n\nFor more information try '--help'"
-        )
-    return int(limit) or None
-
-
 async def find_files(
     operations: FileOperations, cwd: str, pattern: str, path: str | None, limit: float | None
 ) -> AgentToolResult:
     """Run ``find`` (spec §7.6): the result, or :class:`ToolError` with fd's message."""
+    effective_limit = DEFAULT_FIND_LIMIT if limit is None else integer_arg("limit", limit)
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
-    effective_limit = DEFAULT_FIND_LIMIT if limit is None else limit
-    max_results = _check_limit(effective_limit)  # fd rejects its arguments first
     try:
         is_dir = (await operations.stat(search_path)).kind == "directory"
     except OSError:
@@ -145,8 +129,7 @@ async def find_files(
     found += [(rel, "/") for rel in _directories(rel_files) if glob.matches(f"{root}/{rel}")]
     # Component by component, so a directory comes just before its contents.
     found.sort(key=lambda entry: entry[0].split("/"))
-    if max_results is not None:
-        found = found[:max_results]
+    found = found[:effective_limit]
     results = [
         (rel + suffix).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         for rel, suffix in found

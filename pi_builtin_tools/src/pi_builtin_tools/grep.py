@@ -7,8 +7,9 @@ searched as text and never read as an option. Hidden files are searched; ``.giti
 honoured as ripgrep does (inside git repositories; a ``--glob`` overrides it).
 
 Output lines are ``{file}:{n}: {text}`` (context lines ``{file}-{n}- {text}``), each text cut to
-500 characters with ``... [truncated]``; at most ``limit`` matches (default 100, at least 1),
-then 50KB; notices say how to see more.
+500 characters with ``... [truncated]``; at most ``limit`` matches (default 100), then 50KB;
+``limit`` must be a positive integer and ``context`` an integer from 0 to 1000
+(:func:`~pi_builtin_tools.tool_args.integer_arg`); notices say how to see more.
 
 Deterministic order (Pi's follows ripgrep's parallel walk): files in path order
 (``--sort=path``), lines ascending. Since ``run_rg`` returns the whole output rather than a
@@ -31,6 +32,7 @@ from typing import Any
 
 from pi_builtin_tools.rg_errors import clean_rg_error, stray_close_error
 from pi_builtin_tools.search_output import finish_listing
+from pi_builtin_tools.tool_args import integer_arg
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
@@ -40,6 +42,8 @@ from pi_core.tools import OnUpdate, ToolDefinition
 from pi_core.validation import js_number_to_string
 
 DEFAULT_GREP_LIMIT = 100
+MAX_GREP_CONTEXT = 1000
+"""Most context lines around a match (each match prints its own context)."""
 
 GREP_DESCRIPTION = (
     "Search file contents for a pattern. Returns matching lines with file paths and line "
@@ -123,6 +127,8 @@ async def grep_files(
 ) -> AgentToolResult:
     """Run ``grep`` (spec §7.5): the result, or :class:`ToolError` (``Path not found: {abs}``,
     ripgrep's error text, ``ripgrep exited with code {n}``)."""
+    context_lines = integer_arg("context", context, minimum=0, maximum=MAX_GREP_CONTEXT) or 0
+    effective_limit = DEFAULT_GREP_LIMIT if limit is None else integer_arg("limit", limit)
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:
         is_directory = (await operations.stat(search_path)).kind == "directory"
@@ -131,8 +137,6 @@ async def grep_files(
     stray = None if literal else stray_close_error(pattern)
     if stray is not None:
         raise ToolError(stray)
-    context_lines = math.floor(context) if context and context > 0 else 0
-    effective_limit = max(1, DEFAULT_GREP_LIMIT if limit is None else limit)
 
     args = ["--json", "--line-number", "--color=never", "--hidden", "--no-config"]
     args += ["--sort=path", f"--max-count={math.ceil(effective_limit)}"]

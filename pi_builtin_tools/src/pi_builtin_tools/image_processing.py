@@ -87,11 +87,17 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+class ImageDecodeError(Exception):
+    """The bytes have an image's magic number but Pillow cannot decode them (corrupt or
+    truncated file)."""
+
+
 def process_image(
     data: bytes, mime_type: str, options: ImageResizeOptions | None = None
 ) -> ProcessedImage | None:
     """Fit ``data`` (an image of ``mime_type``) within ``options``; ``None`` when it cannot be
-    decoded or not brought under the payload limit even at 1×1. Blocking: run in a thread."""
+    brought under the payload limit even at 1×1. Raises :class:`ImageDecodeError` when it cannot
+    be decoded. Blocking: run in a thread."""
     from PIL import Image, ImageOps
 
     opts = options or ImageResizeOptions()
@@ -101,6 +107,9 @@ def process_image(
             opened = Image.open(io.BytesIO(data))
             opened.load()
             image = ImageOps.exif_transpose(opened) or opened
+    except Exception as exc:
+        raise ImageDecodeError(str(exc)) from exc
+    try:
         original_width, original_height = image.size
         converted_from = None
         if mime_type == "image/bmp":
@@ -169,6 +178,7 @@ def process_image(
 __all__ = [
     "DEFAULT_MAX_IMAGE_BYTES",
     "IMAGE_SNIFF_BYTES",
+    "ImageDecodeError",
     "ImageResizeOptions",
     "ProcessedImage",
     "detect_image_mime",

@@ -14,6 +14,7 @@ from typing import Any
 
 from pi_builtin_tools.fs_errors import node_error_message
 from pi_builtin_tools.search_output import finish_listing
+from pi_builtin_tools.tool_args import integer_arg
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
@@ -56,8 +57,8 @@ async def list_directory(
     """Run ``ls`` (spec §7.7): the result, or :class:`ToolError` with Pi's message
     (``Path not found: {abs}``, ``Not a directory: {abs}``, ``Cannot read directory: {error}``).
     """
+    effective_limit = DEFAULT_LS_LIMIT if limit is None else integer_arg("limit", limit)
     dir_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
-    effective_limit = DEFAULT_LS_LIMIT if limit is None else limit
     try:
         stat = await operations.stat(dir_path)
     except OSError:

@@ -18,6 +18,7 @@ from pi_builtin_tools.local_bash import LocalBashOperations
 from pi_builtin_tools.local_files import LocalFileOperations
 from pi_builtin_tools.ls import create_ls_tool_definition
 from pi_builtin_tools.read import ReadToolOptions, create_read_tool_definition
+from pi_builtin_tools.tool_config import tools_table
 from pi_builtin_tools.write import create_write_tool_definition
 from pi_core.hook_types import BackendContext, RegisterToolsContext
 from pi_core.markers import hookimpl
@@ -50,8 +51,9 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
 
 def _bash_config(config: dict[str, Any] | None) -> dict[str, Any]:
     """The ``[tools.bash]`` table: ``command_prefix``, ``expose_session_environment``,
-    ``shell_path`` (the local backend's shell)."""
-    return ((config or {}).get("tools") or {}).get("bash") or {}
+    ``shell_path`` (the local backend's shell). ``ConfigError`` when ``[tools]`` or
+    ``[tools.bash]`` is not a table."""
+    return tools_table(config, "bash")
 
 
 def _bash_tool(context: RegisterToolsContext) -> Any:

@@ -23,17 +23,21 @@ import trio
 from pi_builtin_tools.file_encoding import (
     SNIFF_BYTES,
     TextEncoding,
+    bom_length,
     describe_binary,
     detect_encoding,
 )
 from pi_builtin_tools.fs_errors import fs_error
 from pi_builtin_tools.image_processing import (
     IMAGE_SNIFF_BYTES,
+    ImageDecodeError,
     ImageResizeOptions,
     detect_image_mime,
     dimension_note,
     process_image,
 )
+from pi_builtin_tools.tool_args import integer_arg
+from pi_builtin_tools.tool_config import read_settings
 from pi_builtin_tools.truncate import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
@@ -75,6 +79,11 @@ READ_PARAMETERS: dict[str, Any] = {
 NON_VISION_NOTE = (
     "[Current model does not support images. The image will be omitted from this request.]"
 )
+IMAGE_TOO_LARGE_NOTE = "[Image omitted: could not be resized below the inline image size limit.]"
+IMAGE_UNDECODABLE_NOTE = (
+    "[Image omitted: the file could not be decoded as an image (corrupt or truncated).]"
+)
+"""Replaces the image when Pillow cannot decode it (the reference says "could not be resized")."""
 WHOLE_FILE_LIMIT = 4 * 1024 * 1024
 """Files up to this size are read in one call; larger ones are streamed in chunks."""
 CHUNK_SIZE = 1024 * 1024
@@ -101,19 +110,21 @@ class ReadToolOptions:
     def from_config(cls, config: dict[str, Any] | None) -> ReadToolOptions:
         """Options from ``[tools.read]`` of the pi config: ``auto_resize_images``,
         ``supports_images``, ``max_image_width``, ``max_image_height``, ``max_image_bytes``,
-        ``jpeg_quality``."""
-        section = ((config or {}).get("tools") or {}).get("read") or {}
+        ``jpeg_quality``.
+
+        Raises :class:`~pi_core.errors.ConfigError` for a bad value or an unknown key
+        (:func:`~pi_builtin_tools.tool_config.read_settings`)."""
+        settings = read_settings(config)
         resize = ImageResizeOptions(
-            max_width=int(section.get("max_image_width", 2000)),
-            max_height=int(section.get("max_image_height", 2000)),
-            max_bytes=int(section.get("max_image_bytes", ImageResizeOptions.max_bytes)),
-            jpeg_quality=int(section.get("jpeg_quality", 80)),
+            max_width=settings.max_image_width,
+            max_height=settings.max_image_height,
+            max_bytes=settings.max_image_bytes or ImageResizeOptions.max_bytes,
+            jpeg_quality=settings.jpeg_quality,
         )
-        supports = section.get("supports_images")
         return cls(
-            auto_resize_images=bool(section.get("auto_resize_images", True)),
+            auto_resize_images=settings.auto_resize_images,
             image_resize=resize,
-            supports_images=None if supports is None else bool(supports),
+            supports_images=settings.supports_images,
         )
 
 
@@ -232,12 +243,18 @@ async def _scan(
     (``first`` is the start already read; ``complete``: it is the whole file)."""
     scanner = _Scanner(start, end, DEFAULT_MAX_BYTES + 1)
     decoder = None if encoding.is_utf8 else codecs.getincrementaldecoder(encoding.codec)("replace")
+    # A UTF-16/32 BOM is not shown (a UTF-8 one stays, as Pi shows it); the file is unchanged.
+    strip_bom = decoder is not None and bom_length(first, encoding) > 0
 
     def feed(raw: bytes, final: bool) -> None:
+        nonlocal strip_bom
         if decoder is None:
             scanner.feed(raw)
-        else:
-            scanner.feed(decoder.decode(raw, final=final).encode("utf-8", "replace"))
+            return
+        text = decoder.decode(raw, final=final)
+        if strip_bom and text:
+            text, strip_bom = text.removeprefix("\ufeff"), False
+        scanner.feed(text.encode("utf-8", "replace"))
 
     feed(first, complete)
     offset = len(first)
@@ -311,11 +328,16 @@ async def _read_image(
     data = await ops.read_bytes(path)
     wants = _wants_images(options, ctx)
     if options.auto_resize_images or mime == "image/bmp":
-        processed = await trio.to_thread.run_sync(
-            process_image, data, mime, _resize_options(options, ctx)
-        )
+        try:
+            processed = await trio.to_thread.run_sync(
+                process_image, data, mime, _resize_options(options, ctx)
+            )
+        except ImageDecodeError:
+            processed, omitted = None, IMAGE_UNDECODABLE_NOTE
+        else:
+            omitted = IMAGE_TOO_LARGE_NOTE
         if processed is None:
-            text = f"Read image file [{mime}]\n[Image omitted: could not be resized below the inline image size limit.]"
+            text = f"Read image file [{mime}]\n{omitted}"
             if not wants:
                 text += f"\n{NON_VISION_NOTE}"
             return AgentToolResult(content=[TextContent(text=text)])
@@ -347,6 +369,8 @@ async def read_file(
     """What the read tool returns for ``path``/``offset``/``limit`` (spec §7.1); raises
     :class:`~pi_core.errors.ToolError` with Pi's texts on failure."""
     opts = options or ReadToolOptions()
+    offset = integer_arg("offset", offset, minimum=0)  # 0 reads from the start, as Pi does
+    limit = integer_arg("limit", limit)
     path = await resolve_existing_path(raw_path, cwd, ops, for_read=True)
     try:
         info = await ops.stat(path)

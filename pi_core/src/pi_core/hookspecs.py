@@ -98,7 +98,8 @@ def pi_register_commands(register: Callable[[Any], None]) -> None:
     """Add subcommands to the ``pi`` command line (``pi policy check`` comes this way).
 
     **When**: when ``pi`` is given a command that is not one of its own (``plugins``, ``tools``,
-    ``call``, ``replay``, ``run``), before the command line is parsed in full.
+    ``call``, ``replay``, ``run``), or no command, or ``--help``, before the command line is
+    parsed in full.
     **Call mode**: collect; sync implementations only. A command name registered twice, or one
     that is a built-in command, is a :class:`~pi_core.errors.PluginError` naming the plugins.
     **Params**: ``register(command)`` takes a :class:`~pi_core.hook_types.PluginCommand`

@@ -11,6 +11,10 @@ A tool result of ``pi replay``::
     nope {} [error]               an error result is marked in the header
     Tool nope not found
 
+A string in the arguments longer than :data:`ARGUMENT_LIMIT` (200) characters is shown as its
+first 200 characters and `` … (N chars)`` (N: its full length), here and in ``pi call`` and
+``pi run``; JSON output is never shortened.
+
 Results are separated by an empty line; an image block prints as ``[image image/png, 1.3KB]``.
 ``pi call`` prints the header only on a terminal: its plain output is the result's content
 alone (``isError`` is the exit status).
@@ -67,6 +71,23 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+ARGUMENT_LIMIT = 200
+"""Characters of an argument string the human rendering shows before shortening it."""
+
+
+def shorten_arguments(value: Any, limit: int = ARGUMENT_LIMIT) -> Any:
+    """``value`` with every string longer than ``limit`` characters (in nested dicts and lists
+    too, keys excepted) replaced by its first ``limit`` characters and `` … (N chars)``, N being
+    its full length. For display only: a 200 MB ``write`` content must not reach the screen."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else f"{value[:limit]}… ({len(value)} chars)"
+    if isinstance(value, dict):
+        return {k: shorten_arguments(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shorten_arguments(v, limit) for v in value]
+    return value
+
+
 def _image_label(block: ImageContent) -> str:
     try:
         size = len(base64.b64decode(block.data, validate=False))
@@ -119,7 +140,8 @@ class Renderer:
         if self._results:
             self._write("\n")
         self._results += 1
-        header_args = "" if arguments is None else " " + compact_json(arguments)
+        shown = shorten_arguments(arguments)
+        header_args = "" if arguments is None else " " + compact_json(shown)
         if self.console is None:
             mark = " [error]" if message.is_error else ""
             if header:
@@ -258,7 +280,9 @@ def closing_line(turns: int, tool_calls: int, errors: int, seconds: float) -> st
 
 def call_summary(name: str, args: Any) -> str:
     """How ``pi run`` shows a call as it starts: ``bash $ COMMAND``; ``edit PATH`` and
-    ``write PATH`` (the diff or the result follows); other tools ``NAME {compact args}``."""
+    ``write PATH`` (the diff or the result follows); other tools ``NAME {compact args}``; long
+    strings shortened by :func:`shorten_arguments`."""
+    args = shorten_arguments(args)
     if isinstance(args, dict):
         if name == "bash" and isinstance(args.get("command"), str):
             return f"bash $ {args['command']}"
@@ -494,4 +518,13 @@ class RunView:
             self._line("  " + line, "yellow")
 
 
-__all__ = ["Renderer", "RunView", "call_summary", "closing_line", "compact_json", "format_size"]
+__all__ = [
+    "ARGUMENT_LIMIT",
+    "Renderer",
+    "RunView",
+    "call_summary",
+    "closing_line",
+    "compact_json",
+    "format_size",
+    "shorten_arguments",
+]

@@ -80,12 +80,21 @@ def run(
         options, word = global_options(argv)
         ctx = CommandContext(args=options, stdout=out, stderr=err)
         extra: dict[str, PluginCommand] = {}
-        if word is not None and word not in BUILTIN_COMMANDS:
+        if word is None:
+            # no command (bare ``pi``, ``pi --help``): list the plugins' commands too, if the
+            # plugins load; otherwise the built-in ones (the error comes with a real command)
+            try:
+                extra = PluginHooks(ctx.plugin_manager).register_commands(BUILTIN_COMMANDS)
+            except Exception:
+                extra = {}
+        elif word not in BUILTIN_COMMANDS:
             # not one of ours: a plugin may provide it (pi_register_commands)
             extra = PluginHooks(ctx.plugin_manager).register_commands(BUILTIN_COMMANDS)
         args = build_parser(stdout=out, extra_commands=extra.values()).parse_args(list(argv))
         if args.command is None:
-            raise UsageError("a command is required: plugins, tools, call, replay or run")
+            names = [*BUILTIN_COMMANDS, *extra]
+            listed = ", ".join(names[:-1]) + " or " + names[-1]
+            raise UsageError(f"a command is required: {listed}")
         ctx.args = args
         if args.command in extra:
             invocation = CommandInvocation(

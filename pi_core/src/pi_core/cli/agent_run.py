@@ -31,7 +31,7 @@ from pi_core.cli.commands import CommandContext
 from pi_core.cli.interrupt import run_interruptible
 from pi_core.cli.output import write_json_line
 from pi_core.cli.parser import UsageError
-from pi_core.cli.session_writer import SessionWriter
+from pi_core.cli.session_writer import SessionWriter, open_session_file
 from pi_core.cli.system_prompt import build_system_prompt
 from pi_core.loop_config import AgentContext, TurnInfo
 from pi_core.messages import TextContent, UserMessage
@@ -81,32 +81,41 @@ def resolve_provider(ctx: CommandContext, spec: str) -> ModelProvider:
 
 def cmd_run(ctx: CommandContext) -> int:
     """``pi run``: see the module docstring."""
-    from pi_core.cli.demo import DEMO_PROMPT, demo_files, prepare_workspace
+    from pi_core.cli.demo import DEMO_PROMPT, demo_files, demo_target, prepare_workspace
     from pi_core.loop import run_agent_loop
     from pi_core.render import RunView
 
     args = ctx.args
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError(f"--max-turns must be at least 1 (got {args.max_turns})")
-    note = None
+    if args.tools is not None and not [n for n in args.tools.split(",") if n.strip()]:
+        raise UsageError("--tools: no tool named (leave the option out to use all tools)")
+    # everything that can refuse the command line is checked before anything is written
     if args.model is None:
         session_file, project = demo_files()
+        target = demo_target(project, args.cwd)
         spec = f"scripted:{session_file}"
-        cwd = prepare_workspace(project, args.cwd)
-        note = "a copy of docs/examples/demo"
+        note: str | None = "a copy of docs/examples/demo"
         prompt_text = args.prompt if args.prompt is not None else DEMO_PROMPT
     else:
         if args.prompt is None:
             raise UsageError("a PROMPT is required with --model")
-        spec = args.model
+        spec, note, prompt_text = args.model, None, args.prompt
         cwd = ctx.cwd()
-        prompt_text = args.prompt
-    provider = resolve_provider(ctx, spec)
-    session = ctx.session(cwd)
-    tools = select_tools(session.tools, args.tools)
-    config = ctx.loop_config(session)
+    session_out = open_session_file(args.session) if args.session is not None else None
+    try:
+        if args.model is None:
+            cwd = prepare_workspace(project, target)
+        provider = resolve_provider(ctx, spec)
+        session = ctx.session(cwd)
+        tools = select_tools(session.tools, args.tools)
+        config = ctx.loop_config(session)
+    except BaseException:
+        if session_out is not None:
+            session_out.close()
+        raise
+    writer = SessionWriter(None, cwd, file=session_out)
     config.provider = provider
-    writer = SessionWriter(args.session, cwd)
     provider_name, _, model_id = spec.partition(":")
     writer.model_change(provider_name, model_id)
     view = None if args.json else RunView(ctx.stdout)

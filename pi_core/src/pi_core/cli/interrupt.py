@@ -2,7 +2,9 @@
 its :class:`~pi_core.abort.Abort` (tools stop, the aborted results are still reported); a second
 one cancels everything, and if that has not ended the run within :data:`EXIT_GRACE` seconds (a
 tool that shields itself from cancellation, a blocking thread) the process exits at once
-(``os._exit(130)``). Either way the command exits with status 130, without a traceback."""
+(``os._exit(130)``). Either way the command exits with status 130, without a traceback, and after a second Ctrl-C
+nothing more is printed (what was printed stays: ``pi call`` with its one call unfinished prints
+nothing)."""
 
 from __future__ import annotations
 

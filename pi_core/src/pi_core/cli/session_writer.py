@@ -31,12 +31,26 @@ def iso_now() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
+def open_session_file(path: str) -> IO[str]:
+    """``--session FILE`` opened for writing (created, or truncated when it exists); a path pi
+    cannot write (a missing folder, a folder, a file as folder, no permission) is a
+    :class:`~pi_core.cli.parser.UsageError` ``--session FILE: cannot write: REASON``."""
+    from pi_core.cli.parser import UsageError
+
+    try:
+        return Path(path).open("w", encoding="utf-8")
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise UsageError(f"--session {path}: cannot write: {reason}") from None
+
+
 class SessionWriter:
-    """Appends a v3 session to ``path`` (created, or truncated when it exists).
+    """Appends a v3 session to ``path`` (created, or truncated when it exists) or to the open
+    ``file`` (from :func:`open_session_file`).
 
     :meth:`header` is the header object (also what ``pi run --json`` prints first)."""
 
-    def __init__(self, path: str | Path | None, cwd: str) -> None:
+    def __init__(self, path: str | Path | None, cwd: str, *, file: IO[str] | None = None) -> None:
         self.session_id = str(uuid.uuid4())
         self._header = {
             "type": "session",
@@ -47,9 +61,10 @@ class SessionWriter:
         }
         self._ids: set[str] = set()
         self._leaf: str | None = None
-        self._file: IO[str] | None = None
-        if path is not None:
+        self._file: IO[str] | None = file
+        if file is None and path is not None:
             self._file = Path(path).open("w", encoding="utf-8")
+        if self._file is not None:
             self._write(self._header)
 
     @property
@@ -91,4 +106,4 @@ class SessionWriter:
             self._file = None
 
 
-__all__ = ["SESSION_VERSION", "SessionWriter", "iso_now"]
+__all__ = ["SESSION_VERSION", "SessionWriter", "iso_now", "open_session_file"]

@@ -1,0 +1,50 @@
+"""Checks of the numeric arguments of the file tools (``offset``, ``limit``, ``context``).
+
+The JSON schemas the model sees say ``number`` (they are Pi's); values the reference handles
+nonsensically (``limit: -1`` or ``1.5``, ``offset: -5``, ``context: 1e12``, infinities) are
+refused here with one wording: ``NAME must be a positive integer, got V`` (``a non-negative
+integer`` when 0 is allowed, ``an integer from A to B`` with a maximum). ``V`` is written as
+JavaScript writes the number (``1.5``, ``-1``, ``Infinity``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import overload
+
+from pi_core.errors import ToolError
+from pi_core.validation import js_number_to_string
+
+
+@overload
+def integer_arg(
+    name: str, value: float, *, minimum: int = 1, maximum: int | None = None
+) -> int: ...
+@overload
+def integer_arg(
+    name: str, value: float | None, *, minimum: int = 1, maximum: int | None = None
+) -> int | None: ...
+def integer_arg(
+    name: str, value: float | None, *, minimum: int = 1, maximum: int | None = None
+) -> int | None:
+    """``value`` as an ``int`` (``None`` stays ``None``).
+
+    Raises :class:`ToolError` (``limit must be a positive integer, got -1``) when ``value`` is
+    not a whole number within ``minimum``..``maximum`` (NaN and infinities included).
+    """
+    if value is None:
+        return None
+    whole = not isinstance(value, bool) and (
+        isinstance(value, int) or (math.isfinite(value) and float(value).is_integer())
+    )
+    if whole and value >= minimum and (maximum is None or value <= maximum):
+        return int(value)
+    if maximum is not None:
+        wanted = f"an integer from {minimum} to {maximum}"
+    elif minimum == 1:
+        wanted = "a positive integer"
+    elif minimum == 0:
+        wanted = "a non-negative integer"
+    else:
+        wanted = f"an integer of at least {minimum}"
+    raise ToolError(f"{name} must be {wanted}, got {js_number_to_string(value)}")

@@ -1,0 +1,303 @@
+"""Holes a new user found in ``pi``: the demo overwriting files, unusable file paths giving
+tracebacks, Ctrl-C during start-up, a second Ctrl-C, plugin commands missing from the help,
+huge arguments echoed, an empty ``--tools``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from cli_helpers import PI, Result, write_jsonl
+
+from pi_core.messages import TextContent, ToolResultMessage
+from pi_core.render import Renderer, call_summary, shorten_arguments
+
+BUILTINS = ("-p", "pi_builtin_tools.plugin")
+DEMO_FILES = ["README.md", "stats.py", "test_stats.py"]
+
+
+# -- 1. the demo never overwrites a file -------------------------------------------------------
+
+
+@pytest.mark.parametrize("existing", DEMO_FILES)
+def test_the_demo_refuses_a_cwd_holding_one_of_its_files(
+    pi: Callable[..., Result], plugin_env: Path, existing: str
+) -> None:
+    ws = plugin_env / "ws"
+    ws.mkdir()
+    (ws / existing).write_text("# mine\n")
+    r = pi(*BUILTINS, "run", "--cwd", "ws")
+    assert (r.status, r.out) == (2, "")
+    assert r.err == (
+        f"pi: error: --cwd ws: {existing} already exists; the demo does not overwrite files "
+        "(use an empty or new folder)\n"
+    )
+    assert [p.name for p in ws.iterdir()] == [existing]
+    assert (ws / existing).read_text() == "# mine\n"
+
+
+def test_the_demo_keeps_other_files_of_cwd(pi: Callable[..., Result], plugin_env: Path) -> None:
+    ws = plugin_env / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("mine\n")
+    r = pi(*BUILTINS, "run", "--cwd", "ws")
+    assert (r.status, r.err) == (0, "")
+    names = sorted(p.name for p in ws.iterdir() if p.name != "__pycache__")
+    assert names == ["README.md", "notes.txt", "stats.py", "test_stats.py"]
+    assert (ws / "notes.txt").read_text() == "mine\n"
+
+
+# -- 2. file paths pi cannot use: one line, exit 2, nothing written ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("session", "reason"),
+    [
+        ("missing/s.jsonl", "No such file or directory"),
+        (".", "Is a directory"),
+        ("afile/s.jsonl", "Not a directory"),
+    ],
+)
+def test_unwritable_session_is_exit_2_before_the_demo_is_copied(
+    pi: Callable[..., Result], plugin_env: Path, session: str, reason: str
+) -> None:
+    (plugin_env / "afile").write_text("x")
+    r = pi(*BUILTINS, "run", "--cwd", "ws", "--session", session)
+    assert (r.status, r.out) == (2, "")
+    assert r.err == f"pi: error: --session {session}: cannot write: {reason}\n"
+    assert sorted(p.name for p in plugin_env.iterdir()) == ["afile"]
+
+
+def test_unwritable_session_with_a_model_runs_nothing(
+    pi: Callable[..., Result], plugin_env: Path
+) -> None:
+    script = write_jsonl(plugin_env / "s.jsonl", [])
+    r = pi(*BUILTINS, "run", "x", "--model", f"scripted:{script}", "--session", "no/s.jsonl")
+    assert (r.status, r.out) == (2, "")
+    assert r.err == "pi: error: --session no/s.jsonl: cannot write: No such file or directory\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--cwd", "afile"], "--cwd afile: not a directory"),
+        (["run", "--cwd", "afile/sub"], "--cwd afile/sub: cannot copy the demo: Not a directory"),
+        (["run", "x", "--model", "scripted:s.jsonl", "--cwd", "afile"],
+         "--cwd afile: not a directory"),
+        (["tools", "--cwd", "afile"], "--cwd afile: not a directory"),
+        (["call", "read", "{}", "--cwd", "afile"], "--cwd afile: not a directory"),
+        (["replay", ".", "--json"], "cannot read .: Is a directory"),
+        (["replay", "s.jsonl", "--cwd", "afile"], "--cwd afile: not a directory"),
+        (["--config", ".", "tools"], "cannot read config file {work}: Is a directory"),
+    ],
+)  # fmt: skip
+def test_unusable_paths_are_exit_2_with_one_line(
+    pi: Callable[..., Result], plugin_env: Path, args: list[str], message: str
+) -> None:
+    (plugin_env / "afile").write_text("x")
+    write_jsonl(plugin_env / "s.jsonl", [])
+    r = pi(*BUILTINS, *args)
+    expected = message.format(work=plugin_env)
+    assert (r.status, r.out, r.err) == (2, "", f"pi: error: {expected}\n")
+    assert sorted(p.name for p in plugin_env.iterdir()) == ["afile", "s.jsonl"]
+
+
+# -- 3. Ctrl-C while pi is still importing -----------------------------------------------------
+
+
+def _maps(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return ""
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
+def test_ctrl_c_while_importing_exits_130_silently(plugin_env: Path) -> None:
+    # pydantic_core's extension is loaded while pi_core is imported, well after the console
+    # script's first line ran and well before the CLI is ready: SIGINT lands in the imports
+    proc = subprocess.Popen(
+        [str(PI), "tools"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while "_pydantic_core" not in _maps(proc.pid):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, out, err) == (130, "", "")
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.02, 0.1, 0.3])
+def test_ctrl_c_soon_after_start_never_shows_a_traceback_in_pi(
+    plugin_env: Path, delay: float
+) -> None:
+    # before the script's first line Python's default applies (killed by SIGINT, or a traceback
+    # of the interpreter's own start-up); from then on exit 130 without a word, during the
+    # imports and after them (the CLI's handling; the stubborn tool ignores the abort)
+    proc = subprocess.Popen(
+        [str(PI), "-p", "run_plugin", "call", "stubborn", '{"marker":"m","seconds":0.5}'],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode in (130, -signal.SIGINT), err
+    assert "pi_core" not in err
+    if proc.returncode == 130:
+        assert err == ""
+
+
+# -- 4. a second Ctrl-C on pi call -------------------------------------------------------------
+
+
+def test_a_second_ctrl_c_on_call_exits_130_printing_nothing(plugin_env: Path) -> None:
+    marker = plugin_env / "started"
+    arguments = json.dumps({"marker": str(marker), "seconds": 60})
+    proc = subprocess.Popen(
+        [str(PI), "-p", "run_plugin", "call", "stubborn", arguments],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    assert proc.poll() is None  # the tool ignores the abort
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 5
+    assert (proc.returncode, out, err) == (130, "", "")
+
+
+# -- 5. plugin commands in the help and the no-command message ---------------------------------
+
+
+def test_no_command_lists_plugin_commands(pi: Callable[..., Result]) -> None:
+    r = pi("-p", "command_plugin")
+    assert (r.status, r.out) == (2, "")
+    assert r.err == "pi: error: a command is required: plugins, tools, call, replay, run or greet\n"
+
+
+def test_no_command_without_plugin_commands(pi: Callable[..., Result]) -> None:
+    r = pi()
+    assert (r.status, r.out, r.err) == (
+        2,
+        "",
+        "pi: error: a command is required: plugins, tools, call, replay or run\n",
+    )
+
+
+def test_no_command_when_plugins_fail_to_load_lists_the_builtins(
+    pi: Callable[..., Result],
+) -> None:
+    r = pi("-p", "no_such_module_xyz")
+    assert (r.status, r.out, r.err) == (
+        2,
+        "",
+        "pi: error: a command is required: plugins, tools, call, replay or run\n",
+    )
+
+
+def test_help_lists_plugin_commands(pi: Callable[..., Result]) -> None:
+    r = pi("-p", "command_plugin", "--help")
+    assert (r.status, r.err) == (0, "")
+    lines = r.out.splitlines()
+    commands = [line.split()[0] for line in lines if line.startswith("    ") and line[4] != " "]
+    assert commands == ["plugins", "tools", "call", "replay", "run", "greet"]
+    assert "    greet           say hello" in lines
+    assert pi("-p", "command_plugin", "greet", "you").out == "hello you\n"
+
+
+def test_help_when_plugins_fail_to_load(pi: Callable[..., Result]) -> None:
+    r = pi("-p", "no_such_module_xyz", "--help")
+    assert (r.status, r.err) == (0, "")
+    assert "    plugins         list the loaded plugins\n" in r.out
+
+
+# -- 6. long arguments are shortened in the human rendering ------------------------------------
+
+
+def test_shorten_arguments() -> None:
+    value = {"path": "a.txt", "content": "x" * 201, "list": ["y" * 300, 3], "n": None}
+    assert shorten_arguments(value) == {
+        "path": "a.txt",
+        "content": "x" * 200 + "… (201 chars)",
+        "list": ["y" * 200 + "… (300 chars)", 3],
+        "n": None,
+    }
+    assert shorten_arguments("z" * 200) == "z" * 200
+    assert value["content"] == "x" * 201  # not mutated
+
+
+def test_replay_rendering_shortens_a_long_write_content(
+    pi: Callable[..., Result], plugin_env: Path
+) -> None:
+    content = "0123456789" * 50_000
+    script = write_jsonl(
+        plugin_env / "r.jsonl",
+        [{"role": "assistant", "content": [{"type": "toolCall", "id": "w1", "name": "write",
+          "arguments": {"path": "big.txt", "content": content}}]}],
+    )  # fmt: skip
+    r = pi(*BUILTINS, "replay", str(script))
+    assert (r.status, r.err) == (0, "")
+    shown = "0123456789" * 20 + "… (500000 chars)"
+    assert r.out == (
+        f'write {{"path":"big.txt","content":"{shown}"}}\n'
+        "Successfully wrote 500000 bytes to big.txt\n"
+    )
+    (plugin_env / "big.txt").unlink()
+    r = pi(*BUILTINS, "replay", str(script), "--json")
+    assert r.status == 0
+    r = pi(*BUILTINS, "replay", str(script), "--events")
+    start = [e for e in r.json_lines() if e["type"] == "tool_execution_start"]
+    assert start[0]["args"]["content"] == content  # JSON output stays complete
+
+
+def test_call_header_and_run_summary_shorten_long_arguments() -> None:
+    import io
+
+    out = io.StringIO()
+    message = ToolResultMessage(
+        tool_call_id="c1", tool_name="write", content=[TextContent(text="ok")], is_error=False
+    )
+    Renderer(out, styled=False).tool_result(message, {"path": "p", "content": "c" * 250})
+    assert out.getvalue() == 'write {"path":"p","content":"' + "c" * 200 + '… (250 chars)"}\nok\n'
+    assert call_summary("bash", {"command": "e" * 201}) == "bash $ " + "e" * 200 + "… (201 chars)"
+    assert call_summary("grep", {"pattern": "g" * 201}) == (
+        'grep {"pattern":"' + "g" * 200 + '… (201 chars)"}'
+    )
+
+
+# -- 7. an empty --tools -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tools", ["", " , ,"])
+def test_empty_tools_is_a_usage_error(
+    pi: Callable[..., Result], plugin_env: Path, tools: str
+) -> None:
+    r = pi(*BUILTINS, "run", "--cwd", "ws", "--tools", tools)
+    assert (r.status, r.out) == (2, "")
+    assert r.err == "pi: error: --tools: no tool named (leave the option out to use all tools)\n"
+    assert not (plugin_env / "ws").exists()
+    assert os.listdir(plugin_env) == []
