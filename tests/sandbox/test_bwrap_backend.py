@@ -319,6 +319,27 @@ def test_sandbox_arguments(tmp_path: Path) -> None:
     assert "--unshare-net" not in BwrapBackend(ws, network=True).sandbox_args()
 
 
+def test_rg_under_the_hosts_tmp_stays_visible(tmp_path: Path) -> None:
+    """A venv under /tmp (a clone there): the private /tmp would hide its rg from the file
+    tools, so that one binary is bound read-only at its own path."""
+    rg = tmp_path / "venv" / "bin" / "rg"
+    rg.parent.mkdir(parents=True)
+    rg.write_bytes(b"")
+    args = BwrapBackend(str(tmp_path / "ws"), rg=str(rg)).sandbox_args()
+    assert args[10:17] == [
+        "--bind",
+        str(tmp_path / "ws"),
+        str(tmp_path / "ws"),
+        "--ro-bind",
+        str(rg),
+        str(rg),
+        "--unshare-pid",
+    ]
+    assert (
+        "--ro-bind" not in BwrapBackend(str(tmp_path / "ws"), rg="/usr/bin/rg").sandbox_args()[3:]
+    )
+
+
 def test_backend_satisfies_both_protocols(tmp_path: Path) -> None:
     ops = BwrapBackend(str(tmp_path))
     assert isinstance(ops, BashOperations)

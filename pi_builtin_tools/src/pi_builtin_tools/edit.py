@@ -48,7 +48,7 @@ from pi_builtin_tools.file_encoding import (
     detect_encoding,
     encode_text,
 )
-from pi_builtin_tools.fs_errors import error_code, node_error_message
+from pi_builtin_tools.fs_errors import error_code, node_error_message, show_path
 from pi_builtin_tools.truncate import format_size
 from pi_core.errors import ToolError
 from pi_core.messages import AgentToolResult, TextContent
@@ -229,8 +229,8 @@ def _access_error(path: str, exc: Exception) -> ToolError:
     """Pi's ``Could not edit file: {path}. Error code: {code}.`` (an error with a code) or
     ``Could not edit file: {path}. Error: {message}.``."""
     if isinstance(exc, OSError) and exc.errno is not None:
-        return ToolError(f"Could not edit file: {path}. Error code: {error_code(exc)}.")
-    return ToolError(f"Could not edit file: {path}. Error: {exc}.")
+        return ToolError(f"Could not edit file: {show_path(path)}. Error code: {error_code(exc)}.")
+    return ToolError(f"Could not edit file: {show_path(path)}. Error: {exc}.")
 
 
 def _read_error(exc: OSError, absolute: str) -> ToolError:
@@ -255,7 +255,7 @@ class _FileText:
             bad = exc.object[exc.start : exc.end][:3]
             shown = ", ".join(f"U+{ord(c):04X} {c!r}" for c in bad)
             raise ToolError(
-                f"Could not edit file: {path}. The file is encoded as {self.encoding.label}, "
+                f"Could not edit file: {show_path(path)}. The file is encoded as {self.encoding.label}, "
                 f"which cannot represent {shown} from the new text; nothing was written."
             ) from None
 
@@ -272,13 +272,13 @@ async def _read_text(operations: FileOperations, absolute: str, path: str) -> _F
         kind = binary_kind(data)
         what = f"{format_size(len(data))}, {kind}" if kind else format_size(len(data))
         raise ToolError(
-            f"Could not edit file: {path}. It is a binary file ({what}), not text; "
+            f"Could not edit file: {show_path(path)}. It is a binary file ({what}), not text; "
             "edit only changes text files."
         )
     text = decode_text(data, encoding)
     if encode_text(text, encoding) != data:
         raise ToolError(
-            f"Could not edit file: {path}. It is not valid {encoding.label} text, so it cannot "
+            f"Could not edit file: {show_path(path)}. It is not valid {encoding.label} text, so it cannot "
             "be edited without changing bytes it does not touch."
         )
     bom = "\ufeff" if text.startswith("\ufeff") else ""
@@ -329,7 +329,7 @@ async def edit_file(
         await trio.lowlevel.checkpoint_if_cancelled()
         file = await _read_text(operations, absolute, path)
         await trio.lowlevel.checkpoint_if_cancelled()
-        applied = apply_edits(file.text, edits, path)
+        applied = apply_edits(file.text, edits, show_path(path))
         data = file.encode(applied.new_text, path)
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
@@ -364,7 +364,7 @@ async def compute_edits_diff(
         except Exception as exc:
             raise _access_error(path, exc) from exc
         file = await _read_text(operations, absolute, path)
-        applied = apply_edits(file.text, edits, path)
+        applied = apply_edits(file.text, edits, show_path(path))
     except Exception as exc:
         return {"error": str(exc)}
     display = generate_diff_string(applied.base_content, applied.new_content)

@@ -85,12 +85,13 @@ def _bomless_utf16(head: bytes) -> TextEncoding | None:
 _TEXT_CONTROLS = "\t\n\r\x0b\x0c\x1b\x08"
 
 
-def _looks_like_text(data: bytes, encoding: TextEncoding, *, complete: bool) -> bool:
-    """True when ``data`` (a sample starting with ``encoding``'s BOM) decodes strictly, holds no
-    NUL and at most 10% characters that are neither printable nor usual whitespace/controls."""
+def _looks_like_text(data: bytes, encoding: TextEncoding) -> bool:
+    """True when ``data`` (a sample starting with ``encoding``'s BOM) decodes strictly (a
+    sequence cut at the end is allowed: a truncated text file is still text), holds no NUL and
+    at most 10% characters that are neither printable nor usual whitespace/controls."""
     decoder = codecs.getincrementaldecoder(encoding.codec)("strict")
     try:
-        text = decoder.decode(data, final=complete)
+        text = decoder.decode(data, final=False)
     except UnicodeDecodeError:
         return False
     text = text.removeprefix("\ufeff")
@@ -123,8 +124,7 @@ def detect_encoding(data: bytes, *, complete: bool = True) -> TextEncoding | Non
         if data.startswith(bom):
             if encoding.is_utf8:
                 return encoding
-            whole = complete and len(data) <= SNIFF_BYTES
-            return encoding if _looks_like_text(head, encoding, complete=whole) else None
+            return encoding if _looks_like_text(head, encoding) else None
     if b"\x00" in head:
         return _bomless_utf16(head)
     if head and len(head) - len(head.translate(None, _CONTROL)) > len(head) // 10:

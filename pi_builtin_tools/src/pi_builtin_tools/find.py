@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob
+from pi_builtin_tools.fs_errors import check_no_nul, show_path
 from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.tool_args import integer_arg
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
@@ -92,6 +93,7 @@ async def find_files(
 ) -> AgentToolResult:
     """Run ``find`` (spec §7.6): the result, or :class:`ToolError` with fd's message."""
     effective_limit = DEFAULT_FIND_LIMIT if limit is None else integer_arg("limit", limit)
+    check_no_nul(path or "")
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:
         is_dir = (await operations.stat(search_path)).kind == "directory"
@@ -99,7 +101,7 @@ async def find_files(
         is_dir = False
     if not is_dir:
         raise ToolError(
-            f"[fd error]: Search path '{search_path}' is not a directory.\n"
+            f"[fd error]: Search path '{show_path(search_path)}' is not a directory.\n"
             "[fd error]: No valid search paths given."
         )
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 from pi_core.errors import ToolError
 
@@ -44,6 +45,23 @@ _LIBUV: dict[int, tuple[str, str]] = {
 }
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def show_path(path: str) -> str:
+    """``path`` for an error text: control characters (C0, DEL, C1) written as ``\\xNN``
+    (``"a\\x00.txt"``), so a NUL or escape sequence never reaches the model or a terminal raw.
+    Other characters are kept."""
+    return _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", path)
+
+
+def check_no_nul(path: str) -> None:
+    """Raise :class:`ToolError` ``Invalid path "a\\x00.txt": a path cannot contain a NUL
+    byte.`` when ``path`` holds one (no file system accepts it)."""
+    if "\x00" in path:
+        raise ToolError(f'Invalid path "{show_path(path)}": a path cannot contain a NUL byte.')
+
+
 def error_code(exc: OSError) -> str:
     """Node's ``error.code`` for ``exc`` (``"ENOENT"``, ...; ``"EIO"`` when ``errno`` is unset)."""
     if exc.errno is None:
@@ -57,7 +75,8 @@ def error_code(exc: OSError) -> str:
 def node_error_message(exc: OSError, syscall: str, path: str | None = None) -> str:
     """``"{CODE}: {description}, {syscall} '{path}'"`` for ``exc`` (spec §0).
 
-    ``path`` defaults to ``exc.filename``; ``None``/empty gives ``"{CODE}: {description}, {syscall}"``.
+    ``path`` defaults to ``exc.filename`` (shown through :func:`show_path`); ``None``/empty gives
+    ``"{CODE}: {description}, {syscall}"``.
     """
     code = error_code(exc)
     if exc.errno is not None and exc.errno in _LIBUV:
@@ -68,7 +87,7 @@ def node_error_message(exc: OSError, syscall: str, path: str | None = None) -> s
         description = (exc.strerror or str(exc) or "i/o error").lower()
     where = path if path is not None else exc.filename
     if where:
-        return f"{code}: {description}, {syscall} '{where}'"
+        return f"{code}: {description}, {syscall} '{show_path(str(where))}'"
     return f"{code}: {description}, {syscall}"
 
 
@@ -79,4 +98,4 @@ def fs_error(exc: OSError, syscall: str, path: str | None = None) -> ToolError:
     return error
 
 
-__all__ = ["error_code", "fs_error", "node_error_message"]
+__all__ = ["check_no_nul", "error_code", "fs_error", "node_error_message", "show_path"]

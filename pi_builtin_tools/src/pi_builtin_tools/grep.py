@@ -30,6 +30,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+from pi_builtin_tools.fs_errors import check_no_nul, show_path
 from pi_builtin_tools.rg_errors import clean_rg_error, stray_close_error
 from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.tool_args import integer_arg
@@ -129,11 +130,12 @@ async def grep_files(
     ripgrep's error text, ``ripgrep exited with code {n}``)."""
     context_lines = integer_arg("context", context, minimum=0, maximum=MAX_GREP_CONTEXT) or 0
     effective_limit = DEFAULT_GREP_LIMIT if limit is None else integer_arg("limit", limit)
+    check_no_nul(path or "")
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:
         is_directory = (await operations.stat(search_path)).kind == "directory"
     except OSError:
-        raise ToolError(f"Path not found: {search_path}") from None
+        raise ToolError(f"Path not found: {show_path(search_path)}") from None
     stray = None if literal else stray_close_error(pattern)
     if stray is not None:
         raise ToolError(stray)

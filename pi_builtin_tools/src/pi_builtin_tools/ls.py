@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from pi_builtin_tools.fs_errors import node_error_message
+from pi_builtin_tools.fs_errors import check_no_nul, node_error_message, show_path
 from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.tool_args import integer_arg
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
@@ -58,13 +58,14 @@ async def list_directory(
     (``Path not found: {abs}``, ``Not a directory: {abs}``, ``Cannot read directory: {error}``).
     """
     effective_limit = DEFAULT_LS_LIMIT if limit is None else integer_arg("limit", limit)
+    check_no_nul(path or "")
     dir_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:
         stat = await operations.stat(dir_path)
     except OSError:
-        raise ToolError(f"Path not found: {dir_path}") from None
+        raise ToolError(f"Path not found: {show_path(dir_path)}") from None
     if stat.kind != "directory":
-        raise ToolError(f"Not a directory: {dir_path}")
+        raise ToolError(f"Not a directory: {show_path(dir_path)}")
     try:
         entries = await operations.list_dir(dir_path)
     except OSError as error:

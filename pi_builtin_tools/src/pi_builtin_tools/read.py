@@ -27,7 +27,7 @@ from pi_builtin_tools.file_encoding import (
     describe_binary,
     detect_encoding,
 )
-from pi_builtin_tools.fs_errors import fs_error
+from pi_builtin_tools.fs_errors import check_no_nul, fs_error, show_path
 from pi_builtin_tools.image_processing import (
     IMAGE_SNIFF_BYTES,
     ImageDecodeError,
@@ -371,6 +371,7 @@ async def read_file(
     opts = options or ReadToolOptions()
     offset = integer_arg("offset", offset, minimum=0)  # 0 reads from the start, as Pi does
     limit = integer_arg("limit", limit)
+    check_no_nul(raw_path)
     path = await resolve_existing_path(raw_path, cwd, ops, for_read=True)
     try:
         info = await ops.stat(path)
@@ -379,7 +380,9 @@ async def read_file(
     if info.kind == "directory":
         raise ToolError("EISDIR: illegal operation on a directory, read")
     if info.kind == "other":
-        raise ToolError(f"Cannot read {raw_path}: not a regular file (a device, FIFO or socket).")
+        raise ToolError(
+            f"Cannot read {show_path(raw_path)}: not a regular file (a device, FIFO or socket)."
+        )
     whole = 0 < info.size <= opts.whole_file_limit
     try:
         first = await ops.read_bytes(path, 0, None if whole else opts.chunk_size)
@@ -397,7 +400,9 @@ async def read_file(
         first if complete else first[: max(SNIFF_BYTES, 65536)], complete=complete
     )
     if encoding is None:
-        raise ToolError(describe_binary(raw_path, first[:SNIFF_BYTES], max(info.size, len(first))))
+        raise ToolError(
+            describe_binary(show_path(raw_path), first[:SNIFF_BYTES], max(info.size, len(first)))
+        )
 
     start_value: float = max(0, offset - 1) if offset else 0
     start = math.trunc(start_value)

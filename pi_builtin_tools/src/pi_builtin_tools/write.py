@@ -17,7 +17,7 @@ import posixpath
 from typing import Any
 
 from pi_builtin_tools.file_access import check_access
-from pi_builtin_tools.fs_errors import fs_error
+from pi_builtin_tools.fs_errors import check_no_nul, fs_error
 from pi_core.messages import AgentToolResult, TextContent
 from pi_core.mutation_queue import run_shielded, with_tool_path_mutation_queue
 from pi_core.operations import FileOperations
@@ -58,6 +58,7 @@ async def write_file(raw_path: str, content: str, cwd: str, ops: FileOperations)
     directory, open '{abs}'``). On cancellation the step in flight (mkdir, the write) finishes
     before ``Cancelled`` propagates and the queue moves on (spec §6).
     """
+    check_no_nul(raw_path)
     data = _utf8(content)
 
     async def mutate(path: str) -> AgentToolResult:

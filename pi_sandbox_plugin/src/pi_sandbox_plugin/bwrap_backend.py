@@ -104,7 +104,7 @@ class BwrapBackend(ShellFileOperations):
         """The bwrap command line up to (not including) ``--chdir`` (see the module)."""
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         args += ["--tmpfs", "/tmp", "--bind", self.workspace, self.workspace]
-        if os.path.isabs(self.rg) and os.path.exists(self.rg):
+        if self.rg.startswith("/tmp/") and os.path.exists(self.rg):
             # the file tools' rg may live under the host's /tmp (a virtual environment there),
             # which the private /tmp hides: keep that one binary visible, read-only
             args += ["--ro-bind", self.rg, self.rg]
