@@ -273,10 +273,7 @@ async def test_context_blocks_are_not_merged_and_reach_the_final_empty_line(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"limit": 0}, "limit must be a positive integer, got 0"),
-        ({"limit": -1}, "limit must be a positive integer, got -1"),
         ({"limit": 1.5}, "limit must be a positive integer, got 1.5"),
-        ({"context": -3}, "context must be an integer from 0 to 1000, got -3"),
         ({"context": 1.5}, "context must be an integer from 0 to 1000, got 1.5"),
         ({"context": 1e12}, "context must be an integer from 0 to 1000, got 1000000000000"),
         ({"context": float("inf")}, "context must be an integer from 0 to 1000, got Infinity"),
@@ -285,10 +282,21 @@ async def test_context_blocks_are_not_merged_and_reach_the_final_empty_line(
 async def test_nonsense_limit_or_context_is_an_error(
     tmp_path: Path, args: dict[str, float], message: str
 ) -> None:
-    """The reference gives 1 match for limit 0/-1, "[1.5 matches limit reached" for 1.5, and
-    reprints the whole file per match for context 1e12: refused."""
+    """The reference says "[1.5 matches limit reached" for 1.5 and reprints the whole file per
+    match for context 1e12: refused."""
     make(tmp_path, {"f.txt": "needle a\nneedle b\n"})
     assert await grep_error(tmp_path, pattern="needle", path="f.txt", **args) == message
+
+
+@pytest.mark.parametrize("args", [{"limit": 0}, {"limit": -1}, {"limit": 1, "context": -3}])
+async def test_limit_and_context_below_range_are_clamped(
+    tmp_path: Path, args: dict[str, int]
+) -> None:
+    """Spec §7.5 step 3: ``context = max(context, 0)``, ``limit = max(1, limit)``."""
+    make(tmp_path, {"f.txt": "needle a\nneedle b\n"})
+    assert text(await grep(tmp_path, pattern="needle", path="f.txt", **args)) == (
+        "f.txt:1: needle a\n\n[1 matches limit reached. Use limit=2 for more, or refine pattern]"
+    )
 
 
 async def test_context_and_limit_as_whole_floats(tmp_path: Path) -> None:

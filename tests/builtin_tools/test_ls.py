@@ -104,19 +104,21 @@ async def test_scenario_161_lists_dotfiles_and_dot_directories(tmp_path: Path) -
     assert text(await ls(tmp_path)) == ".hidden-dir/\n.hidden-file\nvisible"
 
 
+@pytest.mark.parametrize("limit", [0, -1])
+async def test_scenario_162_limit_zero_or_below_lists_nothing(tmp_path: Path, limit: int) -> None:
+    """Spec §7.7 step 5: ``limit: 0`` on a non-empty directory gives ``(empty directory)``."""
+    make(tmp_path, "a", "b")
+    assert text(await ls(tmp_path, limit=limit)) == "(empty directory)"
+
+
 @pytest.mark.parametrize(
     ("limit", "message"),
     [
-        (0, "limit must be a positive integer, got 0"),
-        (-1, "limit must be a positive integer, got -1"),
-        (1.5, "limit must be a positive integer, got 1.5"),
-        (float("inf"), "limit must be a positive integer, got Infinity"),
+        (1.5, "limit must be a non-negative integer, got 1.5"),
+        (float("inf"), "limit must be a non-negative integer, got Infinity"),
     ],
 )
-async def test_scenario_162_nonsense_limit_is_an_error(
-    tmp_path: Path, limit: float, message: str
-) -> None:
-    """The reference says "(empty directory)" for limit 0 on a full directory: refused."""
+async def test_non_integer_limit_is_an_error(tmp_path: Path, limit: float, message: str) -> None:
     make(tmp_path, "a", "b")
     assert await ls_error(tmp_path, limit=limit) == message
 

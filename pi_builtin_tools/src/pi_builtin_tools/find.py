@@ -91,7 +91,8 @@ def _directories(rel_files: list[str]) -> set[str]:
 async def find_files(
     operations: FileOperations, cwd: str, pattern: str, path: str | None, limit: float | None
 ) -> AgentToolResult:
-    """Run ``find`` (spec §7.6): the result, or :class:`ToolError` with fd's message."""
+    """Run ``find`` (spec §7.6): the result, or :class:`ToolError` with fd's message (or
+    ``limit must be a positive integer, got V``)."""
     effective_limit = DEFAULT_FIND_LIMIT if limit is None else integer_arg("limit", limit)
     check_no_nul(path or "")
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)

@@ -128,8 +128,12 @@ async def grep_files(
 ) -> AgentToolResult:
     """Run ``grep`` (spec §7.5): the result, or :class:`ToolError` (``Path not found: {abs}``,
     ripgrep's error text, ``ripgrep exited with code {n}``)."""
-    context_lines = integer_arg("context", context, minimum=0, maximum=MAX_GREP_CONTEXT) or 0
-    effective_limit = DEFAULT_GREP_LIMIT if limit is None else integer_arg("limit", limit)
+    context_lines = (
+        integer_arg("context", context, minimum=0, maximum=MAX_GREP_CONTEXT, clamp_low=True) or 0
+    )
+    effective_limit = (
+        DEFAULT_GREP_LIMIT if limit is None else integer_arg("limit", limit, clamp_low=True)
+    )
     check_no_nul(path or "")
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:

@@ -57,7 +57,11 @@ async def list_directory(
     """Run ``ls`` (spec §7.7): the result, or :class:`ToolError` with Pi's message
     (``Path not found: {abs}``, ``Not a directory: {abs}``, ``Cannot read directory: {error}``).
     """
-    effective_limit = DEFAULT_LS_LIMIT if limit is None else integer_arg("limit", limit)
+    effective_limit = (
+        DEFAULT_LS_LIMIT
+        if limit is None
+        else integer_arg("limit", limit, minimum=0, clamp_low=True)
+    )
     check_no_nul(path or "")
     dir_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:

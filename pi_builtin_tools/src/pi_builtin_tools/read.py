@@ -6,7 +6,9 @@ with a notice giving the next offset. The file is streamed in chunks through
 ``FileOperations.read_bytes``: only the selected lines (at most 50KB of them) are kept, so reading
 lines 1,000,000–1,002,000 of a 1 GB file holds a few megabytes at most. Images (by magic bytes)
 come back as image blocks, resized to the configured limits. Non-UTF-8 text is decoded (UTF-16
-with BOM, Windows-1252/Latin-1) and binary files are refused with a short description.
+with BOM, which is not shown; Windows-1252/Latin-1) and binary files are refused with a short
+description. ``offset``/``limit`` must be whole numbers (>= 0 and >= 1,
+:func:`~pi_builtin_tools.tool_args.integer_arg`).
 """
 
 from __future__ import annotations

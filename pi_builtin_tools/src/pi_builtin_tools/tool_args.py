@@ -18,16 +18,35 @@ from pi_core.validation import js_number_to_string
 
 @overload
 def integer_arg(
-    name: str, value: float, *, minimum: int = 1, maximum: int | None = None
+    name: str,
+    value: float,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+    clamp_low: bool = False,
 ) -> int: ...
 @overload
 def integer_arg(
-    name: str, value: float | None, *, minimum: int = 1, maximum: int | None = None
+    name: str,
+    value: float | None,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+    clamp_low: bool = False,
 ) -> int | None: ...
 def integer_arg(
-    name: str, value: float | None, *, minimum: int = 1, maximum: int | None = None
+    name: str,
+    value: float | None,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+    clamp_low: bool = False,
 ) -> int | None:
     """``value`` as an ``int`` (``None`` stays ``None``).
+
+    ``clamp_low``: a whole number below ``minimum`` becomes ``minimum`` where the spec says so
+    (grep's ``context = max(context, 0)`` and ``limit = max(1, limit)``, spec §7.5; ls's
+    ``limit: 0`` listing nothing, §7.7).
 
     Raises :class:`ToolError` (``limit must be a positive integer, got -1``) when ``value`` is
     not a whole number within ``minimum``..``maximum`` (NaN and infinities included).
@@ -37,6 +56,8 @@ def integer_arg(
     whole = not isinstance(value, bool) and (
         isinstance(value, int) or (math.isfinite(value) and float(value).is_integer())
     )
+    if whole and clamp_low and value < minimum:
+        return minimum
     if whole and value >= minimum and (maximum is None or value <= maximum):
         return int(value)
     if maximum is not None:
