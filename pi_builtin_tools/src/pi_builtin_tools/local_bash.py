@@ -31,14 +31,11 @@ from pathlib import Path
 
 import trio
 
-from pi_builtin_tools._trio_util import unwrap_exception_group
-from pi_core.errors import CommandTimeout, ToolError
+from pi_core.errors import ToolError
+from pi_core.process_stream import stream_process
 
 SUPERVISOR = str(Path(__file__).with_name("_bash_supervisor.py"))
 """Path of the supervisor script, run with ``sys.executable -I -S``."""
-
-READ_SIZE = 256 * 1024
-"""Bytes asked for per read of the output pipe."""
 
 _F_SETPIPE_SZ = 1031
 
@@ -146,53 +143,19 @@ class LocalBashOperations:
         assert isinstance(stream, trio.lowlevel.FdStream)
         with contextlib.suppress(OSError):
             fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, 1024 * 1024)
-        eof = trio.Event()
-        last_data = trio.current_time()
-        timed_out = False
-
-        async def pump() -> None:
-            nonlocal last_data
-            while True:
-                chunk = await stream.receive_some(READ_SIZE)
-                if not chunk:
-                    eof.set()
-                    return
-                last_data = trio.current_time()
-                on_data(bytes(chunk))
-
         try:
-            with unwrap_exception_group():
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(pump)
-                    if timeout is not None and timeout > 0:
-                        with trio.move_on_after(timeout) as scope:
-                            await process.wait()
-                        if scope.cancelled_caught and process.returncode is None:
-                            timed_out = True
-                            await self._kill_tree(process)
-                    else:
-                        await process.wait()
-                    exited_at = trio.current_time()
-                    while not eof.is_set():
-                        deadline = min(last_data + self.drain_idle, exited_at + self.drain_max)
-                        if trio.current_time() >= deadline:
-                            break
-                        with trio.move_on_at(deadline):
-                            await eof.wait()
-                    nursery.cancel_scope.cancel()
+            return await stream_process(
+                process,
+                on_data,
+                timeout=timeout,
+                kill=lambda: self._kill_tree(process),
+                drain_idle=self.drain_idle,
+                drain_max=self.drain_max,
+                settle=None,
+                drain_after_timeout=True,
+            )
         finally:
-            with trio.CancelScope(shield=True):
-                if process.returncode is None:
-                    await self._kill_tree(process)
-                await stream.aclose()
-                os.close(lifeline_w)
-
-        if timed_out:
-            raise CommandTimeout(timeout if timeout is not None else 0)
-        code = process.returncode
-        if code is None:
-            return None
-        return 128 - code if code < 0 else code
+            os.close(lifeline_w)
 
     async def _kill_tree(self, process: trio.Process) -> None:
         """Ask the supervisor to kill the tree and wait for it (shielded); if it does not finish

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import httpx_sse
 
 from pi_core.errors import ConfigError, ProviderError
-from pi_core.http_retry import HttpSettings, stream_sse_response
+from pi_core.http_retry import HttpSettings, error_body_text, stream_sse_response
 from pi_core.messages import (
     AssistantMessage,
     ImageContent,
@@ -199,19 +199,16 @@ class AnthropicProviderFactory:
 def error_text(status: int, body: bytes) -> str:
     """The Anthropic SDK's wording: ``STATUS {JSON body}`` (compact), the raw text, or
     ``STATUS status code (no body)``."""
-    text = body.decode("utf-8", "replace")
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
-    if parsed is not None:
-        message = parsed.get("message") if isinstance(parsed, dict) else None
-        if isinstance(message, str):
-            return f"{status} {message}"
-        return f"{status} {json.dumps(parsed, ensure_ascii=False, separators=(',', ':'))}"
-    if text.strip():
-        return f"{status} {text.strip()}"
-    return f"{status} status code (no body)"
+    return error_body_text(status, body, _error_detail)
+
+
+def _error_detail(parsed: Any) -> str | None:
+    if parsed is None:
+        return None
+    message = parsed.get("message") if isinstance(parsed, dict) else None
+    if isinstance(message, str):
+        return message
+    return json.dumps(parsed, ensure_ascii=False, separators=(",", ":"))
 
 
 _STOP_REASONS = {
@@ -329,12 +326,7 @@ class _EventHandler:
     def finish(self) -> Iterable[ProviderEvent]:
         if self.started and not self.stopped:
             raise ProviderError("Anthropic stream ended before message_stop")
-        events: list[ProviderEvent] = list(self.assembler.end_all())
-        if self.error is not None:
-            events.append(self.assembler.error(self.error))
-        else:
-            events.append(self.assembler.done(self.stop_reason))
-        return events
+        return self.assembler.finish(self.stop_reason, self.error)
 
 
 # --- pi messages → Messages API messages --------------------------------------------------

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -151,6 +152,24 @@ async def send_with_retry(
         attempt += 1
 
 
+def error_body_text(status: int, body: bytes, detail: Callable[[Any], str | None]) -> str:
+    """A provider's text for a failed response (its SDK's wording): ``STATUS {detail}`` when the
+    body is JSON and ``detail(parsed body)`` gives a text, else ``STATUS {body text, stripped}``,
+    else ``STATUS status code (no body)``. ``body`` is decoded as UTF-8 (bad bytes replaced)."""
+    text = body.decode("utf-8", "replace")
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        pass
+    else:
+        found = detail(parsed)
+        if found is not None:
+            return f"{status} {found}"
+    if text.strip():
+        return f"{status} {text.strip()}"
+    return f"{status} status code (no body)"
+
+
 def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
@@ -268,6 +287,7 @@ __all__ = [
     "HttpSettings",
     "RetryPolicy",
     "SSEHandler",
+    "error_body_text",
     "retry_after_seconds",
     "send_with_retry",
     "should_retry",

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import httpx_sse
 
 from pi_core.errors import ConfigError, ProviderError
-from pi_core.http_retry import HttpSettings, stream_sse_response
+from pi_core.http_retry import HttpSettings, error_body_text, stream_sse_response
 from pi_core.messages import (
     AssistantMessage,
     ImageContent,
@@ -193,20 +193,17 @@ class OpenAIProviderFactory:
 def error_text(status: int, body: bytes) -> str:
     """The OpenAI SDK's wording: ``STATUS error.message`` (or the ``error`` object as JSON,
     the raw body text, ``STATUS status code (no body)``)."""
-    text = body.decode("utf-8", "replace")
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict) and "error" in parsed:
-        error = parsed["error"]
-        message = error.get("message") if isinstance(error, dict) else None
-        if isinstance(message, str):
-            return f"{status} {message}"
-        return f"{status} {json.dumps(error, ensure_ascii=False, separators=(',', ':'))}"
-    if text.strip():
-        return f"{status} {text.strip()}"
-    return f"{status} status code (no body)"
+    return error_body_text(status, body, _error_detail)
+
+
+def _error_detail(parsed: Any) -> str | None:
+    if not (isinstance(parsed, dict) and "error" in parsed):
+        return None
+    error = parsed["error"]
+    message = error.get("message") if isinstance(error, dict) else None
+    if isinstance(message, str):
+        return message
+    return json.dumps(error, ensure_ascii=False, separators=(",", ":"))
 
 
 def map_finish_reason(reason: str | None) -> tuple[str, str | None]:
@@ -314,12 +311,7 @@ class _ChunkHandler:
         return events
 
     def finish(self) -> Iterable[ProviderEvent]:
-        events: list[ProviderEvent] = list(self.assembler.end_all())
-        if self.error is not None:
-            events.append(self.assembler.error(self.error))
-        else:
-            events.append(self.assembler.done(self.stop_reason))
-        return events
+        return self.assembler.finish(self.stop_reason, self.error)
 
 
 # --- pi messages → chat-completions messages ----------------------------------------------

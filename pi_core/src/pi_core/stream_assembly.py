@@ -215,6 +215,18 @@ class MessageAssembler:
         message.stop_reason = stop_reason
         return StreamDone(reason=stop_reason, message=message)
 
+    def finish(
+        self, stop_reason: Any, error: str | None
+    ) -> list[StreamDelta | StreamDone | StreamError]:
+        """The last events of a stream that ended: :meth:`end_all`, then :meth:`error` with
+        ``error`` when it is not ``None``, else :meth:`done` with ``stop_reason``."""
+        events: list[StreamDelta | StreamDone | StreamError] = list(self.end_all())
+        if error is not None:
+            events.append(self.error(error))
+        else:
+            events.append(self.done(stop_reason))
+        return events
+
     def error(self, text: str, *, aborted: bool = False) -> StreamError:
         """``error``: the message so far (open tool calls parsed as far as they go),
         ``stopReason`` ``"error"`` (``"aborted"``), ``errorMessage`` ``text``."""

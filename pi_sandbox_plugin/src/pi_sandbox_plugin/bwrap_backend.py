@@ -44,8 +44,8 @@ import trio
 from pi_core.errors import missing_cwd_error
 from pi_core.local_files import find_rg, kill_process_group
 from pi_core.operations import CommandOutput
+from pi_core.process_stream import stream_process
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
-from pi_sandbox_plugin.process_stream import stream_process
 from pi_sandbox_plugin.shell_files import ShellFileOperations
 
 

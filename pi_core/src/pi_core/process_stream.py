@@ -1,9 +1,11 @@
-"""Streaming one local client process (``bwrap``, ``podman exec``) for a sandbox backend's
-:meth:`~pi_core.operations.BashOperations.exec` (DESIGN §2; seed §十五).
+"""Streaming one local process's output pipe, for every :class:`~pi_core.operations.BashOperations`
+backend that runs a local process (the local bash backend; the sandbox's ``bwrap`` and
+``podman exec`` clients) (DESIGN §1, §2; seed §十五).
 
 :func:`stream_process` reads the process's merged output pipe, hands each chunk to ``on_data``
 as raw bytes, waits for the exit, applies the timeout, and calls the backend's ``kill`` (shielded)
-on timeout, cancellation or an exception from ``on_data``.
+on timeout, cancellation or an exception from ``on_data``. :func:`unwrap_exception_group` turns
+what a strict trio nursery wrapped back into the one exception inside.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]
 
 @contextlib.contextmanager
 def unwrap_exception_group() -> Iterator[None]:
-    """Re-raise what a strict trio nursery wrapped: only ``Cancelled`` inside becomes one
-    ``Cancelled``; one other exception (plus any ``Cancelled``) becomes that exception."""
+    """Re-raise what a strict trio nursery wrapped: a group holding only ``trio.Cancelled``
+    becomes one ``Cancelled``; a group holding one other exception (plus any ``Cancelled``)
+    becomes that exception; anything else stays a group. So callers can write
+    ``except CommandTimeout`` and ``except trio.Cancelled``."""
     try:
         yield
     except BaseExceptionGroup as group:
@@ -41,7 +45,7 @@ def unwrap_exception_group() -> Iterator[None]:
         exc = others[0] if others else leaves[0]
         context = exc.__context__
         try:
-            raise exc
+            raise exc  # the group was only a wrapper: keep exc's own context
         finally:
             exc.__context__ = context
 
@@ -54,7 +58,8 @@ async def stream_process(
     kill: Callable[[], Awaitable[None]],
     drain_idle: float = 0.1,
     drain_max: float = 1.0,
-    settle: float = 2.0,
+    settle: float | None = 2.0,
+    drain_after_timeout: bool = False,
 ) -> int | None:
     """Stream ``process.stdout`` to ``on_data`` until the process exits; return its exit code
     (``128 + N`` when it died of signal ``N``).
@@ -64,7 +69,9 @@ async def stream_process(
     started; it runs on timeout (then :class:`~pi_core.errors.CommandTimeout` is raised),
     cancellation (``trio.Cancelled`` re-raised) and an exception from ``on_data`` (re-raised).
     After ``kill`` the pipe is read (and dropped) up to ``settle`` seconds until end of file, so
-    the killed processes are gone when this returns.
+    the killed processes are gone when this returns (``settle=None``: not read; the caller's
+    ``kill`` waits for them itself). ``drain_after_timeout``: after a timeout's ``kill``, still
+    hand output to ``on_data`` as after a normal exit (what the killed tree printed while dying).
     """
     stream = process.stdout
     assert stream is not None
@@ -102,7 +109,7 @@ async def stream_process(
                 else:
                     await process.wait()
                 exited_at = trio.current_time()
-                while not eof.is_set() and not timed_out:
+                while not eof.is_set() and (drain_after_timeout or not timed_out):
                     deadline = min(last_data + drain_idle, exited_at + drain_max)
                     if trio.current_time() >= deadline:
                         break
@@ -113,7 +120,7 @@ async def stream_process(
         with trio.CancelScope(shield=True):
             if process.returncode is None:
                 await do_kill()
-            if killed and not eof.is_set():
+            if killed and settle is not None and not eof.is_set():
                 with trio.move_on_after(settle), contextlib.suppress(trio.ClosedResourceError):
                     while await stream.receive_some(READ_SIZE):
                         pass
