@@ -305,7 +305,9 @@ def test_sandbox_arguments(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "f").write_text("")
     ops = BwrapBackend(
-        str(tmp_path), deny_paths=[str(tmp_path / "d"), str(tmp_path / "f"), "/missing"]
+        str(tmp_path),
+        deny_paths=[str(tmp_path / "d"), str(tmp_path / "f"), "/missing"],
+        rg="/usr/bin/rg",  # not under /tmp, wherever this checkout lives
     )
     ws = str(tmp_path)
     assert ops.sandbox_args() == [
@@ -316,7 +318,7 @@ def test_sandbox_arguments(tmp_path: Path) -> None:
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
         "--unshare-net", "--die-with-parent", "--new-session",
     ]  # fmt: skip
-    assert "--unshare-net" not in BwrapBackend(ws, network=True).sandbox_args()
+    assert "--unshare-net" not in BwrapBackend(ws, network=True, rg="rg").sandbox_args()
 
 
 def test_rg_under_the_hosts_tmp_stays_visible(tmp_path: Path) -> None:
