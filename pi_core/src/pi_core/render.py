@@ -35,7 +35,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from pi_core.messages import (
@@ -318,7 +318,16 @@ class RunView:
     bash output dim, the closing line bold.
     """
 
-    def __init__(self, file: IO[str], *, styled: bool | None = None) -> None:
+    def __init__(
+        self,
+        file: IO[str],
+        *,
+        styled: bool | None = None,
+        render_calls: Mapping[str, Callable[[Any], str]] | None = None,
+    ) -> None:
+        #: a tool's own ``ToolDefinition.render_call`` by tool name, used for its header
+        #: instead of :func:`call_summary`
+        self.render_calls = dict(render_calls or {})
         self.base = Renderer(file, styled=styled)
         self.file = file
         self.styled = self.base.styled
@@ -420,8 +429,21 @@ class RunView:
         """``• SUMMARY`` when a call starts; ``↳ SUMMARY`` before output of a call whose
         header is not the last one printed (parallel calls)."""
         style = "bold cyan" if mark == "• " else "cyan"
-        self._line(mark + call_summary(name, self._args.get(call_id)), style)
+        self._line(mark + self._summary(name, self._args.get(call_id)), style)
         self._last_header = call_id
+
+    def _summary(self, name: str, args: Any) -> str:
+        """The tool's ``render_call`` (on shortened arguments) when it has one and it works,
+        else :func:`call_summary`."""
+        render = self.render_calls.get(name)
+        if render is not None:
+            try:
+                text = render(shorten_arguments(args))
+            except Exception:  # a plugin's renderer must not break the run's display
+                text = None
+            if isinstance(text, str) and text:
+                return text
+        return call_summary(name, args)
 
     def _owner(self, call_id: str, name: str) -> None:
         if self._last_header != call_id:

@@ -43,7 +43,7 @@ I'll run the tests first to see what fails.
 • grep {{"pattern":"def mean","path":"."}}
   stats.py:4: def mean(values):
 
-• read {{"path":"stats.py"}}
+• read stats.py
   \"\"\"Small statistics helpers.\"\"\"
 
 

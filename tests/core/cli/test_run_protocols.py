@@ -32,9 +32,9 @@ model: {model}
 cwd: {cwd}
 
 Let me look.
-• read {{"path":"a.txt"}}
+• read a.txt
 • ls {{"path":"."}}
-↳ read {{"path":"a.txt"}}
+↳ read a.txt
   hello world
 ↳ ls {{"path":"."}}
   a.txt

@@ -157,3 +157,26 @@ def test_call_summary_and_closing_line() -> None:
     assert call_summary("x", None) == "x"
     assert closing_line(1, 1, 1, 0.04) == "1 turn, 1 tool call, 1 error, 0.0s"
     assert closing_line(0, 2, 0, 12.35) == "0 turns, 2 tool calls, 0 errors, 12.3s"
+
+
+def test_a_tools_render_call_names_its_header_and_a_failing_one_falls_back() -> None:
+    """``ToolDefinition.render_call`` is what ``pi run`` shows when a call starts; a renderer
+    that raises or returns nothing gives the generic summary instead."""
+
+    def broken(args: object) -> str:
+        raise RuntimeError("renderer bug")
+
+    out = io.StringIO()
+    view = RunView(
+        out,
+        render_calls={
+            "read": lambda args: f"read {args['path']}",
+            "grep": broken,
+            "ls": lambda a: "",
+        },
+    )
+    for index, (name, args) in enumerate(
+        [("read", {"path": "a.txt"}), ("grep", {"pattern": "x"}), ("ls", {})]
+    ):
+        view.event(ToolExecutionStartEvent(tool_call_id=f"t{index}", tool_name=name, args=args))
+    assert out.getvalue() == '• read a.txt\n• grep {"pattern":"x"}\n• ls {}\n'

@@ -118,7 +118,12 @@ def cmd_run(ctx: CommandContext) -> int:
     config.provider = provider
     provider_name, _, model_id = spec.partition(":")
     writer.model_change(provider_name, model_id)
-    view = None if args.json else RunView(ctx.stdout)
+    render_calls = {
+        tool.name: tool.definition.render_call
+        for tool in tools
+        if tool.definition is not None and tool.definition.render_call is not None
+    }
+    view = None if args.json else RunView(ctx.stdout, render_calls=render_calls)
     if args.json:
         write_json_line(ctx.stdout, writer.header)
     else:
