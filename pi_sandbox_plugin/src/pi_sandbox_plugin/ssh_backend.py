@@ -528,11 +528,6 @@ class RemotePathMap:
         """The session path of the remote path ``path``."""
         return self._move(path, self.remote_root, self.local_root)
 
-    def bytes_to_local(self, path: bytes) -> bytes:
-        """:meth:`to_local` on bytes (undecodable names pass through ``surrogateescape``)."""
-        text = path.decode("utf-8", "surrogateescape")
-        return self.to_local(text).encode("utf-8", "surrogateescape")
-
     def rg_output_to_local(self, stdout: bytes, args: Sequence[str]) -> bytes:
         """The output of ``rg ARGS`` run on the remote side with the remote file names (at the
         start of each ``\\0``/``\\n``-separated record, followed by end, ``/`` or ``:``, and
