@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pi_core import hookimpl
-from pi_core.hook_types import PluginCommand
+from pi_core import PluginCommand, hookimpl
 
 
 def configure(parser):

@@ -6,8 +6,7 @@ capitals followed by the listing.
 
 from __future__ import annotations
 
-from pi_core import hookimpl
-from pi_core.messages import AssistantMessage, TextContent, ToolCall
+from pi_core import AssistantMessage, TextContent, ToolCall, hookimpl
 from pi_core.providers import StreamDone, StreamStart
 
 

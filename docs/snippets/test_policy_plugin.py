@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import policy_plugin
 
-from pi_core.cli import main
-from pi_core.hook_types import BeforeToolCallContext
-from pi_core.messages import AssistantMessage, ToolCall
+from pi_core import AssistantMessage, BeforeToolCallContext, ToolCall
+from pi_core.testing import run_pi
 
 
 def write_call(path: str) -> BeforeToolCallContext:
@@ -31,7 +30,7 @@ async def test_lets_other_writes_through(pi_hooks, register_plugin):
 
 def test_the_whole_pipeline(tmp_path, capsys):
     arguments = '{"path": ".env", "content": "SECRET=1"}'
-    status = main(["-p", "policy_plugin", "call", "write", arguments, "--cwd", str(tmp_path)])
+    status = run_pi(["-p", "policy_plugin", "call", "write", arguments, "--cwd", str(tmp_path)])
     assert status == 1
     assert capsys.readouterr().out == ".env: .env files are read-only here\n"
     assert not (tmp_path / ".env").exists()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_core.atomic import atomic_write_bytes
+from pi_core._backend_kit.atomic import atomic_write_bytes
 
 
 def _umask() -> int:
@@ -117,7 +117,7 @@ def test_concurrent_reader_never_sees_partial(tmp_path: Path) -> None:
 
 _WRITER = """
 import sys
-from pi_core.atomic import atomic_write_bytes
+from pi_core._backend_kit.atomic import atomic_write_bytes
 path = sys.argv[1]
 i = 0
 print("ready", flush=True)

@@ -27,10 +27,10 @@ from pi_builtin_tools.bash import (
     strip_ansi,
 )
 from pi_builtin_tools.local_bash import LocalBashOperations
-from pi_core.bash_contract import pids_in
-from pi_core.errors import CommandTimeout, ConfigError, ToolAborted, ToolError
-from pi_core.hook_types import BashSpawnContext
-from pi_core.messages import AgentToolResult
+from pi_core._errors import CommandTimeout, ConfigError, ToolAborted, ToolError
+from pi_core._plugins.contexts import BashSpawnContext
+from pi_core._wire.messages import AgentToolResult
+from pi_core.testing.bash_contract import pids_in
 
 FULL_OUTPUT = re.compile(r"Full output: (/\S+/pi-bash-[0-9a-f]{16}\.log)\]")
 
@@ -838,11 +838,11 @@ async def test_stale_session_variables_are_replaced(workdir, monkeypatch) -> Non
 
 
 async def test_abort_through_the_loop_reports_output_then_command_aborted(workdir) -> None:
-    from pi_core.abort import Abort
-    from pi_core.loop import run_tool_call
-    from pi_core.loop_config import AgentContext, LoopConfig
-    from pi_core.messages import ToolCall
-    from pi_core.tools import wrap_tool_definition
+    from pi_core._abort import Abort
+    from pi_core._pipeline.config import AgentContext, LoopConfig
+    from pi_core._pipeline.pipeline import run_tool_call
+    from pi_core._tools.definition import wrap_tool_definition
+    from pi_core._wire.messages import ToolCall
 
     tool = wrap_tool_definition(
         create_bash_tool_definition(workdir, LocalBashOperations(kill_grace=0.3))

@@ -10,9 +10,9 @@ import pytest
 import pi_builtin_tools.plugin as builtin_plugin
 from pi_builtin_tools.local_bash import LocalBashOperations
 from pi_core import hookimpl
-from pi_core.errors import ToolError
-from pi_core.hook_types import BackendContext, BashSpawnContext
-from pi_core.registry import build_session
+from pi_core._errors import ToolError
+from pi_core._plugins.contexts import BackendContext, BashSpawnContext
+from pi_core._plugins.session import build_session
 
 
 class EchoBackend:

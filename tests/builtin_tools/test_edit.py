@@ -25,12 +25,12 @@ from pi_builtin_tools.edit import (
     prepare_edit_arguments,
 )
 from pi_builtin_tools.local_files import LocalFileOperations
-from pi_core.abort import Abort
-from pi_core.errors import ToolError
-from pi_core.loop import run_tool_call
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import AgentToolResult, ToolCall
-from pi_core.tools import wrap_tool_definition
+from pi_core._abort import Abort
+from pi_core._errors import ToolError
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.pipeline import run_tool_call
+from pi_core._tools.definition import wrap_tool_definition
+from pi_core._wire.messages import AgentToolResult, ToolCall
 
 pytestmark = pytest.mark.filterwarnings("error")
 

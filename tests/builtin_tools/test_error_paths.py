@@ -16,7 +16,7 @@ from pi_builtin_tools.local_files import LocalFileOperations
 from pi_builtin_tools.ls import create_ls_tool_definition
 from pi_builtin_tools.read import create_read_tool_definition
 from pi_builtin_tools.write import create_write_tool_definition
-from pi_core.errors import ToolError
+from pi_core._errors import ToolError
 
 MAKERS: dict[str, Any] = {
     "read": create_read_tool_definition,

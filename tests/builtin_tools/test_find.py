@@ -13,8 +13,8 @@ import trio
 from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob, fd_effective_pattern
 from pi_builtin_tools.find import create_find_tool_definition
 from pi_builtin_tools.local_files import LocalFileOperations
-from pi_core.errors import ToolError
-from pi_core.messages import AgentToolResult
+from pi_core._errors import ToolError
+from pi_core._wire.messages import AgentToolResult
 
 
 async def find(cwd: Path, **params: Any) -> AgentToolResult:

@@ -13,8 +13,8 @@ import trio
 
 from pi_builtin_tools.grep import clean_rg_error, create_grep_tool_definition
 from pi_builtin_tools.local_files import LocalFileOperations
-from pi_core.errors import ToolError
-from pi_core.messages import AgentToolResult
+from pi_core._errors import ToolError
+from pi_core._wire.messages import AgentToolResult
 
 NOTICE_LONG = "Some lines truncated to 500 chars. Use read tool to see full lines"
 

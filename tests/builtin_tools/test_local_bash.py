@@ -13,9 +13,9 @@ import pytest
 import trio
 
 from pi_builtin_tools.local_bash import SUPERVISOR, LocalBashOperations, resolve_shell
-from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in
-from pi_core.errors import CommandTimeout, ToolError
-from pi_core.operations import BashOperations
+from pi_core._backend_kit.operations import BashOperations
+from pi_core._errors import CommandTimeout, ToolError
+from pi_core.testing.bash_contract import BashOperationsContract, Recorder, pids_in
 
 
 def parent_of(pid: int) -> int:

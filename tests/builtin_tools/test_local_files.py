@@ -11,7 +11,7 @@ import trio
 import trio.lowlevel
 
 from pi_builtin_tools.local_files import LocalFileOperations, find_rg
-from pi_core.operations import CommandOutput, FileOperations, FileStat
+from pi_core._backend_kit.operations import CommandOutput, FileOperations, FileStat
 
 OPS = LocalFileOperations()
 
@@ -138,7 +138,7 @@ async def test_io_does_not_block_the_loop(tmp_path: Path) -> None:
 
 def test_plugin_provides_local_backend_and_file_tools(tmp_path: Path) -> None:
     from pi_builtin_tools import plugin
-    from pi_core.hook_types import BackendContext, RegisterToolsContext
+    from pi_core._plugins.contexts import BackendContext, RegisterToolsContext
 
     assert isinstance(
         plugin.pi_file_operations(BackendContext(cwd=str(tmp_path))), LocalFileOperations

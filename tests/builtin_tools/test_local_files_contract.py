@@ -1,12 +1,12 @@
-"""LocalFileOperations passes the FileOperations contract suite (pi_core.file_contract)."""
+"""LocalFileOperations passes the FileOperations contract suite (pi_core.testing.file_contract)."""
 
 from __future__ import annotations
 
 import pytest
 
 from pi_builtin_tools.local_files import LocalFileOperations
-from pi_core.file_contract import FileOperationsContract
-from pi_core.operations import FileOperations
+from pi_core._backend_kit.operations import FileOperations
+from pi_core.testing.file_contract import FileOperationsContract
 
 
 class TestLocalFileOperationsContract(FileOperationsContract):

@@ -11,8 +11,8 @@ import pytest
 
 from pi_builtin_tools.local_files import LocalFileOperations
 from pi_builtin_tools.ls import create_ls_tool_definition
-from pi_core.errors import ToolError
-from pi_core.messages import AgentToolResult
+from pi_core._errors import ToolError
+from pi_core._wire.messages import AgentToolResult
 
 
 async def ls(cwd: Path, ops: Any = None, **params: Any) -> AgentToolResult:

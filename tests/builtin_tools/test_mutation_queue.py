@@ -12,7 +12,7 @@ import trio.lowlevel
 import trio.testing
 
 import pi_core
-from pi_core.mutation_queue import (
+from pi_core._backend_kit.mutation_queue import (
     FileMutationQueue,
     default_queue,
     run_shielded,
@@ -304,7 +304,7 @@ async def test_tool_path_queue_keys_on_the_backends_realpath(tmp_path: Path) -> 
     """with_tool_path_mutation_queue: the exact name first (U+00A0 kept when such a file
     exists), space-normalised otherwise, symlinks resolved through the backend."""
     from pi_builtin_tools.local_files import LocalFileOperations
-    from pi_core.mutation_queue import with_tool_path_mutation_queue
+    from pi_core._backend_kit.mutation_queue import with_tool_path_mutation_queue
 
     ops = LocalFileOperations()
     (tmp_path / "a\u00a0b.txt").write_text("x")

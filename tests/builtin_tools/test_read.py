@@ -33,9 +33,9 @@ from pi_builtin_tools.read import (
     read_file,
 )
 from pi_builtin_tools.truncate import format_size, truncate_head
-from pi_core.errors import ToolError
-from pi_core.messages import AgentToolResult
-from pi_core.tools import wrap_tool_definition
+from pi_core._errors import ToolError
+from pi_core._tools.definition import wrap_tool_definition
+from pi_core._wire.messages import AgentToolResult
 
 OPS = LocalFileOperations()
 PNG_1X1 = base64.b64decode(

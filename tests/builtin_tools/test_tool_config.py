@@ -8,7 +8,7 @@ import pytest
 
 from pi_builtin_tools.plugin import _bash_config
 from pi_builtin_tools.read import ReadToolOptions
-from pi_core.errors import ConfigError
+from pi_core._errors import ConfigError
 
 
 @pytest.mark.parametrize(

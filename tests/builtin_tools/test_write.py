@@ -19,8 +19,8 @@ from pi_builtin_tools.write import (
     WRITE_PARAMETERS,
     create_write_tool_definition,
 )
-from pi_core.errors import ToolError
-from pi_core.messages import AgentToolResult
+from pi_core._errors import ToolError
+from pi_core._wire.messages import AgentToolResult
 
 OPS = LocalFileOperations()
 
@@ -267,7 +267,7 @@ async def test_edit_and_write_of_nbsp_name_share_one_queue(tmp_path: Path) -> No
     started in one batch, run one after another in call order (the edit's write settles before
     the write's starts) and the file ends with the write's content."""
     from pi_builtin_tools.edit import create_edit_tool_definition
-    from pi_core.mutation_queue import default_queue
+    from pi_core._backend_kit.mutation_queue import default_queue
 
     name = "a\u00a0b.txt"
     (tmp_path / name).write_text("old line\n")

@@ -10,10 +10,10 @@ import pytest
 import trio
 
 from pi_core import Agent, tool
-from pi_core.hook_types import BeforeToolCallResult
-from pi_core.loop_config import LoopConfig
-from pi_core.messages import AgentToolResult, TextContent
-from pi_core.providers import ScriptedProvider
+from pi_core._pipeline.config import LoopConfig
+from pi_core._pipeline.contexts import BeforeToolCallResult
+from pi_core._providers.base import ScriptedProvider
+from pi_core._wire.messages import AgentToolResult, TextContent
 
 # the shared helper module sits next to this file (pytest's importlib mode does not put
 # test folders on sys.path)
@@ -303,7 +303,7 @@ async def test_agent_takes_tool_functions_config_hooks_and_a_system_prompt() -> 
 
 
 async def test_prompt_accepts_messages_and_images() -> None:
-    from pi_core.messages import ImageContent
+    from pi_core._wire.messages import ImageContent
 
     provider = ScriptedProvider([text("a"), text("b")])
     agent = Agent(provider)

@@ -9,17 +9,19 @@ from typing import Any
 import pytest
 import trio
 
-from pi_core.abort import Abort
-from pi_core.anthropic_provider import (
+from pi_core._abort import Abort
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._providers.anthropic import (
     AnthropicProvider,
     convert_messages,
     error_text,
     map_stop_reason,
 )
-from pi_core.http_retry import HttpSettings, RetryPolicy
-from pi_core.loop import run_agent_loop
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import (
+from pi_core._providers.base import ModelProvider, ModelRequest
+from pi_core._providers.http import HttpSettings, RetryPolicy
+from pi_core._tools.definition import AgentTool, to_agent_tool, tool
+from pi_core._wire.messages import (
     AssistantMessage,
     ImageContent,
     TextContent,
@@ -28,8 +30,6 @@ from pi_core.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pi_core.providers import ModelProvider, ModelRequest
-from pi_core.tools import AgentTool, to_agent_tool, tool
 
 # the helper modules sit next to this file (pytest's importlib mode does not put test
 # folders on sys.path)

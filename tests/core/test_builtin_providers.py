@@ -9,20 +9,20 @@ from typing import Any
 
 import pytest
 
-from pi_core import builtin_providers
-from pi_core.anthropic_provider import AnthropicProvider
-from pi_core.builtin_providers import builtin_provider_factories, resolve_model
-from pi_core.errors import ConfigError, PluginError
-from pi_core.hooks import PluginHooks
-from pi_core.http_retry import HttpSettings, RetryPolicy
-from pi_core.loop import run_agent_loop
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.markers import hookimpl
-from pi_core.openai_provider import OpenAIProvider
-from pi_core.plugins import PiPluginManager
-from pi_core.provider_options import http_settings
-from pi_core.providers import ScriptedProvider
-from pi_core.tools import to_agent_tool, tool
+from pi_core._errors import ConfigError, PluginError
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._plugins.facade import PluginHooks
+from pi_core._plugins.manager import PiPluginManager
+from pi_core._plugins.markers import hookimpl
+from pi_core._providers import plugin as builtin_providers
+from pi_core._providers.anthropic import AnthropicProvider
+from pi_core._providers.base import ScriptedProvider
+from pi_core._providers.http import HttpSettings, RetryPolicy
+from pi_core._providers.openai import OpenAIProvider
+from pi_core._providers.options import http_settings
+from pi_core._providers.plugin import builtin_provider_factories, resolve_model
+from pi_core._tools.definition import to_agent_tool, tool
 
 if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pi_core.config import CoreSettings, PiConfig, find_config, load_config, parse_config
-from pi_core.errors import ConfigError
-from pi_core.loop_config import LoopConfig
+from pi_core._config import CoreSettings, PiConfig, find_config, load_config, parse_config
+from pi_core._errors import ConfigError
+from pi_core._pipeline.config import LoopConfig
 
 FILE = Path("/cfg/pi.toml")
 

@@ -1,5 +1,5 @@
-"""Every hook of ``pi_core.hookspecs`` through the typed facade (``pi_core.hooks``) and pi's own
-caller (``pi_core.hook_caller``): one test at least named after each spec, exact values, pluggy
+"""Every hook of ``pi_core.hookspecs`` through the typed facade (``pi_core._plugins.facade``) and pi's own
+caller (``pi_core._plugins.caller``): one test at least named after each spec, exact values, pluggy
 order (later-registered first, ``tryfirst``/``trylast``), sync and async implementations where
 the call mode allows them (DESIGN §2; STYLE items 2, 7).
 
@@ -30,26 +30,28 @@ from pi_core import (
     TextContent,
     ToolCall,
     ToolDefinition,
-    hook_caller,
     hookimpl,
     hookspecs,
     tool,
 )
-from pi_core.errors import PluginError
-from pi_core.events import AgentEndEvent, AgentStartEvent, TurnStartEvent
-from pi_core.hook_types import (
+from pi_core._backend_kit.operations import CommandOutput, FileStat
+from pi_core._errors import PluginError
+from pi_core._pipeline.config import LoopConfig
+from pi_core._pipeline.contexts import (
     AfterToolCallContext,
-    BackendContext,
-    BashSpawnContext,
     BeforeToolCallContext,
-    PluginCommand,
-    RegisterToolsContext,
     apply_after_tool_call_result,
 )
-from pi_core.hooks import PluginHooks
-from pi_core.loop_config import LoopConfig
-from pi_core.operations import CommandOutput, FileStat
-from pi_core.plugins import PiPluginManager
+from pi_core._plugins import caller as hook_caller
+from pi_core._plugins.contexts import (
+    BackendContext,
+    BashSpawnContext,
+    PluginCommand,
+    RegisterToolsContext,
+)
+from pi_core._plugins.facade import PluginHooks
+from pi_core._plugins.manager import PiPluginManager
+from pi_core._wire.events import AgentEndEvent, AgentStartEvent, TurnStartEvent
 
 Register = Callable[..., str]
 
@@ -1250,7 +1252,7 @@ async def test_apply_to_sets_the_loop_callbacks(
     )
 
 
-@pytest.mark.parametrize("module", ["pi_core.loop_config", "pi_core.loop"])
+@pytest.mark.parametrize("module", ["pi_core._pipeline.config", "pi_core._loop.loop"])
 def test_loop_modules_do_not_import_pluggy(module: str) -> None:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
@@ -1267,7 +1269,8 @@ def test_loop_modules_do_not_import_pluggy(module: str) -> None:
         name
         for name in imported
         if name.split(".")[0] == "pluggy"
-        or name in ("pi_core.hooks", "pi_core.plugins", "pi_core.hook_caller")
+        or name
+        in ("pi_core._plugins.facade", "pi_core._plugins.manager", "pi_core._plugins.caller")
     }
 
 

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from pi_core.http_retry import RetryPolicy, retry_after_seconds, should_retry
+from pi_core._providers.http import RetryPolicy, retry_after_seconds, should_retry
 
 
 def test_backoff_doubles_up_to_the_cap() -> None:

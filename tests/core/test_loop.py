@@ -11,24 +11,18 @@ from typing import Any
 import pytest
 import trio
 
-from pi_core.hook_types import AfterToolCallResult, BeforeToolCallResult
-from pi_core.loop import (
-    LENGTH_GUARD_TEXT,
-    run_agent_loop,
-    run_agent_loop_continue,
-    run_nested_tool_call,
-    run_tool_call,
-    tool_result_message,
-)
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import (
+from pi_core._loop.loop import LENGTH_GUARD_TEXT, run_agent_loop, run_agent_loop_continue
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.contexts import AfterToolCallResult, BeforeToolCallResult
+from pi_core._pipeline.pipeline import run_nested_tool_call, run_tool_call, tool_result_message
+from pi_core._providers.base import ScriptedProvider
+from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,
     CustomMessage,
     TextContent,
     ToolResultMessage,
 )
-from pi_core.providers import ScriptedProvider
 
 # the shared helper module sits next to this file (pytest's importlib mode does not put
 # test folders on sys.path)
@@ -1390,7 +1384,7 @@ def test_the_loop_module_does_not_import_pluggy() -> None:
         "import sys, types\n"
         f"pkg = types.ModuleType('pi_core'); pkg.__path__ = [{str(src)!r}]\n"
         "sys.modules['pi_core'] = pkg\n"
-        "import pi_core.loop, pi_core.agent, pi_core.providers, pi_core.abort\n"
+        "import pi_core._loop.loop, pi_core._loop.agent, pi_core._providers.base, pi_core._abort\n"
         "assert 'pluggy' not in sys.modules, sorted(m for m in sys.modules if 'plug' in m)\n"
         "print('ok')\n"
     )

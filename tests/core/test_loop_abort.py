@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 import trio
 
-from pi_core.abort import Abort
-from pi_core.errors import ToolAborted
-from pi_core.hook_types import BeforeToolCallResult
-from pi_core.loop import run_agent_loop, run_tool_call
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import AgentToolResult, TextContent
-from pi_core.providers import ScriptedProvider
+from pi_core._abort import Abort
+from pi_core._errors import ToolAborted
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.contexts import BeforeToolCallResult
+from pi_core._pipeline.pipeline import run_tool_call
+from pi_core._providers.base import ScriptedProvider
+from pi_core._wire.messages import AgentToolResult, TextContent
 
 # the shared helper module sits next to this file (pytest's importlib mode does not put
 # test folders on sys.path)

@@ -8,18 +8,18 @@ from typing import Any
 
 import trio
 
-from pi_core.events import AgentEvent
-from pi_core.loop import run_agent_loop
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import (
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._providers.base import ScriptedProvider
+from pi_core._tools.definition import AgentTool, OnUpdate
+from pi_core._wire.events import AgentEvent
+from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,
     TextContent,
     ToolCall,
     UserMessage,
 )
-from pi_core.providers import ScriptedProvider
-from pi_core.tools import AgentTool, OnUpdate
 
 ECHO_SCHEMA: dict[str, Any] = {
     "type": "object",

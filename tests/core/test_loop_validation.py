@@ -12,10 +12,10 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pi_core.loop import run_agent_loop
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import AgentToolResult, TextContent, ToolCall
-from pi_core.providers import ScriptedProvider
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._providers.base import ScriptedProvider
+from pi_core._wire.messages import AgentToolResult, TextContent, ToolCall
 
 # the shared helper module sits next to this file (pytest's importlib mode does not put
 # test folders on sys.path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pi_core.messages import (
+from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,
     ImageContent,

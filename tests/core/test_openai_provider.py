@@ -8,11 +8,14 @@ from typing import Any
 
 import trio
 
-from pi_core.abort import Abort
-from pi_core.http_retry import HttpSettings, RetryPolicy
-from pi_core.loop import run_agent_loop
-from pi_core.loop_config import AgentContext, LoopConfig
-from pi_core.messages import (
+from pi_core._abort import Abort
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._providers.base import ModelProvider, ModelRequest, StreamDelta
+from pi_core._providers.http import HttpSettings, RetryPolicy
+from pi_core._providers.openai import OpenAIProvider, convert_messages, error_text
+from pi_core._tools.definition import AgentTool, to_agent_tool, tool
+from pi_core._wire.messages import (
     AssistantMessage,
     ImageContent,
     TextContent,
@@ -21,9 +24,6 @@ from pi_core.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pi_core.openai_provider import OpenAIProvider, convert_messages, error_text
-from pi_core.providers import ModelProvider, ModelRequest, StreamDelta
-from pi_core.tools import AgentTool, to_agent_tool, tool
 
 # the helper modules sit next to this file (pytest's importlib mode does not put test
 # folders on sys.path)

@@ -1,5 +1,5 @@
-"""Plugin loading, selection, validation and listing (``pi_core.plugins``), and session set-up
-from plugins (``pi_core.registry``): DESIGN §2, STYLE item 3.
+"""Plugin loading, selection, validation and listing (``pi_core._plugins.manager``), and session set-up
+from plugins (``pi_core._plugins.session``): DESIGN §2, STYLE item 3.
 
 The installed ``builtin_tools`` and ``sandbox`` entry points are used as they are; broken plugins
 are modules written to ``tmp_path`` and loaded by module path (the CLI's ``-p``) or through a
@@ -23,15 +23,15 @@ import pytest
 import pi_builtin_tools.plugin
 import pi_sandbox_plugin.plugin
 from pi_core import hookimpl
-from pi_core.errors import PluginError
-from pi_core.plugins import (
+from pi_core._errors import PluginError
+from pi_core._plugins.manager import (
     PiPluginManager,
     PluginInfo,
     check_pending,
     list_plugins,
     make_plugin_manager,
 )
-from pi_core.registry import Session, build_session
+from pi_core._plugins.session import Session, build_session
 
 BUILTINS = ["builtin_tools", "sandbox"]
 
@@ -150,8 +150,8 @@ def test_no_import_time_manager_and_fresh_managers() -> None:
     code = textwrap.dedent(
         """
         import gc, pluggy
-        import pi_core, pi_core.plugins, pi_core.hooks, pi_core.hook_caller
-        import pi_core.registry, pi_core.testing, pi_core.hookspecs
+        import pi_core, pi_core._plugins.manager, pi_core._plugins.facade, pi_core._plugins.caller
+        import pi_core._plugins.session, pi_core.testing, pi_core.hookspecs
         managers = [o for o in gc.get_objects() if isinstance(o, pluggy.PluginManager)]
         print(len(managers))
         """
@@ -491,13 +491,13 @@ def test_check_pending_names_plugin_and_hook(plugin_manager: PiPluginManager) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# Session set-up (pi_core.registry)
+# Session set-up (pi_core._plugins.session)
 # ---------------------------------------------------------------------------------------------
 
 
 BACKEND_PLUGIN = """
     from pi_core import hookimpl, tool
-    from pi_core.operations import CommandOutput, FileStat
+    from pi_core._backend_kit.operations import CommandOutput, FileStat
 
     class Bash:
         async def exec(self, command, cwd, *, on_data, env=None, timeout=None):

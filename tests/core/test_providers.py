@@ -6,10 +6,9 @@ from typing import Any
 
 import pytest
 
-from pi_core.abort import Abort
-from pi_core.errors import ProviderError
-from pi_core.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
-from pi_core.providers import (
+from pi_core._abort import Abort
+from pi_core._errors import ProviderError
+from pi_core._providers.base import (
     ModelProvider,
     ModelRequest,
     ScriptedProvider,
@@ -18,6 +17,7 @@ from pi_core.providers import (
     error_message,
     stream_events,
 )
+from pi_core._wire.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
 
 
 def request(prompt: str = "p") -> ModelRequest:

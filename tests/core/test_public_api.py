@@ -29,8 +29,87 @@ DESIGN_NAMES = {
 }
 
 
-def test_exported_names_are_the_design_names() -> None:
-    assert set(pi_core.__all__) == DESIGN_NAMES | {"wrap_tool_definition"}
+#: What plugins and hosts need beyond DESIGN §3: the errors, the hook contexts, the session
+#: and plugin-manager factories, the loop's configuration and the nested-call entry point.
+DOOR_NAMES = {
+    "AfterToolCallContext",
+    "AgentContext",
+    "BackendContext",
+    "BashSpawnContext",
+    "BeforeToolCallContext",
+    "CommandInvocation",
+    "ConfigError",
+    "LoopConfig",
+    "OnUpdate",
+    "PiError",
+    "PiPluginManager",
+    "PluginCommand",
+    "PluginError",
+    "PluginHooks",
+    "ProviderError",
+    "RegisterToolsContext",
+    "Session",
+    "ToolCallOutcome",
+    "ToolError",
+    "build_session",
+    "find_config",
+    "js_number_to_string",
+    "load_config",
+    "make_plugin_manager",
+    "run_tool_call",
+    "wrap_tool_definition",
+}
+
+
+def test_exported_names_are_the_design_names_and_the_door() -> None:
+    assert set(pi_core.__all__) == DESIGN_NAMES | DOOR_NAMES
+
+
+def test_backends_door() -> None:
+    import pi_core.backends
+
+    assert pi_core.backends.__all__ == [
+        "BashOperations",
+        "CommandOutput",
+        "CommandTimeout",
+        "FileKind",
+        "FileOperations",
+        "FileStat",
+        "LocalFileOperations",
+        "atomic_write_bytes",
+        "file_kind",
+        "find_rg",
+        "kill_process_group",
+        "missing_cwd_error",
+        "resolve_existing_path",
+        "resolve_to_cwd",
+        "run_shielded",
+        "stream_process",
+        "unwrap_exception_group",
+        "with_file_mutation_queue",
+        "with_tool_path_mutation_queue",
+    ]
+    assert pi_core.backends.BashOperations is pi_core.BashOperations
+    assert pi_core.backends.CommandTimeout is pi_core.CommandTimeout
+
+
+def test_providers_door() -> None:
+    import pi_core.providers
+
+    assert pi_core.providers.__all__ == [
+        "ABORTED_ERROR_MESSAGE",
+        "EMPTY_USAGE",
+        "ModelProvider",
+        "ModelRequest",
+        "ProviderEvent",
+        "ScriptedProvider",
+        "StreamDelta",
+        "StreamDone",
+        "StreamError",
+        "StreamStart",
+        "error_message",
+        "stream_events",
+    ]
 
 
 def test_every_exported_name_resolves() -> None:

@@ -1,4 +1,4 @@
-"""``pi_core.session_files``: Pi session files (v1 flat, v3 tree) and message JSONL."""
+"""``pi_core._wire.session_files``: Pi session files (v1 flat, v3 tree) and message JSONL."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pi_core.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from pi_core.session_files import SessionFileError, parse_session_text, read_session_file
+from pi_core._wire.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from pi_core._wire.session_files import SessionFileError, parse_session_text, read_session_file
 
 SESSIONS = Path("/work/shared/sessions")
 SESSION_FILES = sorted(SESSIONS.glob("*.jsonl"))
@@ -42,7 +42,7 @@ def test_every_message_line_round_trips(path: Path) -> None:
     assert len(originals) > 100
     from pydantic import TypeAdapter
 
-    from pi_core.messages import AgentMessage
+    from pi_core._wire.messages import AgentMessage
 
     adapter: TypeAdapter[Any] = TypeAdapter(AgentMessage)
     for original in originals:

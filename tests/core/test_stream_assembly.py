@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pi_core.stream_assembly import parse_streaming_json, repair_json
+from pi_core._providers.assembly import parse_streaming_json, repair_json
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ def test_plugin_manager_is_fresh_and_ignores_the_environment(
     pytester.makepyfile(
         """
         from pi_core.hookspecs import HOOK_CALL_MODES
-        from pi_core.plugins import PiPluginManager
+        from pi_core._plugins.manager import PiPluginManager
 
         managers = []
 
@@ -83,7 +83,7 @@ def test_register_plugin_validates_like_an_installed_plugin(pytester: pytest.Pyt
         """
         import pytest
         from pi_core import hookimpl
-        from pi_core.errors import PluginError
+        from pi_core._errors import PluginError
 
         class Typo:
             @hookimpl
@@ -107,7 +107,7 @@ def test_pi_hooks_calls_the_registered_plugins(pytester: pytest.Pytester) -> Non
     pytester.makepyfile(
         """
         from pi_core import hookimpl, tool
-        from pi_core.hook_types import RegisterToolsContext
+        from pi_core._plugins.contexts import RegisterToolsContext
 
         @tool
         def weather(city: str) -> str:

@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 
 from pi_core import AgentTool, AgentToolResult, TextContent, ToolDefinition, tool
-from pi_core.tools import result_from_value, to_agent_tool, wrap_tool_definition
+from pi_core._tools.definition import result_from_value, to_agent_tool, wrap_tool_definition
 
 
 @tool

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pi_core import AgentTool, tool
-from pi_core.errors import ToolError
-from pi_core.validation import (
+from pi_core._errors import ToolError
+from pi_core._tools.validation import (
     MAX_ERRORS,
     ToolArgumentsError,
     js_number_to_string,

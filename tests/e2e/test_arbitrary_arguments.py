@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 from pi_builtin_tools.local_files import LocalFileOperations
 from pi_core import hookimpl
-from pi_core.loop import run_agent_loop
-from pi_core.loop_config import AgentContext
-from pi_core.messages import AssistantMessage, TextContent, ToolCall, UserMessage
-from pi_core.plugins import make_plugin_manager
-from pi_core.providers import ScriptedProvider
-from pi_core.registry import build_session
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext
+from pi_core._plugins.manager import make_plugin_manager
+from pi_core._plugins.session import build_session
+from pi_core._providers.base import ScriptedProvider
+from pi_core._wire.messages import AssistantMessage, TextContent, ToolCall, UserMessage
 
 
 class RecordingBash:

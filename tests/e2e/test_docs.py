@@ -85,7 +85,7 @@ def test_hook_page_states_every_call_mode() -> None:
 
 
 def test_cli_reference_names_every_command_and_option() -> None:
-    from pi_core.cli.parser import BUILTIN_COMMANDS, build_parser
+    from pi_core._cli.parser import BUILTIN_COMMANDS, build_parser
 
     page = (DOCS / "reference" / "cli.md").read_text()
     parser = build_parser()
@@ -102,7 +102,7 @@ def test_cli_reference_names_every_command_and_option() -> None:
 
 def test_configuration_reference_names_every_key() -> None:
     from pi_builtin_tools.bash import _BACKEND_OPTION_KEYS, _OPTION_KEYS
-    from pi_core.config import CoreSettings
+    from pi_core._config import CoreSettings
     from pi_sandbox_plugin import config as sandbox
 
     page = (DOCS / "reference" / "configuration.md").read_text()
@@ -221,7 +221,7 @@ SANDBOX_SNIPPETS = sorted((SNIPPETS / "sandbox").glob("*.toml"))
 
 @pytest.mark.parametrize("path", SANDBOX_SNIPPETS, ids=lambda p: p.name)
 def test_sandbox_config_snippets_are_valid(path: Path) -> None:
-    from pi_core.config import load_config
+    from pi_core._config import load_config
     from pi_sandbox_plugin import load_sandbox_config
 
     config = load_config(path)

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pi_core.loop import run_tool_call
-from pi_core.loop_config import AgentContext
-from pi_core.messages import ToolCall
-from pi_core.registry import Session
+from pi_core._pipeline.config import AgentContext
+from pi_core._pipeline.pipeline import run_tool_call
+from pi_core._plugins.session import Session
+from pi_core._wire.messages import ToolCall
 
 PI = str(Path(sys.executable).with_name("pi"))
 """The ``pi`` command of this virtual environment."""

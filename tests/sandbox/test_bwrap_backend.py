@@ -21,10 +21,10 @@ if str(Path(__file__).parent) not in sys.path:
 
 
 from pi_builtin_tools.write import write_file
-from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in
-from pi_core.errors import CommandTimeout, ToolError
-from pi_core.file_contract import FileOperationsContract
-from pi_core.operations import BashOperations, FileOperations
+from pi_core._backend_kit.operations import BashOperations, FileOperations
+from pi_core._errors import CommandTimeout, ToolError
+from pi_core.testing.bash_contract import BashOperationsContract, Recorder, pids_in
+from pi_core.testing.file_contract import FileOperationsContract
 from pi_sandbox_plugin.bwrap_backend import BwrapBackend, SandboxUnavailable
 
 _probed: list[str] = []

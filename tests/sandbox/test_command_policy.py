@@ -11,12 +11,12 @@ import pytest
 
 import pi_builtin_tools.plugin as builtin_plugin
 import pi_sandbox_plugin.plugin as sandbox_plugin
-from pi_core.config import load_config
-from pi_core.errors import ConfigError
-from pi_core.loop import run_tool_call
-from pi_core.loop_config import AgentContext
-from pi_core.messages import ToolCall
-from pi_core.registry import build_session
+from pi_core._config import load_config
+from pi_core._errors import ConfigError
+from pi_core._pipeline.config import AgentContext
+from pi_core._pipeline.pipeline import run_tool_call
+from pi_core._plugins.session import build_session
+from pi_core._wire.messages import ToolCall
 from pi_sandbox_plugin.command_policy import CommandPolicy, Decision
 from pi_sandbox_plugin.policy_cli import run_policy_check
 

@@ -19,10 +19,10 @@ if str(Path(__file__).parent) not in sys.path:
 from container_support import PodmanSession, container_names
 
 from pi_builtin_tools.write import write_file
-from pi_core.bash_contract import BashOperationsContract, Recorder
-from pi_core.errors import ToolError
-from pi_core.file_contract import FileOperationsContract, FileShell
-from pi_core.operations import BashOperations, FileOperations
+from pi_core._backend_kit.operations import BashOperations, FileOperations
+from pi_core._errors import ToolError
+from pi_core.testing.bash_contract import BashOperationsContract, Recorder
+from pi_core.testing.file_contract import FileOperationsContract, FileShell
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.container_backend import ContainerBackend
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_core.cli import run
+from pi_core._cli import run
 
 SHARED_POLICY = Path(__file__).resolve().parents[2].parent / "shared" / "policy"
 PI = Path(sys.executable).parent / "pi"

@@ -65,10 +65,11 @@ def test_exported_policy_decides_through_the_package_names() -> None:
 
 def test_the_local_file_backend_is_the_one_in_pi_core() -> None:
     import pi_builtin_tools.local_files
-    import pi_core.local_files
+    import pi_core._backend_kit.local_files
 
     assert (
-        pi_builtin_tools.local_files.LocalFileOperations is pi_core.local_files.LocalFileOperations
+        pi_builtin_tools.local_files.LocalFileOperations
+        is pi_core._backend_kit.local_files.LocalFileOperations
     )
-    assert pi_builtin_tools.local_files.find_rg is pi_core.local_files.find_rg
+    assert pi_builtin_tools.local_files.find_rg is pi_core._backend_kit.local_files.find_rg
     assert not hasattr(pi_sandbox_plugin, "local_files")

@@ -15,12 +15,12 @@ from replay_support import call, replay, texts, tool_call
 import pi_builtin_tools.plugin as builtin_plugin
 import pi_sandbox_plugin.plugin as sandbox_plugin
 from pi_builtin_tools.local_bash import LocalBashOperations
-from pi_core.local_files import LocalFileOperations
-from pi_core.loop import run_tool_call
-from pi_core.loop_config import AgentContext
-from pi_core.messages import ToolCall
-from pi_core.plugins import PiPluginManager
-from pi_core.registry import Session, build_session
+from pi_core._backend_kit.local_files import LocalFileOperations
+from pi_core._pipeline.config import AgentContext
+from pi_core._pipeline.pipeline import run_tool_call
+from pi_core._plugins.manager import PiPluginManager
+from pi_core._plugins.session import Session, build_session
+from pi_core._wire.messages import ToolCall
 from pi_sandbox_plugin.backends import MappedBashOperations, MappedFileOperations
 from pi_sandbox_plugin.bwrap_backend import BwrapBackend
 from pi_sandbox_plugin.container_backend import ContainerBackend
@@ -412,7 +412,7 @@ async def test_container_backend_from_the_config(tmp_path: Path, podman: Any) ->
 
 
 def test_a_bad_deny_pattern_is_a_config_error(tmp_path: Path) -> None:
-    from pi_core.errors import ConfigError
+    from pi_core._errors import ConfigError
 
     config = {"sandbox": {"policy": {"deny_paths": [".env", "\\"]}}}
     with pytest.raises(ConfigError) as caught:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pi_core.config import load_config
-from pi_core.errors import ConfigError
+from pi_core._config import load_config
+from pi_core._errors import ConfigError
 from pi_sandbox_plugin.command_policy import CommandPolicy
 from pi_sandbox_plugin.config import (
     BwrapConfig,

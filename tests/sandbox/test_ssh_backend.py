@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).parent))  # support modules (--import-mode
 
 from sshd_support import SshServer, descendants
 
-from pi_core.bash_contract import BashOperationsContract, Recorder, pids_in
-from pi_core.errors import CommandTimeout, ToolError
-from pi_core.file_contract import FileOperationsContract, FileShell
-from pi_core.operations import BashOperations, FileOperations
+from pi_core._backend_kit.operations import BashOperations, FileOperations
+from pi_core._errors import CommandTimeout, ToolError
+from pi_core.testing.bash_contract import BashOperationsContract, Recorder, pids_in
+from pi_core.testing.file_contract import FileOperationsContract, FileShell
 from pi_sandbox_plugin.ssh_backend import (
     RemotePathMap,
     SshBashOperations,

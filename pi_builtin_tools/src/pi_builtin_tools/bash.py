@@ -38,12 +38,19 @@ import trio
 
 from pi_builtin_tools.output_accumulator import OutputAccumulator, OutputSnapshot
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
-from pi_core.errors import CommandTimeout, ConfigError, ToolAborted, ToolError
-from pi_core.hook_types import BashSpawnContext
-from pi_core.messages import AgentToolResult, TextContent
-from pi_core.operations import BashOperations
-from pi_core.process_stream import unwrap_exception_group
-from pi_core.tools import OnUpdate, ToolDefinition
+from pi_core import (
+    AgentToolResult,
+    BashOperations,
+    BashSpawnContext,
+    CommandTimeout,
+    ConfigError,
+    OnUpdate,
+    TextContent,
+    ToolAborted,
+    ToolDefinition,
+    ToolError,
+)
+from pi_core.backends import unwrap_exception_group
 
 DESCRIPTION = (
     "Execute a bash command in the current working directory. Returns stdout and stderr. "

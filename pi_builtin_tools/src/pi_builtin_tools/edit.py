@@ -9,7 +9,7 @@ Execution (inside the file mutation queue of the file, so edits and writes of on
 after another):
 
 1. resolve the path and key the queue as every mutating tool does
-   (:func:`pi_core.mutation_queue.with_tool_path_mutation_queue`: the exact name first, then
+   (:func:`pi_core._backend_kit.mutation_queue.with_tool_path_mutation_queue`: the exact name first, then
    special spaces as U+0020; the same file as ``write`` would replace);
 2. check the file can be read and written (``Could not edit file: {path}. Error code: {code}.``);
 3. read its bytes and classify them (:mod:`pi_builtin_tools.file_encoding`): binary files are
@@ -50,12 +50,15 @@ from pi_builtin_tools.file_encoding import (
 )
 from pi_builtin_tools.fs_errors import error_code, node_error_message, show_path
 from pi_builtin_tools.truncate import format_size
-from pi_core.errors import ToolError
-from pi_core.messages import AgentToolResult, TextContent
-from pi_core.mutation_queue import run_shielded, with_tool_path_mutation_queue
-from pi_core.operations import FileOperations
-from pi_core.paths import resolve_existing_path
-from pi_core.tools import OnUpdate, ToolDefinition
+from pi_core import (
+    AgentToolResult,
+    FileOperations,
+    OnUpdate,
+    TextContent,
+    ToolDefinition,
+    ToolError,
+)
+from pi_core.backends import resolve_existing_path, run_shielded, with_tool_path_mutation_queue
 
 EDIT_DESCRIPTION = (
     "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, "
@@ -313,7 +316,7 @@ async def edit_file(
     operations: FileOperations, cwd: str, path: str, edits: Sequence[dict[str, str]]
 ) -> AgentToolResult:
     """Apply ``edits`` to the file ``path`` (relative to ``cwd``) as the tool does; raises
-    :class:`~pi_core.errors.ToolError` with the model-facing text on failure. The caller must
+    :class:`~pi_core._errors.ToolError` with the model-facing text on failure. The caller must
     not checkpoint before calling it, so that queue order is call order."""
     started = False
 

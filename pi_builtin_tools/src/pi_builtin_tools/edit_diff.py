@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pi_core.errors import ToolError
+from pi_core import ToolError
 
 # --------------------------------------------------------------------------------------------
 # Errors

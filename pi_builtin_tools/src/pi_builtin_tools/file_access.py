@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from pi_core.operations import FileOperations
+from pi_core import FileOperations
 
 _ANY_WRITE_BIT = 0o222
 

@@ -37,12 +37,16 @@ from pi_builtin_tools.fs_errors import check_no_nul, show_path
 from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.tool_args import integer_arg
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
-from pi_core.errors import ToolError
-from pi_core.messages import AgentToolResult, TextContent
-from pi_core.operations import FileOperations
-from pi_core.paths import resolve_existing_path
-from pi_core.tools import OnUpdate, ToolDefinition
-from pi_core.validation import js_number_to_string
+from pi_core import (
+    AgentToolResult,
+    FileOperations,
+    OnUpdate,
+    TextContent,
+    ToolDefinition,
+    ToolError,
+    js_number_to_string,
+)
+from pi_core.backends import resolve_existing_path
 
 DEFAULT_FIND_LIMIT = 1000
 

@@ -14,7 +14,7 @@ import errno
 import os
 import re
 
-from pi_core.errors import ToolError
+from pi_core import ToolError
 
 _LIBUV: dict[int, tuple[str, str]] = {
     errno.ENOENT: ("ENOENT", "no such file or directory"),
@@ -92,7 +92,7 @@ def node_error_message(exc: OSError, syscall: str, path: str | None = None) -> s
 
 
 def fs_error(exc: OSError, syscall: str, path: str | None = None) -> ToolError:
-    """A :class:`~pi_core.errors.ToolError` carrying :func:`node_error_message` (raise it)."""
+    """A :class:`~pi_core._errors.ToolError` carrying :func:`node_error_message` (raise it)."""
     error = ToolError(node_error_message(exc, syscall, path))
     error.__cause__ = exc
     return error

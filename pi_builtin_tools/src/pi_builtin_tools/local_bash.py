@@ -31,8 +31,8 @@ from pathlib import Path
 
 import trio
 
-from pi_core.errors import ToolError
-from pi_core.process_stream import stream_process
+from pi_core import ToolError
+from pi_core.backends import stream_process
 
 SUPERVISOR = str(Path(__file__).with_name("_bash_supervisor.py"))
 """Path of the supervisor script, run with ``sys.executable -I -S``."""

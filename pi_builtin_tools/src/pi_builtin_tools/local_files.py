@@ -1,9 +1,9 @@
-"""The local file backend, re-exported from :mod:`pi_core.local_files` (DESIGN §1: helpers both
+"""The local file backend, re-exported from :mod:`pi_core._backend_kit.local_files` (DESIGN §1: helpers both
 plugin distributions need live in ``pi_core``): :class:`LocalFileOperations` and
 :func:`find_rg`."""
 
 from __future__ import annotations
 
-from pi_core.local_files import LocalFileOperations, find_rg
+from pi_core.backends import LocalFileOperations, find_rg
 
 __all__ = ["LocalFileOperations", "find_rg"]

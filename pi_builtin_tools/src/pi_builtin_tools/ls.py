@@ -4,7 +4,7 @@ Entries include dotfiles (not ``.``/``..``), sorted by case-folded name (ties by
 itself, so the order never depends on the backend's ``readdir`` order); directories, and
 symlinks to directories, get a ``/`` suffix; entries that cannot be stat'ed (a broken symlink)
 are left out. At most ``limit`` entries (default 500), then the output is cut to 50KB.
-All I/O goes through the :class:`~pi_core.operations.FileOperations` given.
+All I/O goes through the :class:`~pi_core._backend_kit.operations.FileOperations` given.
 """
 
 from __future__ import annotations
@@ -16,12 +16,16 @@ from pi_builtin_tools.fs_errors import check_no_nul, node_error_message, show_pa
 from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.tool_args import integer_arg
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES
-from pi_core.errors import ToolError
-from pi_core.messages import AgentToolResult, TextContent
-from pi_core.operations import FileOperations
-from pi_core.paths import resolve_existing_path
-from pi_core.tools import OnUpdate, ToolDefinition
-from pi_core.validation import js_number_to_string
+from pi_core import (
+    AgentToolResult,
+    FileOperations,
+    OnUpdate,
+    TextContent,
+    ToolDefinition,
+    ToolError,
+    js_number_to_string,
+)
+from pi_core.backends import resolve_existing_path
 
 DEFAULT_LS_LIMIT = 500
 

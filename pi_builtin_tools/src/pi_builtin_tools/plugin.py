@@ -20,9 +20,7 @@ from pi_builtin_tools.ls import create_ls_tool_definition
 from pi_builtin_tools.read import ReadToolOptions, create_read_tool_definition
 from pi_builtin_tools.tool_config import tools_table
 from pi_builtin_tools.write import create_write_tool_definition
-from pi_core.hook_types import BackendContext, RegisterToolsContext
-from pi_core.markers import hookimpl
-from pi_core.operations import BashOperations, FileOperations
+from pi_core import BackendContext, BashOperations, FileOperations, RegisterToolsContext, hookimpl
 
 
 def _file_tools(context: RegisterToolsContext, files: FileOperations) -> list[Any]:

@@ -47,12 +47,17 @@ from pi_builtin_tools.truncate import (
     format_size,
     head_from_lines,
 )
-from pi_core.errors import ToolError
-from pi_core.messages import AgentToolResult, ImageContent, TextContent
-from pi_core.operations import FileOperations
-from pi_core.paths import resolve_existing_path
-from pi_core.tools import OnUpdate, ToolDefinition
-from pi_core.validation import js_number_to_string
+from pi_core import (
+    AgentToolResult,
+    FileOperations,
+    ImageContent,
+    OnUpdate,
+    TextContent,
+    ToolDefinition,
+    ToolError,
+    js_number_to_string,
+)
+from pi_core.backends import resolve_existing_path
 
 READ_DESCRIPTION = (
     "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). "
@@ -114,7 +119,7 @@ class ReadToolOptions:
         ``supports_images``, ``max_image_width``, ``max_image_height``, ``max_image_bytes``,
         ``jpeg_quality``.
 
-        Raises :class:`~pi_core.errors.ConfigError` for a bad value or an unknown key
+        Raises :class:`~pi_core._errors.ConfigError` for a bad value or an unknown key
         (:func:`~pi_builtin_tools.tool_config.read_settings`)."""
         settings = read_settings(config)
         resize = ImageResizeOptions(
@@ -369,7 +374,7 @@ async def read_file(
     ctx: Any = None,
 ) -> AgentToolResult:
     """What the read tool returns for ``path``/``offset``/``limit`` (spec §7.1); raises
-    :class:`~pi_core.errors.ToolError` with Pi's texts on failure."""
+    :class:`~pi_core._errors.ToolError` with Pi's texts on failure."""
     opts = options or ReadToolOptions()
     offset = integer_arg("offset", offset, minimum=0)  # 0 reads from the start, as Pi does
     limit = integer_arg("limit", limit)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
-from pi_core.messages import AgentToolResult, TextContent
+from pi_core import AgentToolResult, TextContent
 
 NO_LINE_LIMIT = 2**53 - 1
 """JavaScript's ``Number.MAX_SAFE_INTEGER``: Pi's "no line limit" (it shows in

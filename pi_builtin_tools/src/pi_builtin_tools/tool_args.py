@@ -12,8 +12,7 @@ from __future__ import annotations
 import math
 from typing import overload
 
-from pi_core.errors import ToolError
-from pi_core.validation import js_number_to_string
+from pi_core import ToolError, js_number_to_string
 
 
 @overload

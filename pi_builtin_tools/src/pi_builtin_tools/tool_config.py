@@ -1,8 +1,8 @@
-"""Validation of the ``[tools]`` tables of ``pi.toml`` (DESIGN §5; config style of ``pi_core.config``).
+"""Validation of the ``[tools]`` tables of ``pi.toml`` (DESIGN §5; config style of ``pi_core._config``).
 
 ``[tools]`` must be a table; ``[tools.bash]`` and ``[tools.read]`` too. ``[tools.read]`` is
 checked by :class:`ReadSettings` (unknown keys and non-positive sizes are errors). Errors are
-:class:`~pi_core.errors.ConfigError` with the message ``pi.toml: tools.read.KEY: REASON (got V)``
+:class:`~pi_core._errors.ConfigError` with the message ``pi.toml: tools.read.KEY: REASON (got V)``
 (the hooks get the config dict without its path, so the file is named ``pi.toml``).
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pydantic
 
-from pi_core.errors import ConfigError
+from pi_core import ConfigError
 
 CONFIG_NAME = "pi.toml"
 TOOLS_TABLE = "tools"

@@ -18,10 +18,8 @@ from typing import Any
 
 from pi_builtin_tools.file_access import check_access
 from pi_builtin_tools.fs_errors import check_no_nul, fs_error
-from pi_core.messages import AgentToolResult, TextContent
-from pi_core.mutation_queue import run_shielded, with_tool_path_mutation_queue
-from pi_core.operations import FileOperations
-from pi_core.tools import OnUpdate, ToolDefinition
+from pi_core import AgentToolResult, FileOperations, OnUpdate, TextContent, ToolDefinition
+from pi_core.backends import run_shielded, with_tool_path_mutation_queue
 
 WRITE_DESCRIPTION = (
     "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. "
@@ -54,7 +52,7 @@ async def write_file(raw_path: str, content: str, cwd: str, ops: FileOperations)
     """Write ``content`` (UTF-8) to ``raw_path`` resolved against ``cwd`` (spec §7.2).
 
     Returns ``Successfully wrote {N} bytes to {raw_path}`` with N the UTF-8 size. Raises
-    :class:`~pi_core.errors.ToolError` with Node's texts (``EISDIR: illegal operation on a
+    :class:`~pi_core._errors.ToolError` with Node's texts (``EISDIR: illegal operation on a
     directory, open '{abs}'``). On cancellation the step in flight (mkdir, the write) finishes
     before ``Cancelled`` propagates and the queue moves on (spec §6).
     """

@@ -1,17 +1,64 @@
 """pi core: wire types, the trio agent loop and tool pipeline, hooks and plugin loading.
 
-The names below are the public API plugins use (DESIGN §3); everything else lives in modules
-named for what they hold.
+This module is the public door: every name a tool or policy plugin needs is importable from here,
+and a few documented sub-modules hold the rest:
+
+* :mod:`pi_core.backends`: the kit backend plugins build on (operation protocols, the local file
+  backend, atomic writes, the mutation queue, path resolution, process streaming);
+* :mod:`pi_core.providers`: the model-provider protocol and its stream events;
+* :mod:`pi_core.hookspecs`: every hook specification;
+* :mod:`pi_core.testing`: the pytest plugin and the backend contract suites.
+
+Everything else lives in private sub-packages, one per concern: ``_wire`` (messages, events,
+session files), ``_tools`` (tool types, ``@tool``, validation), ``_pipeline`` (one tool call),
+``_loop`` (turns and batches, ``Agent``), ``_plugins`` (markers, hook caller, facade, manager),
+``_providers`` (scripted, OpenAI, Anthropic), ``_backend_kit`` and ``_cli``.
 """
 
 from __future__ import annotations
 
-from pi_core.agent import Agent
-from pi_core.errors import CommandTimeout, ToolAborted
-from pi_core.hook_types import AfterToolCallResult, BeforeToolCallResult
-from pi_core.loop import run_agent_loop
-from pi_core.markers import hookimpl, hookspec
-from pi_core.messages import (
+from pi_core._backend_kit.mutation_queue import with_file_mutation_queue
+from pi_core._backend_kit.operations import BashOperations, FileOperations
+from pi_core._config import find_config, load_config
+from pi_core._errors import (
+    CommandTimeout,
+    ConfigError,
+    PiError,
+    PluginError,
+    ProviderError,
+    ToolAborted,
+    ToolError,
+)
+from pi_core._loop.agent import Agent
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.contexts import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
+from pi_core._pipeline.pipeline import ToolCallOutcome, run_tool_call
+from pi_core._plugins.contexts import (
+    BackendContext,
+    BashSpawnContext,
+    CommandInvocation,
+    PluginCommand,
+    RegisterToolsContext,
+)
+from pi_core._plugins.facade import PluginHooks
+from pi_core._plugins.manager import PiPluginManager, make_plugin_manager
+from pi_core._plugins.markers import hookimpl, hookspec
+from pi_core._plugins.session import Session, build_session
+from pi_core._tools.definition import (
+    AgentTool,
+    OnUpdate,
+    ToolDefinition,
+    tool,
+    wrap_tool_definition,
+)
+from pi_core._tools.validation import js_number_to_string
+from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,
     ImageContent,
@@ -20,30 +67,52 @@ from pi_core.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pi_core.mutation_queue import with_file_mutation_queue
-from pi_core.operations import BashOperations, FileOperations
-from pi_core.tools import AgentTool, ToolDefinition, tool, wrap_tool_definition
 
 __all__ = [
+    "AfterToolCallContext",
     "AfterToolCallResult",
     "Agent",
+    "AgentContext",
     "AgentTool",
     "AgentToolResult",
     "AssistantMessage",
+    "BackendContext",
     "BashOperations",
+    "BashSpawnContext",
+    "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "CommandInvocation",
     "CommandTimeout",
+    "ConfigError",
     "FileOperations",
     "ImageContent",
+    "LoopConfig",
+    "OnUpdate",
+    "PiError",
+    "PiPluginManager",
+    "PluginCommand",
+    "PluginError",
+    "PluginHooks",
+    "ProviderError",
+    "RegisterToolsContext",
+    "Session",
     "TextContent",
     "ToolAborted",
     "ToolCall",
+    "ToolCallOutcome",
     "ToolDefinition",
+    "ToolError",
     "ToolResultMessage",
     "UserMessage",
+    "build_session",
+    "find_config",
     "hookimpl",
     "hookspec",
+    "js_number_to_string",
+    "load_config",
+    "make_plugin_manager",
     "run_agent_loop",
+    "run_tool_call",
     "tool",
     "with_file_mutation_queue",
     "wrap_tool_definition",

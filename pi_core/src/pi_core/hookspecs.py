@@ -3,7 +3,7 @@
 Each spec states when it is called, its call mode (how several implementations combine), whether
 ``async def`` implementations are allowed, its parameters and its return value. Implementations
 name only the parameters they use. Async implementations are awaited by pi's own hook caller
-(:mod:`pi_core.hook_caller`), never by pluggy's ``__call__``; no spec uses ``firstresult``.
+(:mod:`pi_core._plugins.caller`), never by pluggy's ``__call__``; no spec uses ``firstresult``.
 
 Call modes:
 
@@ -16,7 +16,7 @@ Call modes:
 The order is pluggy's: later-registered first, ``tryfirst``/``trylast`` honoured. Hook wrappers
 (``wrapper=True``, ``hookwrapper=True``) are not supported: pi's caller awaits implementations one
 by one, which a wrapper cannot follow, so a plugin declaring one fails to load with a
-:class:`~pi_core.errors.PluginError`, as does an ``async def`` implementation of a sync-only hook.
+:class:`~pi_core._errors.PluginError`, as does an ``async def`` implementation of a sync-only hook.
 """
 
 from __future__ import annotations
@@ -24,19 +24,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pi_core.markers import hookspec
+from pi_core._plugins.markers import hookspec
 
 if TYPE_CHECKING:
-    from pi_core.hook_types import (
+    from pi_core._backend_kit.operations import BashOperations, FileOperations
+    from pi_core._pipeline.contexts import (
         AfterToolCallContext,
         AfterToolCallResult,
-        BackendContext,
-        BashSpawnContext,
         BeforeToolCallContext,
         BeforeToolCallResult,
-        RegisterToolsContext,
     )
-    from pi_core.operations import BashOperations, FileOperations
+    from pi_core._plugins.contexts import BackendContext, BashSpawnContext, RegisterToolsContext
 
 # ---------------------------------------------------------------------------------------------
 # Session set-up: backends, tools and model providers
@@ -50,8 +48,8 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
     **When**: once, when the bash tool is created for a session.
     **Call mode**: first non-None; sync implementations only. The built-in local backend is
     ``trylast``, so any other plugin returning a backend wins.
-    **Params**: ``context``: :class:`~pi_core.hook_types.BackendContext` (``cwd``, ``config``).
-    **Returns**: a :class:`~pi_core.operations.BashOperations`, or ``None`` to pass.
+    **Params**: ``context``: :class:`~pi_core._plugins.contexts.BackendContext` (``cwd``, ``config``).
+    **Returns**: a :class:`~pi_core._backend_kit.operations.BashOperations`, or ``None`` to pass.
     """
 
 
@@ -61,8 +59,8 @@ def pi_file_operations(context: BackendContext) -> FileOperations | None:
 
     **When**: once, when the file tools are created for a session.
     **Call mode**: first non-None; sync implementations only. The local backend is ``trylast``.
-    **Params**: ``context``: :class:`~pi_core.hook_types.BackendContext` (``cwd``, ``config``).
-    **Returns**: a :class:`~pi_core.operations.FileOperations`, or ``None`` to pass.
+    **Params**: ``context``: :class:`~pi_core._plugins.contexts.BackendContext` (``cwd``, ``config``).
+    **Returns**: a :class:`~pi_core._backend_kit.operations.FileOperations`, or ``None`` to pass.
     """
 
 
@@ -73,9 +71,9 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
     **When**: when a session builds its tool registry (``pi tools``, ``pi call``, ``pi replay``,
     ``pi run``, :class:`~pi_core.Agent` from a plugin manager).
     **Call mode**: collect; sync implementations only. A tool name registered twice is a
-    :class:`~pi_core.errors.PluginError` naming both plugins.
+    :class:`~pi_core._errors.PluginError` naming both plugins.
     **Params**: ``register(tool)`` accepts an ``AgentTool``, a ``ToolDefinition`` or a ``@tool``
-    function; ``context``: :class:`~pi_core.hook_types.RegisterToolsContext` (``cwd``,
+    function; ``context``: :class:`~pi_core._plugins.contexts.RegisterToolsContext` (``cwd``,
     ``config``, ``bash_operations``, ``file_operations``).
     **Returns**: nothing.
     """
@@ -101,8 +99,8 @@ def pi_register_commands(register: Callable[[Any], None]) -> None:
     ``call``, ``replay``, ``run``), or no command, or ``--help``, before the command line is
     parsed in full.
     **Call mode**: collect; sync implementations only. A command name registered twice, or one
-    that is a built-in command, is a :class:`~pi_core.errors.PluginError` naming the plugins.
-    **Params**: ``register(command)`` takes a :class:`~pi_core.hook_types.PluginCommand`
+    that is a built-in command, is a :class:`~pi_core._errors.PluginError` naming the plugins.
+    **Params**: ``register(command)`` takes a :class:`~pi_core._plugins.contexts.PluginCommand`
     (``name``, ``help``, ``configure(parser)`` adding arguments to an ``argparse`` parser, and
     ``run(invocation) -> int`` returning the exit status).
     **Returns**: nothing.
@@ -136,7 +134,7 @@ def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult 
     **Call mode**: first block; sync or async. Implementations are called in order until one
     returns ``BeforeToolCallResult(block=True)``; a result that does not block counts as
     ``None``, so no plugin can wave a call past a later policy.
-    **Params**: ``context``: :class:`~pi_core.hook_types.BeforeToolCallContext` (``tool_call``,
+    **Params**: ``context``: :class:`~pi_core._plugins.contexts.BeforeToolCallContext` (``tool_call``,
     ``args``, ``tool``, ``assistant_message``, ``context``).
     **Returns**: ``BeforeToolCallResult(block=True, reason=...)`` or ``None``. A block gives the
     error result ``reason`` (``Tool execution was blocked`` without one); an exception gives its
@@ -152,7 +150,7 @@ def pi_after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult | N
     calls that never executed (unknown tool, invalid arguments, blocked).
     **Call mode**: chain; sync or async. Applied in order, field by field; each implementation
     sees ``context.result`` and ``context.is_error`` as left by the previous one.
-    **Params**: ``context``: :class:`~pi_core.hook_types.AfterToolCallContext`.
+    **Params**: ``context``: :class:`~pi_core._plugins.contexts.AfterToolCallContext`.
     **Returns**: ``AfterToolCallResult`` (any of ``content``, ``details``, ``is_error``,
     ``terminate``, ``usage``, ``structured_content``) or ``None``. An exception replaces the whole
     result by an error result with its message.
@@ -165,7 +163,7 @@ def pi_bash_spawn_context(context: BashSpawnContext) -> BashSpawnContext | None:
 
     **When**: before each bash command runs.
     **Call mode**: chain; sync implementations only.
-    **Params**: ``context``: :class:`~pi_core.hook_types.BashSpawnContext` (``command``, ``cwd``,
+    **Params**: ``context``: :class:`~pi_core._plugins.contexts.BashSpawnContext` (``command``, ``cwd``,
     ``env``).
     **Returns**: a modified ``BashSpawnContext``, or ``None`` for unchanged.
     """
@@ -182,7 +180,7 @@ def pi_on_event(event: Any) -> None:
 
     **When**: for every event, in order, after the loop emitted it.
     **Call mode**: notify; sync or async. An exception is reported on stderr and stops nothing.
-    **Params**: ``event``: an event model of :mod:`pi_core.events` (``event.type`` is Pi's name).
+    **Params**: ``event``: an event model of :mod:`pi_core._wire.events` (``event.type`` is Pi's name).
     **Returns**: ignored.
     """
 
@@ -200,3 +198,18 @@ HOOK_CALL_MODES: dict[str, tuple[str, bool]] = {
     "pi_on_event": ("notify", True),
 }
 """Each hook's call mode and whether ``async def`` implementations are allowed."""
+
+
+__all__ = [
+    "HOOK_CALL_MODES",
+    "pi_after_tool_call",
+    "pi_bash_operations",
+    "pi_bash_spawn_context",
+    "pi_before_tool_call",
+    "pi_file_operations",
+    "pi_on_event",
+    "pi_prepare_arguments",
+    "pi_register_commands",
+    "pi_register_providers",
+    "pi_register_tools",
+]

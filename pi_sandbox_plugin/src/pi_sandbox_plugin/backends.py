@@ -5,7 +5,7 @@ of a session (issue 6 items 4-7), and the before-hook's path check.
 backend        bash                                  file tools
 =============  ====================================  ===============================================
 ``local``      ``None`` (the built-in local one)     ``None``; with ``[sandbox.policy]``: a guarded
-                                                     :class:`~pi_core.local_files.LocalFileOperations`
+                                                     :class:`~pi_core._backend_kit.local_files.LocalFileOperations`
 ``bwrap``      :class:`BwrapBackend` (workspace =    the same object (guarded with a policy)
                session cwd; denied paths masked)
 ``ssh``        :class:`SshBashOperations`            :class:`SshFileOperations` (guarded), one
@@ -39,10 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pi_core.errors import ConfigError
-from pi_core.local_files import LocalFileOperations
-from pi_core.operations import BashOperations, CommandOutput, FileOperations, FileStat
-from pi_core.paths import resolve_to_cwd
+from pi_core import BashOperations, ConfigError, FileOperations
+from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, resolve_to_cwd
 from pi_sandbox_plugin.bwrap_backend import BwrapBackend
 from pi_sandbox_plugin.config import (
     DEFAULT_CONFIG_NAME,
@@ -75,7 +73,7 @@ PATH_TOOLS = READ_TOOLS + WRITE_TOOLS + READ_WRITE_TOOLS
 
 def build_path_policy(sandbox: SandboxConfig, cwd: str) -> PathPolicy | None:
     """The :class:`PathPolicy` of ``[sandbox.policy]`` for a session in ``cwd``, or ``None``
-    without that table; :class:`~pi_core.errors.ConfigError` (``pi.toml:
+    without that table; :class:`~pi_core._errors.ConfigError` (``pi.toml:
     sandbox.policy.deny_paths[I]: problem``) for a bad pattern. Local file systems (``local``,
     ``bwrap``) resolve the roots with ``os.path.realpath``; remote ones take them as written.
     pi's full-output files stay readable (the guard reads them on this machine)."""
@@ -138,7 +136,7 @@ def path_check_reason(
 ) -> str | None:
     """The reason the before-hook blocks a call of ``tool_name`` with ``args`` (a mapping or an
     object with ``path``), or ``None`` (allowed, or not a file tool). ``path`` is resolved
-    against ``cwd`` as the tools do (:func:`pi_core.paths.resolve_to_cwd`) and then with
+    against ``cwd`` as the tools do (:func:`pi_core._backend_kit.paths.resolve_to_cwd`) and then with
     ``resolve`` (``os.path.realpath`` locally; a remote backend passes ``posixpath.normpath``:
     its symlinks are the guard's business)."""
     if tool_name not in PATH_TOOLS:
@@ -165,7 +163,7 @@ def path_check_reason(
 
 
 class MappedFileOperations:
-    """A :class:`~pi_core.operations.FileOperations` whose paths are the session's, over
+    """A :class:`~pi_core._backend_kit.operations.FileOperations` whose paths are the session's, over
     ``inner`` whose paths are the container's (``paths``: session cwd → ``workdir``); results
     and error file names map back."""
 
@@ -225,7 +223,7 @@ class MappedFileOperations:
 
 
 class MappedBashOperations:
-    """A :class:`~pi_core.operations.BashOperations` whose ``cwd`` is the session's, over
+    """A :class:`~pi_core._backend_kit.operations.BashOperations` whose ``cwd`` is the session's, over
     ``inner`` whose cwd is the container's."""
 
     def __init__(self, inner: ContainerBackend, paths: RemotePathMap) -> None:
@@ -349,7 +347,7 @@ _SESSIONS_KEPT = 64
 def sandbox_session(config: Mapping[str, Any], cwd: str) -> SandboxSession | None:
     """The :class:`SandboxSession` of the loaded ``config`` (the TOML dict) for ``cwd``, built
     on first use and then the same object for that config object and cwd; ``None`` without a
-    ``[sandbox]`` table. Raises :class:`~pi_core.errors.ConfigError` for a bad table."""
+    ``[sandbox]`` table. Raises :class:`~pi_core._errors.ConfigError` for a bad table."""
     sandbox = load_session_sandbox_config(config, cwd)
     if sandbox is None:
         return None

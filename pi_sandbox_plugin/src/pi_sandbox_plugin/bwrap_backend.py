@@ -28,7 +28,7 @@ directories empty, denied files ``EACCES``, everything outside the workspace rea
 (``EROFS``).
 
 **Unavailable sandbox**: if ``bwrap`` is missing or cannot create its namespaces, every call
-raises :class:`SandboxUnavailable` (a :class:`~pi_core.errors.ToolError`, so the tool call ends
+raises :class:`SandboxUnavailable` (a :class:`~pi_core._errors.ToolError`, so the tool call ends
 with its text as an error result) naming the reason; nothing ever runs unsandboxed.
 """
 
@@ -41,16 +41,19 @@ from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
-from pi_core.errors import missing_cwd_error
-from pi_core.local_files import find_rg, kill_process_group
-from pi_core.operations import CommandOutput
-from pi_core.process_stream import stream_process
+from pi_core.backends import (
+    CommandOutput,
+    find_rg,
+    kill_process_group,
+    missing_cwd_error,
+    stream_process,
+)
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.shell_files import ShellFileOperations
 
 
 def _default_rg() -> str:
-    """:func:`~pi_core.local_files.find_rg`, else the bare name (the sandbox's ``PATH``)."""
+    """:func:`~pi_core._backend_kit.local_files.find_rg`, else the bare name (the sandbox's ``PATH``)."""
     try:
         return find_rg()
     except FileNotFoundError:
@@ -62,8 +65,8 @@ def _under(path: str, root: str) -> bool:
 
 
 class BwrapBackend(ShellFileOperations):
-    """A :class:`~pi_core.operations.BashOperations` and
-    :class:`~pi_core.operations.FileOperations` in a bubblewrap sandbox (see the module).
+    """A :class:`~pi_core._backend_kit.operations.BashOperations` and
+    :class:`~pi_core._backend_kit.operations.FileOperations` in a bubblewrap sandbox (see the module).
 
     ``workspace``: the directory mounted read-write (its realpath, at that path).
     ``network``: keep the host's network (default: none). ``deny_paths``: absolute paths masked

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pi_core.hook_types import CommandInvocation, PluginCommand
+from pi_core import CommandInvocation, PluginCommand
 from pi_sandbox_plugin.policy_cli import run_policy_check
 
 

@@ -31,7 +31,7 @@
     cli_args = []
 
 Unknown keys are errors (a misspelt key never passes). Every error is a
-:class:`~pi_core.errors.ConfigError` whose one-line message names the file, the key and the
+:class:`~pi_core._errors.ConfigError` whose one-line message names the file, the key and the
 problem: ``/abs/pi.toml: sandbox.policy.deny[1]: a rule is a non-empty list of words``.
 """
 
@@ -46,7 +46,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import StrictBool, StrictInt, StrictStr
 
-from pi_core.errors import ConfigError
+from pi_core import ConfigError
 from pi_sandbox_plugin.command_policy import CommandPolicy
 
 SANDBOX_TABLE = "sandbox"
@@ -218,7 +218,7 @@ def load_sandbox_config(
     without one (then the plugin changes nothing).
 
     ``path`` is the file the dict came from, for messages (``pi.toml`` when unknown). Raises
-    :class:`~pi_core.errors.ConfigError` (``FILE: sandbox.KEY: problem``) for a bad value, an
+    :class:`~pi_core._errors.ConfigError` (``FILE: sandbox.KEY: problem``) for a bad value, an
     unknown key, a backend table the chosen backend cannot use, or a line of
     ``[sandbox.policy.tests]`` that the policy does not decide as listed. Results are cached by
     the table's content, so calling this for every tool call is cheap.
@@ -243,7 +243,7 @@ def config_source(config: Mapping[str, Any], cwd: str | os.PathLike[str]) -> str
     """The absolute path of the ``pi.toml`` that pi finds from ``cwd`` when its content is
     ``config`` (so messages can name it), else ``None`` (e.g. ``pi --config FILE``: the hooks
     receive the loaded dict, not the file it came from)."""
-    from pi_core.config import find_config
+    from pi_core import find_config
 
     found = find_config(os.fspath(cwd))
     if found is None:
@@ -260,7 +260,7 @@ def load_session_sandbox_config(
     config: Mapping[str, Any], cwd: str | os.PathLike[str]
 ) -> SandboxConfig | None:
     """:func:`load_sandbox_config` for a session in ``cwd``: a
-    :class:`~pi_core.errors.ConfigError` names the file by its absolute path when
+    :class:`~pi_core._errors.ConfigError` names the file by its absolute path when
     :func:`config_source` finds it (``/abs/pi.toml: sandbox.KEY: problem``), else ``pi.toml``."""
     try:
         return load_sandbox_config(config)

@@ -46,10 +46,7 @@ from types import TracebackType
 
 import trio
 
-from pi_core.errors import missing_cwd_error
-from pi_core.local_files import kill_process_group
-from pi_core.operations import CommandOutput
-from pi_core.process_stream import stream_process
+from pi_core.backends import CommandOutput, kill_process_group, missing_cwd_error, stream_process
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.shell_files import ShellFileOperations
 
@@ -95,8 +92,8 @@ _CLI_ERROR_CODES = (125, 126, 127)
 
 
 class ContainerBackend(ShellFileOperations):
-    """A :class:`~pi_core.operations.BashOperations` and
-    :class:`~pi_core.operations.FileOperations` inside a container (see the module).
+    """A :class:`~pi_core._backend_kit.operations.BashOperations` and
+    :class:`~pi_core._backend_kit.operations.FileOperations` inside a container (see the module).
 
     Exactly one of ``container`` (a running container's name) and ``image`` (with
     ``workspace``, the host directory mounted at ``workdir``). ``cli``: the program;

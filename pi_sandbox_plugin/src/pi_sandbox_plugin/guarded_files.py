@@ -1,4 +1,4 @@
-"""A :class:`~pi_core.operations.FileOperations` wrapper that enforces the path policy at the
+"""A :class:`~pi_core._backend_kit.operations.FileOperations` wrapper that enforces the path policy at the
 moment of each operation (issue 6 item 4).
 
 :class:`GuardedFileOperations` resolves the path with the wrapped backend's own ``realpath``
@@ -51,8 +51,8 @@ import posixpath
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from pi_core.local_files import LocalFileOperations
-from pi_core.operations import CommandOutput, FileOperations, FileStat
+from pi_core import FileOperations
+from pi_core.backends import CommandOutput, FileStat, LocalFileOperations
 from pi_sandbox_plugin.path_policy import PathDecision, PathPolicy
 
 T = TypeVar("T")
@@ -112,7 +112,7 @@ def _json_path(event: Any) -> str | None:
 
 
 class GuardedFileOperations:
-    """``inner`` (any :class:`~pi_core.operations.FileOperations`) with ``policy`` enforced at
+    """``inner`` (any :class:`~pi_core._backend_kit.operations.FileOperations`) with ``policy`` enforced at
     each operation; see the module docstring. ``inner`` paths are the session's (for a remote
     backend, the one that maps them)."""
 

@@ -3,7 +3,7 @@ nothing: every hook returns ``None``.
 
 * ``pi_register_tools``: registers no tool; validates ``[sandbox]`` when the session is built,
   so a bad table (or a failing ``[sandbox.policy.tests]`` line) is a
-  :class:`~pi_core.errors.ConfigError` before any call.
+  :class:`~pi_core._errors.ConfigError` before any call.
 * ``pi_before_tool_call``: the command policy for the ``bash`` tool; a denied command is
   blocked with a reason naming the rule that matched. The path policy for read, write, edit,
   ls, find and grep (:func:`~pi_sandbox_plugin.backends.before_hook_path_reason`).
@@ -17,14 +17,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pi_core.hook_types import (
+from pi_core import (
     BackendContext,
+    BashOperations,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    FileOperations,
     RegisterToolsContext,
+    hookimpl,
 )
-from pi_core.markers import hookimpl
-from pi_core.operations import BashOperations, FileOperations
 from pi_sandbox_plugin.backends import before_hook_path_reason, sandbox_session
 from pi_sandbox_plugin.commands import POLICY_COMMAND
 from pi_sandbox_plugin.config import load_sandbox_config, load_session_sandbox_config

@@ -31,7 +31,7 @@ def policy_for(
 ) -> CommandPolicy:
     """The command policy of ``config`` (the loaded TOML dict); without ``[sandbox.policy]``,
     a policy with no rules (only what is undecidable is denied). Raises
-    :class:`~pi_core.errors.ConfigError` for a bad ``[sandbox]`` table."""
+    :class:`~pi_core._errors.ConfigError` for a bad ``[sandbox]`` table."""
     sandbox = load_sandbox_config(config, config_path)
     if sandbox is None or sandbox.policy is None:
         return CommandPolicy()
@@ -61,7 +61,7 @@ def run_policy_check(
 ) -> tuple[int, str]:
     """Decide ``command`` under the policy of ``config``; returns ``(exit_code, stdout)``:
     0 for allow, 1 for deny. ``config_path`` names the file in errors. Raises
-    :class:`~pi_core.errors.ConfigError` for a bad ``[sandbox]`` table (including a failing
+    :class:`~pi_core._errors.ConfigError` for a bad ``[sandbox]`` table (including a failing
     ``[sandbox.policy.tests]`` line)."""
     decision = policy_for(config, config_path).check(command)
     return (0 if decision.allowed else 1), format_decision(decision, json_output=json_output)

@@ -1,6 +1,6 @@
 """File operations done by short ``bash`` scripts inside a sandbox (DESIGN §2; seed §十一–§十四).
 
-:class:`ShellFileOperations` implements :class:`pi_core.operations.FileOperations` with nothing
+:class:`ShellFileOperations` implements :class:`pi_core._backend_kit.operations.FileOperations` with nothing
 but ``bash``, coreutils (``dd``, ``stat``, ``realpath``, ``mkdir``, ``mktemp``, ``chmod``,
 ``chown``, ``sync``, ``mv``, ``rm``, ``dirname``, ``basename``) and ``rg`` on the backend's side,
 so the file tools see exactly what a bash command of the same backend sees. A backend subclasses
@@ -22,8 +22,7 @@ import stat
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from pi_core.local_files import file_kind
-from pi_core.operations import CommandOutput, FileStat
+from pi_core.backends import CommandOutput, FileStat, file_kind
 
 ERRNO_EXIT = 111
 """Exit code of a script that printed ``pi-errno:ENAME`` on stderr."""
@@ -115,7 +114,7 @@ def script_error(result: CommandOutput, path: str) -> OSError:
 
 
 class ShellFileOperations(ABC):
-    """:class:`~pi_core.operations.FileOperations` over :meth:`run_script` (see the module).
+    """:class:`~pi_core._backend_kit.operations.FileOperations` over :meth:`run_script` (see the module).
 
     ``rg``: the ``rg`` program on the backend's side (a name on its ``PATH`` or a path).
     """

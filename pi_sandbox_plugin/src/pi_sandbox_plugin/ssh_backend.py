@@ -6,8 +6,8 @@ OpenSSH client (issue 6 items 6 and 8; DESIGN §2; seed §十五 "远程后端")
   directory), so every command and file operation is a cheap multiplexed session of one
   connection. ``BatchMode=yes`` always: a missing key or an unknown host key is an error, never a
   prompt. Close it with :meth:`SshConnection.aclose`.
-* :class:`SshBashOperations` (a :class:`~pi_core.operations.BashOperations`) and
-  :class:`SshFileOperations` (a :class:`~pi_core.operations.FileOperations`) use it.
+* :class:`SshBashOperations` (a :class:`~pi_core._backend_kit.operations.BashOperations`) and
+  :class:`SshFileOperations` (a :class:`~pi_core._backend_kit.operations.FileOperations`) use it.
 
 **What the remote needs**: a POSIX ``sh`` (the login shell must parse POSIX quoting), coreutils
 (``tail``, ``head``, ``stat``, ``mktemp``, ``realpath``/``readlink``, ``sync``, ``env``), ``grep``,
@@ -74,9 +74,8 @@ from typing import Any
 
 import trio
 
-from pi_core.errors import CommandTimeout, ToolError, missing_cwd_error
-from pi_core.local_files import file_kind
-from pi_core.operations import CommandOutput, FileStat
+from pi_core import CommandTimeout, ToolError
+from pi_core.backends import CommandOutput, FileStat, file_kind, missing_cwd_error
 
 READ_SIZE = 256 * 1024
 """Bytes asked for per read of an ssh output pipe."""
@@ -798,7 +797,7 @@ class _Supervised:
 
 
 class SshBashOperations:
-    """:class:`~pi_core.operations.BashOperations` on a remote host (see the module docstring).
+    """:class:`~pi_core._backend_kit.operations.BashOperations` on a remote host (see the module docstring).
 
     ``local_root``: the session cwd, mapped to ``connection.remote_cwd``. ``shell``: the remote
     shell that runs commands (empty: ``bash`` when present, else ``sh``). ``kill_grace``:
@@ -867,7 +866,7 @@ class SshBashOperations:
 
 
 class SshFileOperations:
-    """:class:`~pi_core.operations.FileOperations` on a remote host (see the module docstring).
+    """:class:`~pi_core._backend_kit.operations.FileOperations` on a remote host (see the module docstring).
 
     ``local_root``: the session cwd, mapped to ``connection.remote_cwd``. ``op_timeout``:
     seconds one operation (not ``run_rg``) may take before it fails with

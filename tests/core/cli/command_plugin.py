@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_core import hookimpl
-from pi_core.hook_types import CommandInvocation, PluginCommand
+from pi_core._plugins.contexts import CommandInvocation, PluginCommand
 
 
 def _configure(parser: Any) -> None:

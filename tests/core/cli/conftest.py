@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_core.cli import main
+from pi_core._cli import main
 
 HERE = Path(__file__).resolve().parent
 # pytest runs with --import-mode=importlib, which leaves sys.path alone: put this folder on it

@@ -15,8 +15,8 @@ from typing import Any
 import trio
 
 from pi_core import hookimpl, tool
-from pi_core.messages import AssistantMessage, TextContent
-from pi_core.providers import StreamDone
+from pi_core._providers.base import StreamDone
+from pi_core._wire.messages import AssistantMessage, TextContent
 
 
 class CaptureProvider:

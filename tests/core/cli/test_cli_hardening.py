@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import PI, Result, write_jsonl
 
-from pi_core.messages import TextContent, ToolResultMessage
-from pi_core.render import Renderer, call_summary, shorten_arguments
+from pi_core._cli.render import Renderer, call_summary, shorten_arguments
+from pi_core._wire.messages import TextContent, ToolResultMessage
 
 BUILTINS = ("-p", "pi_builtin_tools.plugin")
 DEMO_FILES = ["README.md", "stats.py", "test_stats.py"]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from cli_helpers import without_timestamps, write_jsonl
 
-from pi_core.session_files import read_session_file
+from pi_core._wire.session_files import read_session_file
 
 SESSIONS = Path("/work/shared/sessions")
 

@@ -1,4 +1,4 @@
-"""``pi_core.render``: plain text when not a terminal, rich styling on one."""
+"""``pi_core._cli.render``: plain text when not a terminal, rich styling on one."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from pi_core.messages import ImageContent, TextContent, ToolResultMessage
-from pi_core.render import Renderer, format_size
+from pi_core._cli.render import Renderer, format_size
+from pi_core._wire.messages import ImageContent, TextContent, ToolResultMessage
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from cli_helpers import PI, Result, write_jsonl
 
-from pi_core.cli.system_prompt import build_system_prompt
-from pi_core.plugins import make_plugin_manager
-from pi_core.registry import build_session
+from pi_core._cli.system_prompt import build_system_prompt
+from pi_core._plugins.manager import make_plugin_manager
+from pi_core._plugins.session import build_session
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO_SESSION = ROOT / "docs" / "examples" / "demo-session.jsonl"

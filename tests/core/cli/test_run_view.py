@@ -1,10 +1,11 @@
-"""``pi_core.render.RunView``: how ``pi run`` shows events, fed with real event objects."""
+"""``pi_core._cli.render.RunView``: how ``pi run`` shows events, fed with real event objects."""
 
 from __future__ import annotations
 
 import io
 
-from pi_core.events import (
+from pi_core._cli.render import RunView, call_summary, closing_line
+from pi_core._wire.events import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -13,8 +14,7 @@ from pi_core.events import (
     ToolExecutionUpdateEvent,
     TurnEndEvent,
 )
-from pi_core.messages import AgentToolResult, AssistantMessage, TextContent, ThinkingContent
-from pi_core.render import RunView, call_summary, closing_line
+from pi_core._wire.messages import AgentToolResult, AssistantMessage, TextContent, ThinkingContent
 
 
 def text_result(text: str) -> AgentToolResult:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from cli_helpers import Result, write_jsonl
 
-from pi_core.cli.verify import normalise
+from pi_core._cli.verify import normalise
 
 REC = "/rec/ws"
 BUILTINS = ("-p", "pi_builtin_tools.plugin")

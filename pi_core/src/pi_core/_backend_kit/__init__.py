@@ -1,0 +1,1 @@
+"""What backend plugins build on; public through :mod:`pi_core.backends`."""

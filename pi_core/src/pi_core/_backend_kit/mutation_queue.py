@@ -1,0 +1,204 @@
+"""The file mutation queue: edits and writes of one file run one after another (spec §6).
+
+``await with_file_mutation_queue(path, fn)`` runs ``await fn()`` once every earlier call for the
+same file has finished, and returns its result (or raises its exception). Calls for different
+files run in parallel. The queue is process-local (not an OS lock); edit and write use it, and a
+third-party tool that modifies files can join it the same way.
+
+Key: ``os.path.realpath`` of the absolute path: the real path for an existing file (a symlink
+and its target share one queue) and the resolved absolute path otherwise. A backend whose files
+are elsewhere (SSH, containers) passes its own ``key`` (e.g. its ``realpath``).
+
+Order: calls register in the order they were made (a FIFO registration lock, taken without
+waiting when free; trio's :class:`trio.Lock` hands over in FIFO order). A tool whose path takes
+awaiting to resolve uses :func:`with_file_mutation_queue_resolving`, which resolves under that
+lock, so resolution cannot reorder calls.
+
+One way to key a tool's ``path`` argument: :func:`with_tool_path_mutation_queue` resolves it with
+:func:`pi_core._backend_kit.paths.resolve_existing_path` (``for_read=False``: the exact name first, then
+special spaces as U+0020) and keys on the backend's ``realpath`` of the result. ``edit`` and
+``write`` both use it, so an edit and a write of the same file (even one whose name really
+contains U+00A0) always share one queue.
+
+Cancellation: a call still waiting leaves the queue at once. A call whose ``fn`` is running
+keeps the queue until ``fn`` returns or raises; steps that must finish even on abort (the write
+in flight) run under :func:`run_shielded`, so an aborted write settles before the next caller of
+the same file starts (seed §十二; spec §6, scenarios 168–169).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import trio
+
+from pi_core._backend_kit.operations import FileOperations
+from pi_core._backend_kit.paths import resolve_existing_path
+
+T = TypeVar("T")
+
+
+class _Entry:
+    """One registered call: a node of its key's FIFO chain."""
+
+    __slots__ = ("done", "key", "next", "prev")
+
+    def __init__(self, key: str, prev: _Entry | None) -> None:
+        self.key = key
+        self.prev = prev
+        self.next: _Entry | None = None
+        self.done = trio.Event()
+
+
+class FileMutationQueue:
+    """Per-key FIFO serialisation of async callables. :data:`default_queue` is the shared one.
+
+    Each key holds a chain of entries; an entry runs when every entry registered before it on
+    the same key has finished or given up waiting (cancelled before its turn).
+    """
+
+    def __init__(self) -> None:
+        self._tails: dict[str, _Entry] = {}
+        self._registration = trio.Lock()
+
+    @staticmethod
+    def key_for(path: str) -> str:
+        """The queue key of ``path``: realpath of the absolute path (non-existing parts kept)."""
+        return os.path.realpath(os.path.abspath(path))
+
+    def _register(self, key: str) -> _Entry:
+        entry = _Entry(key, self._tails.get(key))
+        if entry.prev is not None:
+            entry.prev.next = entry
+        self._tails[key] = entry
+        return entry
+
+    def _unlink(self, entry: _Entry) -> None:
+        if entry.next is not None:
+            entry.next.prev = entry.prev
+        if entry.prev is not None:
+            entry.prev.next = entry.next
+        if self._tails.get(entry.key) is entry:
+            if entry.prev is None:
+                del self._tails[entry.key]
+            else:
+                self._tails[entry.key] = entry.prev
+        entry.done.set()
+
+    async def _run_entry(self, entry: _Entry, fn: Callable[[], Awaitable[T]]) -> T:
+        try:
+            while entry.prev is not None:
+                await entry.prev.done.wait()
+            return await fn()
+        finally:
+            self._unlink(entry)
+
+    async def run(self, path: str, fn: Callable[[], Awaitable[T]], *, key: str | None = None) -> T:
+        """Run ``await fn()`` after every earlier call with the same key; see the module doc."""
+        async with self._registration:
+            entry = self._register(key if key is not None else self.key_for(path))
+        return await self._run_entry(entry, fn)
+
+    async def run_resolving(
+        self,
+        resolve: Callable[[], Awaitable[str]],
+        fn: Callable[[str], Awaitable[T]],
+        *,
+        key: Callable[[str], Awaitable[str]] | None = None,
+    ) -> T:
+        """Like :meth:`run` for a path that takes awaiting to find (e.g. through a backend's
+        ``stat``): ``await resolve()`` runs under the registration lock, so calls still queue in
+        the order they were made; then ``await fn(path)`` runs in turn and its result is
+        returned. ``key`` (default :meth:`key_for`) maps the resolved path to the queue key, also
+        under the lock. An exception of ``resolve`` or ``key`` propagates and nothing is
+        queued."""
+        async with self._registration:
+            path = await resolve()
+            entry = self._register(self.key_for(path) if key is None else await key(path))
+        return await self._run_entry(entry, lambda: fn(path))
+
+    def statistics(self) -> dict[str, Any]:
+        """``{"keys": number of files with registered calls, "registered": {key: calls}}``."""
+        registered: dict[str, int] = {}
+        for key, tail in self._tails.items():
+            count = 0
+            node: _Entry | None = tail
+            while node is not None:
+                count += 1
+                node = node.prev
+            registered[key] = count
+        return {"keys": len(self._tails), "registered": registered}
+
+
+default_queue = FileMutationQueue()
+"""The process-wide queue that edit, write and third-party tools share."""
+
+
+async def with_file_mutation_queue(
+    path: str, fn: Callable[[], Awaitable[T]], *, key: str | None = None
+) -> T:
+    """Run ``await fn()`` serialised with every other mutation of the same file (spec §6).
+
+    ``path``: the file (absolute, or relative to the process cwd); ``key`` overrides the queue
+    key (backends whose files are not local). Returns ``fn``'s result; raises its exception.
+    """
+    return await default_queue.run(path, fn, key=key)
+
+
+async def with_file_mutation_queue_resolving(
+    resolve: Callable[[], Awaitable[str]],
+    fn: Callable[[str], Awaitable[T]],
+    *,
+    key: Callable[[str], Awaitable[str]] | None = None,
+) -> T:
+    """Resolve a path and queue on it, keeping call order (see
+    :meth:`FileMutationQueue.run_resolving`)."""
+    return await default_queue.run_resolving(resolve, fn, key=key)
+
+
+async def with_tool_path_mutation_queue(
+    raw_path: str,
+    cwd: str,
+    operations: FileOperations,
+    fn: Callable[[str], Awaitable[T]],
+) -> T:
+    """Run ``await fn(path)`` in the queue of the file a tool's ``path`` argument names (spec §6).
+
+    ``path`` is ``resolve_existing_path(raw_path, cwd, operations, for_read=False)`` (port
+    decision 9); the key is ``operations.realpath(path)`` (symlinks resolved, the missing rest
+    kept; ``path`` itself if that fails). This is the one way every mutating tool (edit, write,
+    third-party tools) keys the queue. Returns ``fn``'s result; raises its exception.
+    """
+
+    async def resolve() -> str:
+        return await resolve_existing_path(raw_path, cwd, operations, for_read=False)
+
+    async def key(path: str) -> str:
+        try:
+            return await operations.realpath(path)
+        except OSError:
+            return path
+
+    return await default_queue.run_resolving(resolve, fn, key=key)
+
+
+async def run_shielded(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``await fn(*args)`` shielded from cancellation, then raise ``Cancelled`` if the caller was
+    cancelled meanwhile: the step finishes (a write lands whole) and the abort is still seen
+    right after it (seed §十二: abort is checked after every awaited file-system step)."""
+    with trio.CancelScope(shield=True):
+        result = await fn(*args)
+    await trio.lowlevel.checkpoint_if_cancelled()
+    return result
+
+
+__all__ = [
+    "FileMutationQueue",
+    "default_queue",
+    "run_shielded",
+    "with_file_mutation_queue",
+    "with_file_mutation_queue_resolving",
+    "with_tool_path_mutation_queue",
+]

@@ -1,0 +1,137 @@
+"""Streaming one local process's output pipe, for every :class:`~pi_core._backend_kit.operations.BashOperations`
+backend that runs a local process (the local bash backend; the sandbox's ``bwrap`` and
+``podman exec`` clients) (DESIGN §1, §2; seed §十五).
+
+:func:`stream_process` reads the process's merged output pipe, hands each chunk to ``on_data``
+as raw bytes, waits for the exit, applies the timeout, and calls the backend's ``kill`` (shielded)
+on timeout, cancellation or an exception from ``on_data``. :func:`unwrap_exception_group` turns
+what a strict trio nursery wrapped back into the one exception inside.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+
+import trio
+
+from pi_core._errors import CommandTimeout
+
+READ_SIZE = 256 * 1024
+"""Bytes asked for per read of the output pipe."""
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
+
+
+@contextlib.contextmanager
+def unwrap_exception_group() -> Iterator[None]:
+    """Re-raise what a strict trio nursery wrapped: a group holding only ``trio.Cancelled``
+    becomes one ``Cancelled``; a group holding one other exception (plus any ``Cancelled``)
+    becomes that exception; anything else stays a group. So callers can write
+    ``except CommandTimeout`` and ``except trio.Cancelled``."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaves = list(_leaves(group))
+        others = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
+        if len(others) > 1 or not leaves:
+            raise
+        exc = others[0] if others else leaves[0]
+        context = exc.__context__
+        try:
+            raise exc  # the group was only a wrapper: keep exc's own context
+        finally:
+            exc.__context__ = context
+
+
+async def stream_process(
+    process: trio.Process,
+    on_data: Callable[[bytes], None],
+    *,
+    timeout: float | None,
+    kill: Callable[[], Awaitable[None]],
+    drain_idle: float = 0.1,
+    drain_max: float = 1.0,
+    settle: float | None = 2.0,
+    drain_after_timeout: bool = False,
+) -> int | None:
+    """Stream ``process.stdout`` to ``on_data`` until the process exits; return its exit code
+    (``128 + N`` when it died of signal ``N``).
+
+    After the exit, output is still read until end of file, ``drain_idle`` seconds without data
+    or ``drain_max`` seconds. ``kill`` (awaited shielded) must end the process and everything it
+    started; it runs on timeout (then :class:`~pi_core._errors.CommandTimeout` is raised),
+    cancellation (``trio.Cancelled`` re-raised) and an exception from ``on_data`` (re-raised).
+    After ``kill`` the pipe is read (and dropped) up to ``settle`` seconds until end of file, so
+    the killed processes are gone when this returns (``settle=None``: not read; the caller's
+    ``kill`` waits for them itself). ``drain_after_timeout``: after a timeout's ``kill``, still
+    hand output to ``on_data`` as after a normal exit (what the killed tree printed while dying).
+    """
+    stream = process.stdout
+    assert stream is not None
+    eof = trio.Event()
+    last_data = trio.current_time()
+    timed_out = False
+    killed = False
+
+    async def pump() -> None:
+        nonlocal last_data
+        while True:
+            chunk = await stream.receive_some(READ_SIZE)
+            if not chunk:
+                eof.set()
+                return
+            last_data = trio.current_time()
+            on_data(bytes(chunk))
+
+    async def do_kill() -> None:
+        nonlocal killed
+        killed = True
+        with trio.CancelScope(shield=True):
+            await kill()
+
+    try:
+        with unwrap_exception_group():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pump)
+                if timeout is not None and timeout > 0:
+                    with trio.move_on_after(timeout) as scope:
+                        await process.wait()
+                    if scope.cancelled_caught and process.returncode is None:
+                        timed_out = True
+                        await do_kill()
+                else:
+                    await process.wait()
+                exited_at = trio.current_time()
+                while not eof.is_set() and (drain_after_timeout or not timed_out):
+                    deadline = min(last_data + drain_idle, exited_at + drain_max)
+                    if trio.current_time() >= deadline:
+                        break
+                    with trio.move_on_at(deadline):
+                        await eof.wait()
+                nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                await do_kill()
+            if killed and settle is not None and not eof.is_set():
+                with trio.move_on_after(settle), contextlib.suppress(trio.ClosedResourceError):
+                    while await stream.receive_some(READ_SIZE):
+                        pass
+            await stream.aclose()
+
+    if timed_out:
+        raise CommandTimeout(timeout if timeout is not None else 0)
+    code = process.returncode
+    if code is None:
+        return None
+    return 128 - code if code < 0 else code
+
+
+__all__ = ["READ_SIZE", "stream_process", "unwrap_exception_group"]

@@ -1,0 +1,201 @@
+"""The ``pi`` command (DESIGN §5).
+
+::
+
+    pi [--config FILE] [--no-plugin NAME]... [-p MODULE]... COMMAND ...
+
+    pi plugins [--json]
+    pi tools [--cwd DIR] [--json]
+    pi call TOOL ARGS_JSON [--cwd DIR] [--id ID] [--json]
+    pi replay FILE [--cwd DIR] [--json] [--events] [--sequential]
+    pi replay FILE --verify [--cwd DIR] [--json] [--seed-from-reads] [--bash run|recorded]
+              [--map-cwd OLD=NEW]...
+    pi run [PROMPT] [--model P:M] [--tools a,b] [--max-turns N] [--cwd DIR] [--json]
+           [--session FILE] [--base-url URL]
+
+Exit status: 0 success; 1 when the result of ``pi call`` has ``isError``; 2 for input pi cannot
+use (invalid JSON, a missing file or folder, an unknown option, a bad config file, a plugin that
+fails to load), with exactly one line ``pi: error: ...`` on stderr and no traceback; 130 after
+Ctrl-C; 141 when stdout is closed early (``pi replay ... | head``), silently; 3 for an internal
+error (a bug in pi or a plugin: the traceback is printed).
+
+:func:`main` takes the argument list and returns the exit status, so tests call
+``main(["call", "echo", "{}"])``; the ``pi`` console script calls it without arguments and
+exits with the status.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import IO
+
+from pi_core._cli.commands import cmd_call, cmd_plugins, cmd_tools
+from pi_core._cli.context import CommandContext
+from pi_core._cli.parser import (
+    BUILTIN_COMMANDS,
+    ParserExit,
+    UsageError,
+    build_parser,
+    global_options,
+)
+from pi_core._errors import PiError
+from pi_core._plugins.contexts import CommandInvocation, PluginCommand
+from pi_core._plugins.facade import PluginHooks
+
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+def run_command(ctx: CommandContext) -> int:
+    """Dispatch to the command named in ``ctx.args.command``."""
+    if ctx.args.command == "plugins":
+        return cmd_plugins(ctx)
+    if ctx.args.command == "tools":
+        return cmd_tools(ctx)
+    if ctx.args.command == "call":
+        return cmd_call(ctx)
+    if ctx.args.command == "replay":
+        args = ctx.args
+        if not args.verify and (args.seed_from_reads or args.bash != "run" or args.map_cwd):
+            raise UsageError("--seed-from-reads, --bash and --map-cwd need --verify")
+        if args.verify:
+            from pi_core._cli.verify import cmd_verify
+
+            return cmd_verify(ctx)
+        from pi_core._cli.replay import cmd_replay
+
+        return cmd_replay(ctx)
+    if ctx.args.command == "run":
+        from pi_core._cli.agent_run import cmd_run
+
+        return cmd_run(ctx)
+    raise UsageError(f"unknown command {ctx.args.command!r}")  # pragma: no cover - argparse
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``pi`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status.
+
+    Without ``argv`` (the console script) the process is set up for a command line first:
+    stdout and stderr write UTF-8, stdin is replaced by ``/dev/null`` so no tool can wait on the
+    terminal, and the process exits with the status.
+    """
+    if argv is not None:
+        return run(list(argv))
+    _prepare_process()
+    status = run(sys.argv[1:])
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        _silence_stdout()
+    sys.exit(status)
+
+
+def run(
+    argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] | None = None
+) -> int:
+    """Parse ``argv``, run the command, and map every failure to its exit status."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        options, word = global_options(argv)
+        ctx = CommandContext(args=options, stdout=out, stderr=err)
+        extra: dict[str, PluginCommand] = {}
+        if word is None:
+            # no command (bare ``pi``, ``pi --help``): list the plugins' commands too, if the
+            # plugins load; otherwise the built-in ones (the error comes with a real command)
+            try:
+                extra = PluginHooks(ctx.plugin_manager).register_commands(BUILTIN_COMMANDS)
+            except Exception:
+                extra = {}
+        elif word not in BUILTIN_COMMANDS:
+            # not one of ours: a plugin may provide it (pi_register_commands)
+            extra = PluginHooks(ctx.plugin_manager).register_commands(BUILTIN_COMMANDS)
+        args = build_parser(stdout=out, extra_commands=extra.values()).parse_args(list(argv))
+        if args.command is None:
+            names = [*BUILTIN_COMMANDS, *extra]
+            listed = ", ".join(names[:-1]) + " or " + names[-1]
+            raise UsageError(f"a command is required: {listed}")
+        ctx.args = args
+        if args.command in extra:
+            invocation = CommandInvocation(
+                args=args,
+                config=ctx.config.data,
+                config_path=str(ctx.config.path) if ctx.config.path else None,
+                stdout=out,
+                stderr=err,
+            )
+            return extra[args.command].run(invocation)
+        return run_command(ctx)
+    except ParserExit as e:
+        return e.status
+    except (Exception, KeyboardInterrupt, BaseExceptionGroup) as e:
+        return _failure(e, err)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups; ``[exc]`` for a plain one."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _failure(exc: BaseException, err: IO[str]) -> int:
+    """The exit status of a command that raised ``exc`` (trio may wrap it in a group)."""
+    leaves = _leaves(exc)
+    if any(isinstance(leaf, BrokenPipeError) for leaf in leaves):
+        _silence_stdout()  # the reader went away (``pi replay ... | head``): stop quietly
+        return EXIT_BROKEN_PIPE
+    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+        return EXIT_INTERRUPTED
+    if all(isinstance(leaf, PiError) for leaf in leaves):
+        return _error(err, str(leaves[0]))
+    # a bug in pi or in a plugin: say so, with the traceback
+    print(f"pi: internal error: {type(leaves[0]).__name__}: {leaves[0]}", file=err)
+    traceback.print_exception(exc, file=err)
+    return EXIT_INTERNAL
+
+
+def _error(err: IO[str], message: str) -> int:
+    text = " ".join(message.split()) or "unknown error"
+    print(f"pi: error: {text}", file=err)
+    return EXIT_USAGE
+
+
+def _prepare_process() -> None:
+    """UTF-8 output whatever the locale; stdin from /dev/null (a replayed command must not
+    read the terminal, spec'd by ``../cases``)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(encoding="utf-8", errors="backslashreplace")
+    try:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, 0)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush is
+    quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+__all__ = ["main", "run"]

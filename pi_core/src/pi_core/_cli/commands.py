@@ -1,0 +1,136 @@
+"""The commands ``pi plugins``, ``pi tools`` and ``pi call`` (``replay``, ``replay --verify`` and
+``run`` have modules of their own). Each takes a :class:`~pi_core._cli.context.CommandContext` and
+returns the exit status; unusable input raises :class:`~pi_core._cli.parser.UsageError` (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pi_core._abort import Abort
+from pi_core._cli.context import CommandContext
+from pi_core._cli.interrupt import run_interruptible
+from pi_core._cli.output import write_json, write_json_line
+from pi_core._cli.parser import UsageError
+from pi_core._pipeline.config import AgentContext
+from pi_core._plugins.manager import list_plugins
+from pi_core._tools.definition import AgentTool
+from pi_core._wire.messages import AssistantMessage, ToolCall
+
+if TYPE_CHECKING:
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# pi plugins
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_plugins(ctx: CommandContext) -> int:
+    """``pi plugins [--json]``: every loaded plugin, in registration order.
+
+    ``--json``: a JSON list of ``{"name", "distribution", "version", "module", "hooks"}``
+    (``null`` for an unknown distribution or version).
+    """
+    infos = [info.to_json_dict() for info in list_plugins(ctx.plugin_manager)]
+    if ctx.args.json:
+        write_json(ctx.stdout, infos)
+    else:
+        ctx.renderer.plugins(infos)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# pi tools
+# ---------------------------------------------------------------------------------------------
+
+
+def tool_info(tool: AgentTool) -> dict[str, Any]:
+    """``{"name", "label", "description", "parameters", "executionMode"}``: what the model
+    sees of a tool (name, description, JSON Schema) plus its label and execution mode."""
+    return {
+        "name": tool.name,
+        "label": tool.label,
+        "description": tool.description,
+        "parameters": tool.parameters,
+        "executionMode": tool.execution_mode,
+    }
+
+
+def cmd_tools(ctx: CommandContext) -> int:
+    """``pi tools [--cwd DIR] [--json]``: every registered tool in registration order.
+
+    ``--json``: a JSON list of :func:`tool_info` objects.
+    """
+    session = ctx.session(ctx.cwd())
+    infos = [tool_info(tool) for tool in session.tools]
+    if ctx.args.json:
+        write_json(ctx.stdout, infos)
+    else:
+        ctx.renderer.tools(infos)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# pi call
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_arguments_json(text: str) -> Any:
+    """The ``ARGS_JSON`` of ``pi call``: any JSON value (the pipeline validates it); invalid
+    JSON is a usage error."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(
+            f"ARGS_JSON is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
+        ) from None
+
+
+def cmd_call(ctx: CommandContext) -> int:
+    """``pi call TOOL ARGS_JSON [--cwd DIR] [--id ID] [--json]``: one call through the whole
+    pipeline (prepare, validate, before hooks, execute, after hooks), no events.
+
+    Prints the ToolResultMessage (one compact JSON line with ``--json``; otherwise its content,
+    after a call header on a terminal).
+    Exit status 1 when it ``isError`` (an unknown tool is the error result
+    ``Tool NAME not found``), else 0.
+    """
+    arguments = parse_arguments_json(ctx.args.arguments)
+    cwd = ctx.cwd()
+    session = ctx.session(cwd)
+    config = ctx.loop_config(session)
+    tool_call = ToolCall(id=ctx.args.id, name=ctx.args.tool, arguments=arguments)
+
+    outcomes: list[Any] = []
+
+    async def call(abort: Abort) -> None:
+        from pi_core._pipeline.pipeline import run_tool_call
+
+        message = AssistantMessage(content=[tool_call], stop_reason="toolUse")
+        context = AgentContext(messages=[message], tools=list(session.tools))
+        outcomes.append(
+            await run_tool_call(tool_call, context, config, assistant_message=message, abort=abort)
+        )
+
+    interrupted = run_interruptible(call)
+    if not outcomes:
+        return 130
+    outcome = outcomes[0]
+    message = outcome.to_message()
+    if ctx.args.json:
+        write_json_line(ctx.stdout, message.to_json_dict())
+    else:
+        ctx.renderer.call_result(message, arguments)
+    if interrupted:
+        return 130
+    return 1 if message.is_error else 0
+
+
+__all__ = [
+    "cmd_call",
+    "cmd_plugins",
+    "cmd_tools",
+    "parse_arguments_json",
+    "tool_info",
+]

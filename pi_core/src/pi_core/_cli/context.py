@@ -1,0 +1,88 @@
+"""What every ``pi`` command gets: :class:`CommandContext`, the parsed arguments and the output
+streams, with the config, plugin manager and session loaded on first use."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from pi_core._cli.parser import UsageError
+from pi_core._config import PiConfig, load_config
+from pi_core._errors import PiError, PluginError
+from pi_core._pipeline.config import LoopConfig
+from pi_core._plugins.manager import PiPluginManager, make_plugin_manager
+
+if TYPE_CHECKING:
+    from pi_core._cli.render import Renderer
+    from pi_core._plugins.session import Session
+
+
+@dataclass
+class CommandContext:
+    """What a command gets: the parsed ``args`` and the output streams. The config and the
+    plugin manager are loaded on first use (config first, so a bad file is reported before a
+    plugin is imported)."""
+
+    args: argparse.Namespace
+    stdout: IO[str]
+    stderr: IO[str]
+    _renderer: Any = field(default=None, repr=False)
+
+    @cached_property
+    def config(self) -> PiConfig:
+        """``--config FILE``, else ``pi.toml`` from the working directory upward."""
+        return load_config(self.args.config)
+
+    @cached_property
+    def plugin_manager(self) -> PiPluginManager:
+        """Installed plugins minus ``--no-plugin``, plus ``-p MODULE``."""
+        self.config  # noqa: B018 - load (and validate) the config before importing plugins
+        return make_plugin_manager(block=self.args.no_plugin, plugins=self.args.plugins)
+
+    @property
+    def renderer(self) -> Renderer:
+        """Human-readable output on stdout (rich on a terminal)."""
+        if self._renderer is None:
+            from pi_core._cli.render import Renderer
+
+            self._renderer = Renderer(self.stdout)
+        return self._renderer
+
+    def cwd(self) -> str:
+        """``--cwd DIR`` as an absolute path (default: the working directory); a missing folder
+        is a usage error."""
+        given = getattr(self.args, "cwd", None)
+        if given is None:
+            return os.getcwd()
+        path = Path(given)
+        if not path.is_dir():
+            reason = "not a directory" if path.exists() else "no such directory"
+            raise UsageError(f"--cwd {given}: {reason}")
+        return os.path.abspath(given)
+
+    def session(self, cwd: str) -> Session:
+        """The session (tools and hooks) of ``cwd`` from the loaded plugins."""
+        from pi_core._plugins.session import build_session
+
+        pm = self.plugin_manager
+        try:
+            return build_session(pm, cwd, self.config.data)
+        except PiError:
+            raise
+        except Exception as e:  # a plugin's hook raised while setting the session up
+            raise PluginError(
+                f"a plugin failed while setting up tools: {type(e).__name__}: {e}"
+            ) from e
+
+    def loop_config(self, session: Session) -> LoopConfig:
+        """A :class:`LoopConfig` with the ``[pi]`` settings and the session's hooks."""
+        config = self.config.apply_to(LoopConfig())
+        session.hooks.apply_to(config)
+        return config
+
+
+__all__ = ["CommandContext"]

@@ -1,0 +1,222 @@
+"""The argument parser of ``pi`` (DESIGN §5): global options, then a command.
+
+Usage errors never print a usage block or a traceback: :class:`PiArgumentParser` raises
+:class:`UsageError` with argparse's one-line message, which ``main`` prints as
+``pi: error: MESSAGE`` and turns into exit status 2. ``--help`` prints the help on stdout and
+exits 0 through :class:`ParserExit` (``main`` returns the status instead of calling
+``sys.exit``, so tests can call ``main([...])``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Any, NoReturn
+
+from pi_core._errors import PiError
+
+if TYPE_CHECKING:
+    from pi_core._plugins.contexts import PluginCommand
+
+
+class UsageError(PiError):
+    """The command line cannot be used (unknown option, missing argument, invalid JSON, a
+    missing file): exit status 2 with one line on stderr."""
+
+
+class ParserExit(Exception):
+    """argparse wanted to exit (``--help``, ``--version``): ``status`` is the exit status."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class PiArgumentParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that raises instead of exiting (subparsers inherit the class)."""
+
+    def __init__(self, *args: Any, stdout: IO[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stdout = stdout
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's error hook: one line, no usage block."""
+        raise UsageError(" ".join(message.split()))
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        """argparse's exit hook (after ``--help``): raise :class:`ParserExit`."""
+        if message:
+            raise UsageError(" ".join(message.split()))
+        raise ParserExit(status)
+
+    def print_help(self, file: Any = None) -> None:
+        """Help goes to the stdout ``main`` was given."""
+        super().print_help(file if file is not None else self._stdout)
+
+
+DESCRIPTION = (
+    "Run model tool calls through pi's tool pipeline: list plugins and tools, call one tool, "
+    "replay and verify recorded sessions, run the agent loop against a model."
+)
+
+EPILOG = (
+    "exit status: 0 success; 1 the tool result isError (pi call); 2 unusable input "
+    "(invalid JSON, a missing file, an unknown option, a bad config file, a plugin that "
+    "fails to load); 130 interrupted. pi run: 1 when the run ends with a failed model call."
+)
+
+
+BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run")
+"""The commands of the core; plugins add others through ``pi_register_commands``."""
+
+
+def build_parser(
+    stdout: IO[str] | None = None, extra_commands: Iterable[PluginCommand] = ()
+) -> PiArgumentParser:
+    """The full parser: ``pi [--config FILE] [--no-plugin NAME]... [-p MODULE]... COMMAND``,
+    with the plugin commands ``extra_commands`` after the built-in ones."""
+    parser = PiArgumentParser(
+        prog="pi", description=DESCRIPTION, epilog=EPILOG, stdout=stdout, allow_abbrev=False
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML configuration file (default: pi.toml in the working directory or a parent)",
+    )
+    parser.add_argument(
+        "--no-plugin",
+        metavar="NAME",
+        action="append",
+        default=[],
+        dest="no_plugin",
+        help="do not load the plugin NAME (repeatable; also PI_DISABLED_PLUGINS=a,b)",
+    )
+    parser.add_argument(
+        "-p",
+        metavar="MODULE",
+        action="append",
+        default=[],
+        dest="plugins",
+        help="load the plugin MODULE (an entry-point name or an import path; repeatable)",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    def command(name: str, help: str) -> PiArgumentParser:
+        sub: PiArgumentParser = commands.add_parser(
+            name, help=help, description=help, stdout=stdout, allow_abbrev=False
+        )
+        return sub
+
+    plugins = command("plugins", "list the loaded plugins")
+    plugins.add_argument("--json", action="store_true", help="print a JSON list")
+
+    tools = command("tools", "list the registered tools with the schema the model sees")
+    tools.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
+    tools.add_argument("--json", action="store_true", help="print a JSON list")
+
+    call = command("call", "run one tool call through the whole pipeline")
+    call.add_argument("tool", metavar="TOOL", help="tool name")
+    call.add_argument("arguments", metavar="ARGS_JSON", help="the call's arguments as JSON")
+    call.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
+    call.add_argument("--id", metavar="ID", default="call-1", help="tool call id (default: call-1)")
+    call.add_argument(
+        "--json", action="store_true", help="print the ToolResultMessage as one JSON line"
+    )
+
+    replay = command(
+        "replay", "execute the tool calls of recorded assistant messages as the loop would"
+    )
+    replay.add_argument(
+        "file", metavar="FILE", help="JSONL of assistant messages, or a Pi session file"
+    )
+    replay.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
+    replay.add_argument(
+        "--json", action="store_true", help="print each ToolResultMessage as a JSON line"
+    )
+    replay.add_argument(
+        "--events",
+        action="store_true",
+        help="print every agent event as JSON Lines (from the first tool execution on)",
+    )
+    replay.add_argument("--sequential", action="store_true", help="run every batch sequentially")
+    replay.add_argument(
+        "--verify",
+        action="store_true",
+        help="compare each executed result with the recorded one; print an agreement table",
+    )
+    replay.add_argument(
+        "--seed-from-reads",
+        action="store_true",
+        help="(--verify) create missing files from recorded full-file read results first",
+    )
+    replay.add_argument(
+        "--bash",
+        choices=["run", "recorded"],
+        default="run",
+        help="(--verify) run bash calls (default) or answer them from the recording",
+    )
+    replay.add_argument(
+        "--map-cwd",
+        metavar="OLD=NEW",
+        action="append",
+        default=[],
+        help="(--verify) map the recorded working directory OLD to NEW (repeatable; default: "
+        "the session header's cwd to --cwd)",
+    )
+
+    run = command("run", "run the agent loop against a model (default: the embedded demo)")
+    run.add_argument(
+        "prompt",
+        metavar="PROMPT",
+        nargs="?",
+        help="the user's request (optional with the embedded demo)",
+    )
+    run.add_argument(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="scripted:FILE, openai:MODEL, anthropic:MODEL or a plugin's provider "
+        "(default: the embedded demo session in a copy of docs/examples/demo)",
+    )
+    run.add_argument("--tools", metavar="a,b,...", help="only these tools (default: all)")
+    run.add_argument("--max-turns", metavar="N", type=int, help="stop after N turns")
+    run.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="working directory (default: .; the demo copies its project there, default a "
+        "new temporary folder)",
+    )
+    run.add_argument("--json", action="store_true", help="print every event as JSON Lines")
+    run.add_argument("--session", metavar="FILE", help="write a Pi session file (v3)")
+    run.add_argument("--base-url", metavar="URL", help="the provider's base URL")
+    for extra in extra_commands:
+        extra.configure(command(extra.name, extra.help))
+    return parser
+
+
+def global_options(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]:
+    """The global options of ``argv`` and its command word (``None`` when there is none),
+    found before the full parse so that plugin commands can be loaded first. Input the full
+    parser will reject gives the defaults and ``None``; the full parse then reports it."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    pre.add_argument("--config")
+    pre.add_argument("--no-plugin", action="append", default=[], dest="no_plugin")
+    pre.add_argument("-p", action="append", default=[], dest="plugins")
+    pre.add_argument("command", nargs="?")
+    pre.add_argument("rest", nargs=argparse.REMAINDER)
+    try:
+        options, _ = pre.parse_known_args(list(argv))
+    except (argparse.ArgumentError, SystemExit):
+        return argparse.Namespace(config=None, no_plugin=[], plugins=[]), None
+    command = options.command
+    del options.command, options.rest
+    return options, command
+
+
+__all__ = [
+    "BUILTIN_COMMANDS",
+    "ParserExit",
+    "PiArgumentParser",
+    "UsageError",
+    "build_parser",
+    "global_options",
+]

@@ -1,0 +1,1 @@
+"""The tool pipeline: one tool call through prepare, validate, before, execute, after."""

@@ -1,0 +1,1 @@
+"""The plugin layer: markers, the hook caller, the typed facade, the plugin manager."""

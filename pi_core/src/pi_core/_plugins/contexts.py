@@ -1,0 +1,83 @@
+"""Objects the plugin hooks receive: the registration, backend, bash-spawn and command contexts.
+
+The contexts of a tool call (before and after hooks) belong to the pipeline
+(:mod:`pi_core._pipeline.contexts`). Add fields freely: implementations read only what they use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_core._backend_kit.operations import BashOperations, FileOperations
+
+
+@dataclass
+class RegisterToolsContext:
+    """What ``pi_register_tools`` gets: the session ``cwd``, the loaded ``config`` (a dict of the
+    TOML file, ``{}`` without one), the backends chosen by ``pi_bash_operations`` and
+    ``pi_file_operations`` (``None`` when no plugin provides one) and ``bash_spawn_hook``."""
+
+    cwd: str
+    config: dict[str, Any] = field(default_factory=dict)
+    bash_operations: BashOperations | None = None
+    file_operations: FileOperations | None = None
+    bash_spawn_hook: Callable[[BashSpawnContext], BashSpawnContext] | None = None
+    """The ``pi_bash_spawn_context`` chain, for the bash tool to apply before each command."""
+
+
+@dataclass
+class BackendContext:
+    """What ``pi_bash_operations`` and ``pi_file_operations`` get: ``cwd`` and ``config``."""
+
+    cwd: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BashSpawnContext:
+    """What ``pi_bash_spawn_context`` gets and may return changed: ``command``, ``cwd``, ``env``."""
+
+    command: str
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class CommandInvocation:
+    """What a plugin command's ``run`` gets: the parsed ``args`` (``argparse.Namespace``), the
+    loaded ``config`` (the TOML as a dict, ``{}`` without a file), ``config_path`` (the file it
+    came from, or ``None``) and the ``stdout``/``stderr`` streams to write to."""
+
+    args: Any
+    config: dict[str, Any]
+    config_path: str | None
+    stdout: Any
+    stderr: Any
+
+
+@dataclass
+class PluginCommand:
+    """A subcommand of ``pi`` registered through ``pi_register_commands``.
+
+    ``name`` is the word after ``pi``; ``help`` the one-line description; ``configure(parser)``
+    adds the command's arguments to its ``argparse`` parser; ``run(invocation)`` runs it and
+    returns the exit status (0 success, 1 a negative answer such as a denied command). Raising
+    :class:`~pi_core._errors.PiError` gives ``pi: error: ...`` and exit 2.
+    """
+
+    name: str
+    help: str
+    configure: Callable[[Any], None]
+    run: Callable[[CommandInvocation], int]
+
+
+__all__ = [
+    "BackendContext",
+    "BashSpawnContext",
+    "CommandInvocation",
+    "PluginCommand",
+    "RegisterToolsContext",
+]

@@ -1,0 +1,371 @@
+"""Plugin loading and listing (DESIGN §2; STYLE items 2, 3).
+
+A plugin is a module (or any object) holding ``@hookimpl`` functions. Installed plugins declare
+``[project.entry-points.pi] NAME = "package.module"``; the entry-point name is the plugin's name
+everywhere (``--no-plugin NAME``, ``PI_PLUGINS``, ``pi plugins``). The built-ins
+(``builtin_tools``, ``sandbox``) load through the same door.
+
+There is no module-global manager and importing this module does nothing: every manager comes
+from :func:`make_plugin_manager`. Loading is validated up front, so a broken plugin fails when it
+loads, with one :class:`~pi_core._errors.PluginError` naming the plugin, never later in the middle
+of a tool call:
+
+* a plugin that fails to import (the message names the plugin, its distribution and the error);
+* an implementation of a hook that does not exist (a misspelling: ``did you mean ...?``);
+* an implementation taking an argument the hook does not have;
+* an ``async def`` implementation of a hook that takes sync implementations only
+  (:data:`~pi_core.hookspecs.HOOK_CALL_MODES`);
+* a hook wrapper (``wrapper=True`` / ``hookwrapper=True``): pi's own caller
+  (:mod:`pi_core._plugins.caller`) calls implementations one by one and awaits them, which pluggy's
+  wrappers cannot follow, so they are refused rather than silently skipped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.metadata
+import inspect
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+import pi_core.hookspecs as hookspecs
+from pi_core._errors import PluginError
+from pi_core._plugins.markers import PROJECT_NAME
+
+ENTRY_POINT_GROUP = PROJECT_NAME
+"""The entry-point group installed plugins declare: ``[project.entry-points.pi]``."""
+
+ENV_DISABLE_AUTOLOAD = "PI_DISABLE_PLUGIN_AUTOLOAD"
+"""Any non-empty value switches entry-point autoloading off (like ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``)."""
+
+ENV_ALLOW = "PI_PLUGINS"
+"""Comma-separated entry-point names: the only installed plugins that load."""
+
+ENV_BLOCK = "PI_DISABLED_PLUGINS"
+"""Comma-separated plugin names that never load (like ``--no-plugin NAME``)."""
+
+
+@dataclass(frozen=True)
+class PluginOrigin:
+    """Where a loaded plugin came from: its ``distribution`` name and ``version`` (``None`` for
+    a plugin that was not installed through an entry point) and its ``module`` path."""
+
+    distribution: str | None = None
+    version: str | None = None
+    module: str | None = None
+
+    def describe(self, name: str) -> str:
+        """``plugin 'NAME'``, followed by `` (distribution DIST VERSION)`` when installed."""
+        if self.distribution is None:
+            return f"plugin {name!r}"
+        return f"plugin {name!r} (distribution {self.distribution} {self.version})"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One line of ``pi plugins``: ``name`` (the entry-point name, or the module path of a
+    ``-p`` plugin), ``distribution``, ``version``, ``module`` and ``hooks`` (sorted names of the
+    hooks it implements; ``[]`` when none)."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    module: str | None
+    hooks: list[str] = field(default_factory=list)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """``{"name", "distribution", "version", "module", "hooks"}`` for ``pi plugins --json``."""
+        return asdict(self)
+
+
+class PiPluginManager(pluggy.PluginManager):
+    """A pluggy manager for project ``pi`` with the specs of :mod:`pi_core.hookspecs` added.
+
+    :meth:`register` validates each plugin as it registers (see the module docstring) and
+    raises :class:`~pi_core._errors.PluginError`, leaving the manager as it was. ``origins`` maps
+    plugin names to their :class:`PluginOrigin` (for :func:`list_plugins`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.add_hookspecs(hookspecs)
+        self.origins: dict[str, PluginOrigin] = {}
+
+    def describe(self, name: str) -> str:
+        """``plugin 'NAME'`` plus its distribution when it is known (for error messages)."""
+        return self.origins.get(name, PluginOrigin()).describe(name)
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        """Register and validate ``plugin``; return its name (``None`` when the name is blocked).
+
+        Raises :class:`~pi_core._errors.PluginError` when the plugin is already registered, when
+        its name is taken, or when one of its implementations is invalid; the manager is then
+        unchanged.
+        """
+        plugin_name = name or self.get_canonical_name(plugin)
+        try:
+            registered = super().register(plugin, name)
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(_validation_message(self.describe(plugin_name), exc)) from exc
+        except ValueError as exc:
+            raise PluginError(
+                f"{self.describe(plugin_name)} cannot be registered: " + str(exc).split("\n", 1)[0]
+            ) from exc
+        if registered is None:
+            return None
+        try:
+            _validate_plugin(self, plugin, registered)
+        except PluginError:
+            self.unregister(plugin)
+            raise
+        return registered
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
+        """Unregister a plugin by object or name (pluggy's semantics); forgets its origin."""
+        if name is None and plugin is not None:
+            name = self.get_name(plugin)
+        removed = super().unregister(plugin, name)
+        if name is not None:
+            self.origins.pop(name, None)
+        return removed
+
+
+def _validation_message(described: str, exc: pluggy.PluginValidationError) -> str:
+    """pluggy's multi-line validation message as one line: the plugin, the hook, the problem."""
+    text = str(exc)
+    hook = re.search(r"hook '(\w+)'", text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    detail = lines[-1] if lines else "invalid hook implementation"
+    where = f" of {hook.group(1)}" if hook else ""
+    return f"{described} has an invalid implementation{where}: {detail}"
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    """True for ``async def`` functions and async generators (also behind decorators)."""
+    function = inspect.unwrap(function)
+    call = function if inspect.isroutine(function) else getattr(function, "__call__", function)  # noqa: B004
+    return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
+
+
+def _validate_plugin(pm: PiPluginManager, plugin: object, name: str) -> None:
+    """Check every implementation of a just-registered plugin (unknown hooks, hook wrappers,
+    async implementations of sync-only hooks)."""
+    described = pm.describe(name)
+    for hook in pm.get_hookcallers(plugin) or []:
+        for impl in hook.get_hookimpls():
+            if impl.plugin is not plugin:
+                continue
+            if not hook.has_spec():
+                if impl.optionalhook:
+                    continue
+                raise PluginError(_unknown_hook_message(described, hook.name))
+            if impl.wrapper or impl.hookwrapper:
+                raise PluginError(
+                    f"{described} implements {hook.name} as a hook wrapper; pi calls hooks "
+                    "through its own caller and does not support hook wrappers"
+                )
+            mode = hookspecs.HOOK_CALL_MODES.get(hook.name)
+            if mode is not None and not mode[1] and _is_async(impl.function):
+                raise PluginError(
+                    f"{described} implements {hook.name} with async def, but {hook.name} "
+                    "takes sync implementations only"
+                )
+
+
+def _unknown_hook_message(described: str, hook_name: str) -> str:
+    known = sorted(hookspecs.HOOK_CALL_MODES)
+    message = f"{described} implements unknown hook {hook_name!r}"
+    close = difflib.get_close_matches(hook_name, known, n=1)
+    if close:
+        message += f" (did you mean {close[0]!r}?)"
+    return message
+
+
+def check_pending(pm: pluggy.PluginManager) -> None:
+    """pluggy's ``check_pending`` with a :class:`~pi_core._errors.PluginError` naming the
+    plugin and the unknown hook."""
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        name = pm.get_name(exc.plugin) or repr(exc.plugin)
+        described = pm.describe(name) if isinstance(pm, PiPluginManager) else f"plugin {name!r}"
+        for hook_name in vars(pm.hook):
+            hook = getattr(pm.hook, hook_name)
+            if hook_name.startswith("_") or hook.has_spec():
+                continue
+            if any(impl.plugin is exc.plugin for impl in hook.get_hookimpls()):
+                raise PluginError(_unknown_hook_message(described, hook_name)) from exc
+        raise PluginError(f"{described}: {exc}") from exc
+
+
+def _names(value: str | None) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``."""
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    """Installed ``pi`` entry points by name, sorted by name (the first of duplicates wins)."""
+    found: dict[str, importlib.metadata.EntryPoint] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep)
+    return dict(sorted(found.items()))
+
+
+def _load_entry_point(pm: PiPluginManager, ep: importlib.metadata.EntryPoint) -> None:
+    dist = ep.dist
+    origin = PluginOrigin(
+        distribution=dist.name if dist is not None else None,
+        version=dist.version if dist is not None else None,
+        module=ep.value,
+    )
+    try:
+        plugin = ep.load()
+    except Exception as exc:
+        raise PluginError(
+            f"{origin.describe(ep.name)} failed to load: {type(exc).__name__}: {exc}"
+        ) from exc
+    if pm.is_registered(plugin):
+        return
+    pm.origins[ep.name] = origin
+    try:
+        pm.register(plugin, name=ep.name)
+    except PluginError:
+        pm.origins.pop(ep.name, None)
+        raise
+
+
+def _load_module(pm: PiPluginManager, module_path: str) -> None:
+    try:
+        module = importlib.import_module(module_path)
+    except Exception as exc:
+        raise PluginError(
+            f"plugin {module_path!r} failed to load: {type(exc).__name__}: {exc}"
+        ) from exc
+    if pm.is_registered(module):
+        return
+    pm.origins[module_path] = PluginOrigin(module=module.__name__)
+    try:
+        pm.register(module, name=module_path)
+    except PluginError:
+        pm.origins.pop(module_path, None)
+        raise
+
+
+def make_plugin_manager(
+    autoload: bool = True, block: Iterable[str] = (), plugins: Iterable[str] = ()
+) -> PiPluginManager:
+    """A new plugin manager with pi's hookspecs and the plugins this environment asks for.
+
+    * Installed plugins (entry-point group ``pi``) load in name order when ``autoload`` is true
+      and ``PI_DISABLE_PLUGIN_AUTOLOAD`` is unset or empty; ``PI_PLUGINS=a,b`` limits them to
+      those names (an unknown name there is an error).
+    * ``plugins``: plugins named explicitly (the CLI's ``-p NAME``, like pytest's ``-p``), loaded
+      after the autoloaded ones, in the given order, even with autoload off. A name is an
+      entry-point name or else a module import path (registered under that path).
+      With autoload off, the names in ``PI_PLUGINS`` are explicit names too.
+    * ``block`` (the CLI's ``--no-plugin NAME``) and ``PI_DISABLED_PLUGINS=a,b`` block names:
+      a blocked plugin never loads, whatever else names it.
+
+    Then :func:`check_pending` runs. Raises :class:`~pi_core._errors.PluginError` naming the
+    plugin (and its distribution) for a plugin that fails to import, implements an unknown hook
+    or an invalid implementation, or for an unknown name in ``PI_PLUGINS`` or ``plugins``.
+    Environment variables are read when this is called, never at import.
+    """
+    pm = PiPluginManager()
+    _register_internal_plugins(pm)
+    blocked = {*block, *_names(os.environ.get(ENV_BLOCK))}
+    for name in sorted(blocked):
+        pm.set_blocked(name)
+    autoload = autoload and not os.environ.get(ENV_DISABLE_AUTOLOAD)
+    allow = _names(os.environ.get(ENV_ALLOW))
+    available = _entry_points()
+
+    unknown = [name for name in allow if name not in available and name not in blocked]
+    if unknown:
+        installed = ", ".join(available) or "none"
+        raise PluginError(
+            f"{ENV_ALLOW} names {', '.join(repr(n) for n in unknown)}, which "
+            f"{'is' if len(unknown) == 1 else 'are'} not installed (installed: {installed})"
+        )
+
+    if autoload:
+        for name, ep in available.items():
+            if allow and name not in allow:
+                continue
+            if not pm.is_blocked(name) and not pm.has_plugin(name):
+                _load_entry_point(pm, ep)
+
+    explicit = list(plugins) if autoload else [*allow, *plugins]
+    for name in explicit:
+        if pm.is_blocked(name) or pm.has_plugin(name):
+            continue
+        if name in available:
+            _load_entry_point(pm, available[name])
+        else:
+            _load_module(pm, name)
+
+    check_pending(pm)
+    return pm
+
+
+INTERNAL_PLUGINS: dict[str, str] = {"builtin_providers": "pi_core._providers.plugin"}
+"""The core's own plugins (name → module), registered first by every manager and, like
+pytest's internal plugins, not listed by :func:`list_plugins`: the core's model providers."""
+
+
+def _register_internal_plugins(pm: PiPluginManager) -> None:
+    for name, module in INTERNAL_PLUGINS.items():
+        pm.register(importlib.import_module(module), name=name)
+
+
+def list_plugins(pm: pluggy.PluginManager) -> list[PluginInfo]:
+    """Every plugin registered on ``pm``, in registration order (the last one is called first),
+    without the core's internal plugins (:data:`INTERNAL_PLUGINS`).
+
+    ``hooks`` are the sorted names of the hooks each implements (``[]`` for none). Works for any
+    pluggy manager; distributions are known for plugins loaded by :func:`make_plugin_manager`.
+    """
+    origins = pm.origins if isinstance(pm, PiPluginManager) else {}
+    infos = []
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None or name in INTERNAL_PLUGINS:  # a blocked name, or the core's own
+            continue
+        origin = origins.get(name) or PluginOrigin(module=_module_of(plugin))
+        hooks = sorted({hook.name for hook in pm.get_hookcallers(plugin) or []})
+        infos.append(
+            PluginInfo(
+                name=name,
+                distribution=origin.distribution,
+                version=origin.version,
+                module=origin.module,
+                hooks=hooks,
+            )
+        )
+    return infos
+
+
+def _module_of(plugin: object) -> str | None:
+    if isinstance(plugin, ModuleType):
+        return plugin.__name__
+    return getattr(type(plugin), "__module__", None)
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ENV_ALLOW",
+    "ENV_BLOCK",
+    "ENV_DISABLE_AUTOLOAD",
+    "PiPluginManager",
+    "PluginInfo",
+    "PluginOrigin",
+    "check_pending",
+    "list_plugins",
+    "make_plugin_manager",
+]

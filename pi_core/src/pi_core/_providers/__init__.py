@@ -1,0 +1,1 @@
+"""Model providers: scripted, OpenAI-compatible and Anthropic, over streaming HTTP."""

@@ -1,0 +1,1 @@
+"""Tools: the tool types, the ``@tool`` decorator and argument validation."""

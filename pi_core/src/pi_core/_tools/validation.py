@@ -1,0 +1,914 @@
+"""Argument validation for the tool pipeline: lossless coercion, then JSON Schema, then Pi's text.
+
+Spec §2.11 (pi-ai ``validateToolArguments``) as amended by port decision 4; seed §六 (schema
+validation between ``prepareArguments`` and ``execute``). One call,
+:func:`validate_tool_arguments`, turns the raw arguments of a tool call (after
+``prepare_arguments`` and the ``pi_prepare_arguments`` chain) into the params ``execute``
+receives, or raises :class:`ToolArgumentsError`, whose ``str()`` is the complete error text the
+model sees::
+
+    Validation failed for tool "edit":
+      - path: must have required properties path, edits
+
+    Received arguments:
+    {}
+
+**Coercion** (port decision 4: lossless only), applied to a deep copy and guided by the schema
+(through ``properties``, ``additionalProperties``, ``patternProperties``, ``prefixItems``,
+``items``, ``$ref``, ``allOf``, and union members of ``anyOf``/``oneOf``/``type`` lists):
+
+* a string that is a JSON number literal (``"50"``, ``"-1.5"``, ``"1e3"``; no spaces, no ``+``,
+  no leading zeros, no hex, no ``Infinity``) becomes a number for a ``number`` field, and an
+  integer for an ``integer`` field when its value is integral (``"2"`` → 2, ``"2.0"`` → 2,
+  ``"1.5"`` stays a string and fails);
+* ``"true"`` / ``"false"`` (exactly, lower case) become booleans for a ``boolean`` field;
+* a single object where an array whose items accept objects is expected is wrapped: ``{…}`` →
+  ``[{…}]``.
+
+Nothing else is coerced: no number → string, no ``null`` → 0/""/false, no ``""`` → 0, no
+string → array. A value that already matches its schema is never changed; a union takes the
+first member under which the coerced value is valid, else the value stays as it was.
+
+**Validation** uses ``jsonschema`` Draft 2020-12 (``$schema`` is not consulted; ``format`` is an
+annotation and is not checked, as the 2020-12 default says; tools that need formats check them
+in ``execute``, as ``@tool`` does through pydantic). The validator is compiled once per tool and
+per ``parameters`` object (replace ``tool.parameters``, do not mutate it in place, to change the
+schema); :func:`validator_cache_info` reports hits and misses.
+
+**Messages** follow TypeBox 1.x (``typebox/system/locale/en_US``), in TypeBox's keyword order
+(``type``; for objects ``required``, ``additionalProperties``, ``dependentRequired``,
+``dependentSchemas``, ``patternProperties``, ``properties`` in schema order, ``propertyNames``,
+``minProperties``, ``maxProperties``; for arrays ``contains``, ``items`` by index, ``minItems``,
+``maxItems``, ``prefixItems``, ``uniqueItems``; for strings ``minLength``, ``maxLength``,
+``pattern``; for numbers ``exclusiveMinimum``, ``exclusiveMaximum``, ``minimum``, ``maximum``,
+``multipleOf``; then ``$ref``, ``const``, ``enum``, ``if``, ``not``, ``allOf``, ``anyOf``,
+``oneOf``, ``unevaluatedItems``, ``unevaluatedProperties``):
+
+====================  ==============================================================
+keyword               line
+====================  ==============================================================
+type                  ``must be string`` / ``must be either string or null``
+required              ``must have required properties a, b`` (one line; path = first)
+additionalProperties  ``{path}.{key}: schema is false`` per extra key (or the extra
+                      value's own errors), then ``must not have additional properties``
+false schema          ``schema is false``
+enum / const          ``must be equal to one of the allowed values`` / ``… to constant``
+minimum & co.         ``must be >= 0``, ``must be > 0``, ``must be <= 9``, ``must be < 9``
+multipleOf            ``must be multiple of 2``
+min/maxLength         ``must not have fewer|more than N characters``
+min/maxItems          ``must not have fewer|more than N items``
+min/maxProperties     ``must not have fewer|more than N properties``
+uniqueItems           ``must not have duplicate items``
+pattern               ``must match pattern "^a"``
+contains              ``must contain at least 1 valid item``
+dependentRequired     ``must have properties b, c when property a is present``
+propertyNames         the name's own errors at ``{path}.{key}``, then
+                      ``property names b, c are invalid``
+anyOf / oneOf         every failing member's errors, then ``must match a schema in
+                      anyOf`` / ``must match exactly one schema in oneOf``
+if / then / else      ``must match "then" schema`` (then's own errors are dropped, as
+                      TypeBox does) / else's errors, then ``must match "else" schema``
+not                   ``must not be valid``
+unevaluated*          ``must not have unevaluated properties`` / ``… items``
+====================  ==============================================================
+
+At most :data:`MAX_ERRORS` (8) lines are listed, the first ones in that order, as TypeBox's
+``maxErrors`` setting does. Paths are instance paths with ``.`` separators (``edits.0.oldText``;
+``~`` and ``/`` inside a key are written ``~0`` and ``~1``), ``root`` for the top level.
+``Received arguments`` is the input as JavaScript's ``JSON.stringify(value, null, 2)`` writes it
+(see :func:`json_stringify`), except that keys keep their order (JavaScript would list
+integer-like keys first).
+
+**Schemas** may use draft-07 spellings TypeBox also accepts (an ``items`` array,
+``additionalItems``, ``dependencies``); they are read as their 2020-12 equivalents. A
+``parameters`` that is not a valid schema, or a ``$ref`` that cannot be resolved (remote
+references are never fetched), is a :class:`~pi_core._errors.ToolError` naming the tool.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import re
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+
+from pi_core._errors import ToolError
+from pi_core._tools.definition import AgentTool
+
+_Resolver = Any
+"""A ``referencing`` resolver (the class is not exported by ``referencing``)."""
+
+__all__ = [
+    "MAX_ERRORS",
+    "ToolArgumentsError",
+    "ValidatorCacheInfo",
+    "js_number_to_string",
+    "json_stringify",
+    "validate_tool_arguments",
+    "validator_cache_info",
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# The error
+# ----------------------------------------------------------------------------------------------
+
+
+class ToolArgumentsError(ToolError):
+    """The arguments of a tool call do not match the tool's ``parameters`` (spec §2.11).
+
+    ``str(exc)`` is Pi's complete message (header, one ``  - {path}: {message}`` line per error,
+    ``Received arguments:`` and the arguments as ``JSON.stringify(arguments, null, 2)``).
+    ``tool_name`` is the tool's name; ``errors`` the ``(path, message)`` pairs in order;
+    ``arguments`` the arguments as received (not coerced).
+    """
+
+    def __init__(self, tool_name: str, errors: list[tuple[str, str]], arguments: Any) -> None:
+        self.tool_name = tool_name
+        self.errors = list(errors)
+        self.arguments = arguments
+        lines = "\n".join(f"  - {path}: {message}" for path, message in self.errors)
+        try:
+            received = json_stringify(arguments)
+        except RecursionError:
+            received = "(nested too deeply to print)"
+        super().__init__(
+            f'Validation failed for tool "{tool_name}":\n{lines or "Unknown validation error"}'
+            f"\n\nReceived arguments:\n{received}"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.tool_name, self.errors, self.arguments))
+
+
+# ----------------------------------------------------------------------------------------------
+# JavaScript number and JSON text
+# ----------------------------------------------------------------------------------------------
+
+
+def js_number_to_string(value: float) -> str:
+    """``String(value)`` as JavaScript writes a number: ``1.0`` → ``1``, ``1e21`` → ``1e+21``,
+    ``1.5e-7`` → ``1.5e-7``, ``0.000001`` → ``0.000001``, ``-0.0`` → ``0``; integers beyond
+    2**53 are written as the double they become (``12345678901234567890`` →
+    ``12345678901234567000``); NaN and infinities give ``NaN``, ``Infinity``, ``-Infinity``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if -(2**53) <= value <= 2**53:
+            return str(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            return "Infinity" if value > 0 else "-Infinity"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "0"
+    # repr() gives the shortest round-trip digits, as ECMAScript's Number::toString does;
+    # only the layout differs (ECMA-262 §6.1.6.1.20).
+    sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple)).rstrip("0")
+    exponent += len(digit_tuple) - len(digits)
+    k = len(digits)
+    n = k + exponent
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
+        text = f"{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+    return ("-" if sign else "") + text
+
+
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+
+
+def _json_string(text: str) -> str:
+    """A JSON string literal as ``JSON.stringify`` writes it: non-ASCII kept, control
+    characters and lone surrogates as lower-case ``\\uXXXX``."""
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
+
+    return '"' + _NEEDS_ESCAPE.sub(escape, text) + '"'
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None:
+        return "null"
+    if isinstance(key, bool | int | float):
+        return js_number_to_string(key)
+    return str(key)
+
+
+def json_stringify(value: Any, indent: int = 2) -> str:
+    """``JSON.stringify(value, null, indent)`` for JSON-like Python values.
+
+    Objects keep their key order; empty objects and arrays print as ``{}`` and ``[]``; numbers
+    use :func:`js_number_to_string` (NaN and infinities print ``null``, as in JavaScript);
+    tuples are arrays; any other object prints as the JSON string of its ``str()``.
+    """
+    parts: list[str] = []
+    _stringify_into(parts, value, indent, 0)
+    return "".join(parts)
+
+
+def _stringify_into(parts: list[str], value: Any, indent: int, depth: int) -> None:
+    if value is None or value is True or value is False:
+        parts.append("null" if value is None else "true" if value else "false")
+    elif isinstance(value, int | float):
+        parts.append(
+            "null"
+            if isinstance(value, float) and not math.isfinite(value)
+            else js_number_to_string(value)
+        )
+    elif isinstance(value, str):
+        parts.append(_json_string(value))
+    elif isinstance(value, Mapping | list | tuple):
+        is_object = isinstance(value, Mapping)
+        items: list[Any] = list(value.items()) if isinstance(value, Mapping) else list(value)
+        opening, closing = ("{", "}") if is_object else ("[", "]")
+        if not items:
+            parts.append(opening + closing)
+            return
+        inner = "\n" + " " * (indent * (depth + 1)) if indent else ""
+        outer = "\n" + " " * (indent * depth) if indent else ""
+        parts.append(opening)
+        for index, item in enumerate(items):
+            parts.append(("," if index else "") + inner)
+            if is_object:
+                parts.append(_json_string(_json_key(item[0])) + (": " if indent else ":"))
+                item = item[1]
+            _stringify_into(parts, item, indent, depth + 1)
+        parts.append(outer + closing)
+    else:
+        parts.append(_json_string(str(value)))
+
+
+# ----------------------------------------------------------------------------------------------
+# The jsonschema validator class: TypeBox keyword order and TypeBox-shaped errors
+# ----------------------------------------------------------------------------------------------
+
+MAX_ERRORS = 8
+"""At most this many error lines are listed (TypeBox's ``maxErrors`` setting, which Pi keeps)."""
+
+_FALSE_SCHEMA = "x-pi-false-schema"
+"""Marker keyword a ``false`` subschema is rewritten to, so its error keeps its instance path
+(jsonschema reports a ``false`` subschema without the path of the value it rejected)."""
+
+_TYPEBOX_ORDER = (
+    _FALSE_SCHEMA,
+    "type",
+    # objects
+    "required",
+    "additionalProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+    "properties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    # arrays
+    "contains",
+    "items",
+    "minItems",
+    "maxItems",
+    "prefixItems",
+    "uniqueItems",
+    # strings
+    "minLength",
+    "maxLength",
+    "format",
+    "pattern",
+    # numbers
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minimum",
+    "maximum",
+    "multipleOf",
+    # any type
+    "$ref",
+    "$dynamicRef",
+    "const",
+    "enum",
+    "if",
+    "not",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
+_RANK = {keyword: rank for rank, keyword in enumerate(_TYPEBOX_ORDER)}
+
+
+def _typebox_order(schema: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
+    """The keywords of ``schema`` in the order TypeBox checks them (``ErrorSchema``)."""
+    return sorted(schema.items(), key=lambda item: _RANK.get(item[0], len(_RANK)))
+
+
+class _Line(jsonschema.exceptions.ValidationError):
+    """An error whose ``message`` is already Pi's text. ``required_name`` is set for a
+    ``required`` line: pi-ai prints it after the object's path."""
+
+    required_name: str | None = None
+
+
+def _required_line(missing: list[str]) -> _Line:
+    line = _Line(f"must have required properties {', '.join(missing)}")
+    line.required_name = missing[0]
+    return line
+
+
+def _kw_false_schema(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[_Line]:
+    yield _Line("schema is false")
+
+
+def _kw_required(validator: Any, required: Any, instance: Any, schema: Any) -> Iterator[_Line]:
+    if validator.is_type(instance, "object"):
+        missing = [name for name in required if name not in instance]
+        if missing:
+            yield _required_line(missing)
+
+
+def _extra_keys(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    properties = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    return [
+        key
+        for key in instance
+        if key not in properties
+        and not (isinstance(key, str) and any(re.search(p, key) for p in patterns))
+    ]
+
+
+def _kw_additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    failed = False
+    for key in _extra_keys(instance, schema):  # ``false`` is {_FALSE_SCHEMA: true} by now
+        errors = list(validator.descend(instance[key], additional, path=key))
+        failed = failed or bool(errors)
+        yield from errors
+    if failed:
+        yield _Line("must not have additional properties")
+
+
+def _kw_property_names(
+    validator: Any, names_schema: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    invalid = []
+    for key in instance:
+        errors = list(validator.descend(key, names_schema, path=key))
+        if errors:
+            invalid.append(str(key))
+            yield from errors
+    if invalid:
+        yield _Line(f"property names {', '.join(invalid)} are invalid")
+
+
+def _kw_dependent_required(
+    validator: Any, dependent: Any, instance: Any, schema: Any
+) -> Iterator[_Line]:
+    if not validator.is_type(instance, "object"):
+        return
+    for name, dependencies in dependent.items():
+        if name in instance:
+            for dependency in dependencies:
+                if dependency not in instance:
+                    yield _Line(
+                        f"must have properties {', '.join(dependencies)} "
+                        f"when property {name} is present"
+                    )
+
+
+def _kw_any_of(
+    validator: Any, members: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    collected: list[jsonschema.exceptions.ValidationError] = []
+    for index, member in enumerate(members):
+        errors = list(validator.descend(instance, member, schema_path=index))
+        if not errors:
+            return
+        collected.extend(errors)
+    yield from collected
+    yield _Line("must match a schema in anyOf")
+
+
+def _kw_one_of(
+    validator: Any, members: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    collected: list[jsonschema.exceptions.ValidationError] = []
+    passing = 0
+    for index, member in enumerate(members):
+        errors = list(validator.descend(instance, member, schema_path=index))
+        collected.extend(errors)
+        passing += not errors
+    if passing == 1:
+        return
+    if passing == 0:
+        yield from collected
+    yield _Line("must match exactly one schema in oneOf")
+
+
+def _kw_if(
+    validator: Any, if_schema: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    if validator.evolve(schema=if_schema).is_valid(instance):
+        if "then" in schema:
+            for _error in validator.descend(instance, schema["then"], schema_path="then"):
+                yield _Line('must match "then" schema')
+                return
+    elif "else" in schema:
+        errors = list(validator.descend(instance, schema["else"], schema_path="else"))
+        if errors:
+            yield from errors
+            yield _Line('must match "else" schema')
+
+
+_BASE = jsonschema.Draft202012Validator
+_PiValidator: Any = jsonschema.validators.create(
+    meta_schema=_BASE.META_SCHEMA,
+    validators={
+        **_BASE.VALIDATORS,
+        _FALSE_SCHEMA: _kw_false_schema,
+        "required": _kw_required,
+        "additionalProperties": _kw_additional_properties,
+        "propertyNames": _kw_property_names,
+        "dependentRequired": _kw_dependent_required,
+        "anyOf": _kw_any_of,
+        "oneOf": _kw_one_of,
+        "if": _kw_if,
+    },
+    type_checker=_BASE.TYPE_CHECKER,
+    format_checker=_BASE.FORMAT_CHECKER,
+    id_of=referencing.jsonschema.DRAFT202012.id_of,
+    applicable_validators=_typebox_order,
+)
+
+_COMPARISONS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+_COUNTED = {
+    "minLength": ("fewer", "characters"),
+    "maxLength": ("more", "characters"),
+    "minItems": ("fewer", "items"),
+    "maxItems": ("more", "items"),
+    "minProperties": ("fewer", "properties"),
+    "maxProperties": ("more", "properties"),
+}
+_FIXED = {
+    "enum": "must be equal to one of the allowed values",
+    "const": "must be equal to constant",
+    "uniqueItems": "must not have duplicate items",
+    "contains": "must contain at least 1 valid item",
+    "not": "must not be valid",
+    "unevaluatedItems": "must not have unevaluated items",
+    "unevaluatedProperties": "must not have unevaluated properties",
+    None: "schema is false",  # a ``false`` subschema _normalise() could not see
+}
+
+
+def _message(error: jsonschema.exceptions.ValidationError) -> str:
+    """The TypeBox text of a jsonschema error (keywords not overridden above)."""
+    if isinstance(error, _Line):
+        return error.message
+    keyword = error.validator
+    value = error.validator_value
+    if keyword == "type":
+        if isinstance(value, list):
+            return f"must be either {' or '.join(map(str, value))}"
+        return f"must be {value}"
+    if keyword in _COMPARISONS:
+        return f"must be {_COMPARISONS[str(keyword)]} {js_number_to_string(value)}"
+    if keyword == "multipleOf":
+        return f"must be multiple of {js_number_to_string(value)}"
+    if keyword in _COUNTED:
+        side, unit = _COUNTED[str(keyword)]
+        return f"must not have {side} than {js_number_to_string(value)} {unit}"
+    if keyword == "pattern":
+        return f'must match pattern "{value}"'
+    if keyword == "format":
+        return f'must match format "{value}"'
+    fixed = _FIXED.get(keyword)
+    return fixed if fixed is not None else error.message
+
+
+def _encode_fragment(part: Any) -> str:
+    return str(part).replace("~", "~0").replace("/", "~1")
+
+
+def _error_line(error: jsonschema.exceptions.ValidationError) -> tuple[str, str]:
+    """``(path, message)`` of one error, as pi-ai's ``formatValidationPath`` writes the path."""
+    base = ".".join(_encode_fragment(part) for part in error.absolute_path)
+    name = getattr(error, "required_name", None)
+    if name:
+        return (f"{base}.{name}" if base else name), _message(error)
+    return (base or "root"), _message(error)
+
+
+# ----------------------------------------------------------------------------------------------
+# Schema preparation and the per-tool cache
+# ----------------------------------------------------------------------------------------------
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_VALUES = (
+    "additionalProperties",
+    "items",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+
+
+def _normalise(schema: Any) -> Any:
+    """A copy of ``schema`` whose ``false`` subschemas are ``{_FALSE_SCHEMA: true}``, without
+    ``$schema`` keys, and whose draft-07 spellings are the 2020-12 ones TypeBox also accepts:
+    an ``items`` array is ``prefixItems`` (``additionalItems`` becomes ``items``),
+    ``dependencies`` is split into ``dependentRequired`` and ``dependentSchemas``."""
+    if schema is False:
+        return {_FALSE_SCHEMA: True}
+    if not isinstance(schema, dict):
+        return schema
+    result = dict(schema)
+    # Every subschema is read as 2020-12 by our validator class: a "$schema" would make
+    # jsonschema switch to its stock class for that subtree (and to its own message texts).
+    result.pop("$schema", None)
+    if isinstance(result.get("items"), list) and "prefixItems" not in result:
+        result["prefixItems"] = result.pop("items")
+        if "additionalItems" in result:
+            result["items"] = result.pop("additionalItems")
+    dependencies = result.get("dependencies")
+    if isinstance(dependencies, dict):
+        del result["dependencies"]
+        for name, dependency in dependencies.items():
+            target = "dependentRequired" if isinstance(dependency, list) else "dependentSchemas"
+            result[target] = {**result.get(target, {}), name: dependency}
+    for key in _SCHEMA_MAPS:
+        if isinstance(result.get(key), dict):
+            result[key] = {name: _normalise(sub) for name, sub in result[key].items()}
+    for key in _SCHEMA_VALUES:
+        if key in result:
+            result[key] = _normalise(result[key])
+    for key in _SCHEMA_LISTS:
+        if isinstance(result.get(key), list):
+            result[key] = [_normalise(sub) for sub in result[key]]
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    parameters: Any  # the tool.parameters object this was compiled from (identity checked)
+    schema: Any  # the normalised schema
+    validator: Any
+    resolver: _Resolver
+
+
+class ValidatorCacheInfo(NamedTuple):
+    """Counters of the per-tool validator cache: ``hits`` (a compiled validator was reused),
+    ``misses`` (a validator was compiled), ``currsize`` (tools currently cached)."""
+
+    hits: int
+    misses: int
+    currsize: int
+
+
+_cache: weakref.WeakKeyDictionary[Any, _Compiled] = weakref.WeakKeyDictionary()
+_cache_lock = threading.Lock()
+_hits = 0
+_misses = 0
+
+
+def validator_cache_info() -> ValidatorCacheInfo:
+    """How often :func:`validate_tool_arguments` reused or compiled a tool's validator."""
+    with _cache_lock:
+        return ValidatorCacheInfo(_hits, _misses, len(_cache))
+
+
+def _compile(tool_name: str, parameters: Any) -> _Compiled:
+    if parameters is True or parameters is None:
+        parameters_schema: Any = {}
+    elif isinstance(parameters, dict) or parameters is False:
+        parameters_schema = parameters
+    else:
+        raise ToolError(
+            f'Invalid parameters schema for tool "{tool_name}": expected a JSON Schema object, '
+            f"got {type(parameters).__name__}"
+        )
+    schema = _normalise(parameters_schema)
+    try:
+        _BASE.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "/".join(map(str, exc.absolute_path)) or "root"
+        raise ToolError(
+            f'Invalid parameters schema for tool "{tool_name}": {exc.message} (at {where})'
+        ) from None
+    validator = _PiValidator(schema, registry=referencing.Registry())
+    resource = referencing.jsonschema.DRAFT202012.create_resource(schema)
+    resolver = referencing.Registry().resolver_with_root(resource)
+    return _Compiled(parameters, schema, validator, resolver)
+
+
+def _compiled_for(tool: AgentTool) -> _Compiled:
+    global _hits, _misses
+    parameters = tool.parameters
+    with _cache_lock:
+        try:
+            entry = _cache.get(tool)
+        except TypeError:  # not weak-referenceable: compile every time
+            entry = None
+        if entry is not None and entry.parameters is parameters:
+            _hits += 1
+            return entry
+        _misses += 1
+    entry = _compile(tool.name, parameters)
+    with _cache_lock:
+        try:
+            _cache[tool] = entry
+        except TypeError:
+            pass
+    return entry
+
+
+# ----------------------------------------------------------------------------------------------
+# Lossless coercion (port decision 4)
+# ----------------------------------------------------------------------------------------------
+
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_JSON_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+def _parse_number(text: str, *, integer: bool) -> int | float | None:
+    """The number a JSON number literal stands for, or None (not a literal, not finite, too
+    long, or not integral when ``integer``)."""
+    if not _JSON_NUMBER.fullmatch(text):
+        return None
+    if _JSON_INTEGER.fullmatch(text):
+        try:
+            return int(text)
+        except ValueError:  # beyond Python's int-from-string digit limit
+            return None
+    number = float(text)
+    if not math.isfinite(number):
+        return None
+    if integer:
+        return int(number) if number.is_integer() else None
+    return number
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value, without recursion. As in JavaScript, object keys are
+    strings (``1`` becomes ``"1"``) and tuples are arrays; other objects are deep-copied when
+    they can be, else shared."""
+    holder: list[Any] = [None]
+    pending: list[tuple[Any, Any, Any]] = [(holder, 0, value)]
+    while pending:
+        container, slot, item = pending.pop()
+        if isinstance(item, dict):
+            copied: Any = dict.fromkeys(map(_json_key, item))
+            pending.extend((copied, _json_key(key), sub) for key, sub in item.items())
+        elif isinstance(item, list | tuple):
+            copied = [None] * len(item)
+            pending.extend((copied, index, sub) for index, sub in enumerate(item))
+        elif item is None or isinstance(item, str | int | float | bool):
+            copied = item
+        else:
+            try:
+                copied = copy.deepcopy(item)
+            except Exception:
+                copied = item
+        container[slot] = copied
+    return holder[0]
+
+
+_MISSING = object()
+
+
+class _Coercer:
+    """Applies the lossless conversions to a value in place, guided by a (normalised) schema."""
+
+    def __init__(self, compiled: _Compiled) -> None:
+        self.validator = compiled.validator
+        self.active: set[tuple[int, int]] = set()
+
+    def is_valid(self, value: Any, schema: Any, resolver: _Resolver) -> bool:
+        for _error in self.validator.descend(value, schema, resolver=resolver):
+            return False
+        return True
+
+    def coerce(self, value: Any, schema: Any, resolver: _Resolver) -> Any:
+        if not isinstance(schema, dict):
+            return value
+        guard = (id(schema), id(value))
+        if guard in self.active:  # a $ref loop that consumes no part of the value
+            return value
+        self.active.add(guard)
+        try:
+            return self._coerce(value, schema, resolver)
+        finally:
+            self.active.discard(guard)
+
+    def _coerce(self, value: Any, schema: dict[str, Any], resolver: _Resolver) -> Any:
+        if "$id" in schema:
+            resource = referencing.jsonschema.DRAFT202012.create_resource(schema)
+            resolver = resolver.in_subresource(resource)
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolved = resolver.lookup(ref)
+            except referencing.exceptions.Unresolvable:
+                pass  # validation reports it
+            else:
+                value = self.coerce(value, resolved.contents, resolved.resolver)
+        for member in _list(schema.get("allOf")):
+            value = self.coerce(value, member, resolver)
+        for key in ("anyOf", "oneOf"):
+            members = _list(schema.get(key))
+            if members:
+                value = self._coerce_union(value, members, resolver)
+        types = schema.get("type")
+        type_names = [types] if isinstance(types, str) else _list(types)
+        if type_names and not any(self._is_type(value, name) for name in type_names):
+            for name in type_names:
+                converted = self._convert(value, name, schema, resolver)
+                if converted is not _MISSING:
+                    value = converted
+                    break
+        if isinstance(value, dict):
+            self._coerce_object(value, schema, resolver)
+        elif isinstance(value, list):
+            self._coerce_array(value, schema, resolver)
+        return value
+
+    def _is_type(self, value: Any, name: Any) -> bool:
+        try:
+            return bool(self.validator.is_type(value, name))
+        except jsonschema.exceptions.UnknownType:
+            return False
+
+    def _coerce_union(self, value: Any, members: list[Any], resolver: _Resolver) -> Any:
+        if any(self.is_valid(value, member, resolver) for member in members):
+            return value
+        for member in members:
+            candidate = self.coerce(_copy_json(value), member, resolver)
+            if self.is_valid(candidate, member, resolver):
+                return candidate
+        return value
+
+    def _convert(
+        self,
+        value: Any,
+        type_name: str,
+        schema: dict[str, Any],
+        resolver: _Resolver,
+    ) -> Any:
+        if type_name in ("number", "integer") and isinstance(value, str):
+            number = _parse_number(value, integer=type_name == "integer")
+            return _MISSING if number is None else number
+        if type_name == "boolean" and value in ("true", "false") and isinstance(value, str):
+            return value == "true"
+        if (
+            type_name == "array"
+            and isinstance(value, dict)
+            and self._accepts_objects(schema.get("items"), resolver, depth=0)
+        ):
+            return [value]
+        return _MISSING
+
+    def _accepts_objects(self, schema: Any, resolver: _Resolver, depth: int) -> bool:
+        """Whether ``schema`` (an array's ``items``) describes objects."""
+        if not isinstance(schema, dict) or depth > 32:
+            return False
+        types = schema.get("type")
+        if types is not None:
+            if "object" in ([types] if isinstance(types, str) else _list(types)):
+                return True
+        elif any(key in schema for key in ("properties", "required", "additionalProperties")):
+            return True
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolved = resolver.lookup(ref)
+            except referencing.exceptions.Unresolvable:
+                return False
+            if self._accepts_objects(resolved.contents, resolved.resolver, depth + 1):
+                return True
+        return any(
+            self._accepts_objects(member, resolver, depth + 1)
+            for key in ("anyOf", "oneOf", "allOf")
+            for member in _list(schema.get(key))
+        )
+
+    def _coerce_object(
+        self, value: dict[Any, Any], schema: dict[str, Any], resolver: _Resolver
+    ) -> None:
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, dict) else {}
+        for key, sub in properties.items():
+            if key in value:
+                value[key] = self.coerce(value[key], sub, resolver)
+        patterns = schema.get("patternProperties")
+        patterns = patterns if isinstance(patterns, dict) else {}
+        for pattern, sub in patterns.items():
+            for key in value:
+                if isinstance(key, str) and re.search(pattern, key):
+                    value[key] = self.coerce(value[key], sub, resolver)
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, dict):
+            for key in value:
+                if key not in properties and not (
+                    isinstance(key, str) and any(re.search(p, key) for p in patterns)
+                ):
+                    value[key] = self.coerce(value[key], additional, resolver)
+
+    def _coerce_array(self, value: list[Any], schema: dict[str, Any], resolver: _Resolver) -> None:
+        prefix = _list(schema.get("prefixItems"))
+        for index, sub in enumerate(prefix[: len(value)]):
+            value[index] = self.coerce(value[index], sub, resolver)
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index in range(len(prefix), len(value)):
+                value[index] = self.coerce(value[index], items, resolver)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+# ----------------------------------------------------------------------------------------------
+# The entry point
+# ----------------------------------------------------------------------------------------------
+
+
+def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
+    """Coerce and validate ``arguments`` against ``tool.parameters`` (spec §2.11, decision 4).
+
+    ``tool`` is an :class:`~pi_core._tools.definition.AgentTool` (a ``ToolDefinition`` or ``@tool``
+    function works too: only ``name`` and ``parameters`` are read). ``arguments`` are the
+    call's arguments after ``prepare_arguments`` (any JSON value; untrusted). Returns a deep
+    copy with the lossless conversions applied; the caller's object is never modified.
+
+    Raises :class:`ToolArgumentsError` (its ``str()`` is Pi's full message) when the coerced
+    copy does not match the schema, and :class:`~pi_core._errors.ToolError` when the tool's
+    ``parameters`` is not a valid JSON Schema or holds an unresolvable ``$ref``.
+    """
+    compiled = _compiled_for(tool)
+    name = tool.name
+    try:
+        coerced = _Coercer(compiled).coerce(
+            _copy_json(arguments), compiled.schema, compiled.resolver
+        )
+        found = itertools.islice(compiled.validator.iter_errors(coerced), MAX_ERRORS)
+        errors = [_error_line(error) for error in found]
+    except referencing.exceptions.Unresolvable as exc:
+        raise ToolError(
+            f'Invalid parameters schema for tool "{name}": cannot resolve {exc}'
+        ) from None
+    except RecursionError:
+        raise ToolArgumentsError(
+            name, [("root", "too deeply nested to validate")], arguments
+        ) from None
+    if errors:
+        raise ToolArgumentsError(name, errors, arguments)
+    return coerced

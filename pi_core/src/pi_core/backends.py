@@ -1,0 +1,69 @@
+"""The kit backend plugins build on: what a bash or file backend implements and reuses.
+
+A backend plugin (SSH, containers, bubblewrap, a cluster) implements :class:`BashOperations` and
+:class:`FileOperations` and returns an instance from ``pi_bash_operations`` /
+``pi_file_operations``; it depends on ``pi_core`` alone. The helpers here are the ones the
+built-in and sandbox backends share:
+
+* protocols and their value types: :class:`BashOperations`, :class:`FileOperations`,
+  :class:`FileStat`, :class:`CommandOutput`, ``FileKind``;
+* the local file backend :class:`LocalFileOperations`, :func:`find_rg` (the ripgrep binary),
+  :func:`file_kind` (a ``st_mode`` as a ``FileKind``);
+* :func:`atomic_write_bytes`: temporary file, fsync, rename;
+* the file mutation queue: :func:`with_file_mutation_queue`,
+  :func:`with_tool_path_mutation_queue`, :func:`run_shielded`;
+* path resolution of the file tools: :func:`resolve_to_cwd`, :func:`resolve_existing_path`;
+* local processes: :func:`stream_process`, :func:`kill_process_group`,
+  :func:`unwrap_exception_group`;
+* errors: :class:`~pi_core.CommandTimeout`, :func:`missing_cwd_error`.
+
+The contract suites every backend must pass are in :mod:`pi_core.testing.bash_contract` and
+:mod:`pi_core.testing.file_contract`.
+"""
+
+from __future__ import annotations
+
+from pi_core._backend_kit.atomic import atomic_write_bytes
+from pi_core._backend_kit.local_files import (
+    LocalFileOperations,
+    file_kind,
+    find_rg,
+    kill_process_group,
+)
+from pi_core._backend_kit.mutation_queue import (
+    run_shielded,
+    with_file_mutation_queue,
+    with_tool_path_mutation_queue,
+)
+from pi_core._backend_kit.operations import (
+    BashOperations,
+    CommandOutput,
+    FileKind,
+    FileOperations,
+    FileStat,
+)
+from pi_core._backend_kit.paths import resolve_existing_path, resolve_to_cwd
+from pi_core._backend_kit.process_stream import stream_process, unwrap_exception_group
+from pi_core._errors import CommandTimeout, missing_cwd_error
+
+__all__ = [
+    "BashOperations",
+    "CommandOutput",
+    "CommandTimeout",
+    "FileKind",
+    "FileOperations",
+    "FileStat",
+    "LocalFileOperations",
+    "atomic_write_bytes",
+    "file_kind",
+    "find_rg",
+    "kill_process_group",
+    "missing_cwd_error",
+    "resolve_existing_path",
+    "resolve_to_cwd",
+    "run_shielded",
+    "stream_process",
+    "unwrap_exception_group",
+    "with_file_mutation_queue",
+    "with_tool_path_mutation_queue",
+]

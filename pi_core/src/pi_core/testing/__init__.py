@@ -1,0 +1,93 @@
+"""pytest plugin for plugin authors (STYLE item 7), active once ``pi-tool-core`` is installed
+(entry point ``pytest11: pi_core``).
+
+Fixtures:
+
+* ``plugin_manager``: a fresh :class:`~pi_core._plugins.manager.PiPluginManager` per test, hookspecs
+  added, no plugin loaded (entry points and ``PI_*`` variables are ignored).
+* ``register_plugin(obj, name=None) -> str``: registers a module or object on that manager
+  (validated like an installed plugin: a bad hook raises
+  :class:`~pi_core._errors.PluginError`) and unregisters it when the test ends, pass or fail.
+* ``pi_hooks``: the :class:`~pi_core.PluginHooks` of ``plugin_manager``.
+
+Functions:
+
+* :func:`run_pi` ``(argv) -> exit status``: the ``pi`` command run in this process (its output
+  goes to ``sys.stdout``/``sys.stderr``, so ``capsys`` sees it).
+
+Example::
+
+    from pi_core import hookimpl
+
+    class Policy:
+        @hookimpl
+        def pi_before_tool_call(self, context):
+            return None
+
+    def test_policy_is_registered(plugin_manager, register_plugin):
+        register_plugin(Policy(), name="policy")
+        assert plugin_manager.has_plugin("policy")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    # Imported in the fixtures: this module loads in every pytest run of the environment.
+    from pi_core._plugins.facade import PluginHooks
+    from pi_core._plugins.manager import PiPluginManager
+
+__all__ = ["RegisterPlugin", "pi_hooks", "plugin_manager", "register_plugin", "run_pi"]
+
+RegisterPlugin = Callable[..., str]
+"""``register_plugin(obj, name=None) -> name``."""
+
+
+@pytest.fixture
+def plugin_manager() -> PiPluginManager:
+    """A fresh plugin manager with pi's hookspecs and no plugins."""
+    from pi_core._plugins.manager import PiPluginManager
+
+    return PiPluginManager()
+
+
+@pytest.fixture
+def register_plugin(plugin_manager: PiPluginManager) -> Iterator[RegisterPlugin]:
+    """``register_plugin(obj, name=None)`` registers ``obj`` on ``plugin_manager`` and returns
+    its name; everything it registered is unregistered at teardown."""
+    registered: list[object] = []
+
+    def register(obj: object, name: str | None = None) -> str:
+        plugin_name = plugin_manager.register(obj, name=name)
+        if plugin_name is None:
+            raise ValueError(f"plugin name {name!r} is blocked on this manager")
+        registered.append(obj)
+        return plugin_name
+
+    try:
+        yield register
+    finally:
+        for obj in reversed(registered):
+            if plugin_manager.is_registered(obj):
+                plugin_manager.unregister(obj)
+
+
+@pytest.fixture
+def pi_hooks(plugin_manager: PiPluginManager) -> PluginHooks:
+    """The typed hooks of ``plugin_manager``."""
+    from pi_core._plugins.facade import PluginHooks
+
+    return PluginHooks(plugin_manager)
+
+
+def run_pi(argv: list[str]) -> int:
+    """Run the ``pi`` command with ``argv`` (the words after ``pi``) in this process and return
+    its exit status: 0 success, 1 an error result or a denial, 2 unusable input. Plugins given
+    with ``-p MODULE`` load as with the console script."""
+    from pi_core._cli import main
+
+    return main(list(argv))
