@@ -4,7 +4,7 @@ It is a top-level module on purpose: importing anything under ``pi_core`` first 
 ``pi_core/__init__.py``, which imports trio and the loop (about half a second). A Ctrl-C in that
 time would print a ``KeyboardInterrupt`` traceback; instead, until :func:`pi_core._cli.main`
 is imported, SIGINT ends the process at once with status 130 and prints nothing. Then
-Python's own handler is back and the CLI's Ctrl-C handling applies (DESIGN §5, exit 130).
+Python's own handler is back and the CLI's Ctrl-C handling applies (exit 130).
 Only built-in modules are used here (``_signal``, not ``signal``, which imports ``enum``); a
 Ctrl-C while the interpreter itself starts (before this module runs) is Python's.
 """

@@ -165,17 +165,32 @@ def test_definition_matches_pi(workdir) -> None:
 # -- outcomes -----------------------------------------------------------------------------------
 
 
+def wall_time(result: Any) -> float:
+    """Pop ``structured_content["wall_time_seconds"]`` (Pi: ``Math.round(ms / 100) / 10``)."""
+    seconds = result.structured_content.pop("wall_time_seconds")
+    assert isinstance(seconds, float | int) and seconds >= 0
+    assert round(seconds * 10) == seconds * 10
+    return float(seconds)
+
+
 async def test_132_echo_keeps_trailing_newline(workdir) -> None:
     result = await call(workdir, "echo 'test output'")
+    assert list(result.structured_content) == [
+        "output",
+        "truncated",
+        "exit_code",
+        "wall_time_seconds",
+    ]
+    assert wall_time(result) < 5
     assert result.to_json_dict() == {
         "content": [{"type": "text", "text": "test output\n"}],
-        "structuredContent": {
-            "output": "test output\n",
-            "truncated": False,
-            "exit_code": 0,
-            "full_output_path": None,
-        },
+        "structuredContent": {"output": "test output\n", "truncated": False, "exit_code": 0},
     }
+
+
+async def test_wall_time_seconds_is_rounded_to_tenths(workdir) -> None:
+    result = await call(workdir, "sleep 0.3")
+    assert 0.3 <= wall_time(result) <= 2.0
 
 
 async def test_no_output(workdir) -> None:
@@ -193,15 +208,11 @@ async def test_runs_in_the_workdir(workdir) -> None:
 
 async def test_133_nonzero_exit_is_an_error_result(workdir) -> None:
     result = await call(workdir, "exit 1")
+    wall_time(result)
     assert result.to_json_dict() == {
         "content": [{"type": "text", "text": "(no output)\n\nCommand exited with code 1"}],
         "isError": True,
-        "structuredContent": {
-            "output": "",
-            "truncated": False,
-            "exit_code": 1,
-            "full_output_path": None,
-        },
+        "structuredContent": {"output": "", "truncated": False, "exit_code": 1},
     }
 
 
@@ -239,12 +250,7 @@ async def test_no_exit_code_is_an_error(workdir) -> None:
     )
     result = await call(workdir, "ignored", operations=ScriptedOperations([b"x\n"], exit_code=None))
     assert result.text == "x\n\n\nCommand terminated without an exit code"
-    assert result.structured_content == {
-        "output": "x\n",
-        "truncated": False,
-        "exit_code": None,
-        "full_output_path": None,
-    }
+    assert result.structured_content is None  # only a command that exited with a code has one
 
 
 async def test_other_backend_errors_propagate_unchanged(workdir) -> None:
@@ -526,7 +532,11 @@ async def test_c23_ansi_escape_sequences_are_removed(workdir) -> None:
     )
     result = await call(workdir, command)
     assert result.text == "FAIL test_a\n     swatch\nlink\n"
-    assert result.structured_content["output"] == "FAIL test_a\n     swatch\nlink\n"
+    # programs get the raw output, escape sequences included (Pi 1.6.0 readFullOutput)
+    assert result.structured_content["output"] == (
+        "\x1b[1;31mFAIL\x1b[0m test_a\n\x1b[48;2;200;10;140m    \x1b[0m swatch\n"
+        "\x1b]8;;https://example.com\x1b\\link\x1b]8;;\x1b\\\n"
+    )
 
 
 async def test_ansi_colours_and_cursor_moves(workdir) -> None:
@@ -552,20 +562,41 @@ def test_strip_ansi_leaves_plain_text_alone() -> None:
     assert strip_ansi("\x1b]0;title\x07x\x1b(B\x1b7y\x1bPq#0\x1b\\z") == "xyz"
 
 
-async def test_structured_output_is_the_last_mib(workdir) -> None:
-    result = await call(workdir, "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end")
+async def test_structured_output_keeps_the_first_and_last_half_mib(workdir) -> None:
+    result = await call(workdir, "head -c 1199995 /dev/zero | tr '\\0' x; echo; echo end")
+    wall_time(result)
     structured = result.structured_content
     path = full_output_path(result.text)
+    assert list(structured) == ["output", "truncated", "full_output_path", "exit_code"]
     assert structured["truncated"] is True
     assert structured["exit_code"] == 0
     assert structured["full_output_path"] == path
-    assert structured["output"] == "x" * (1024 * 1024 - 5) + "\nend\n"
+    omitted = 1200000 - 1048576
+    assert omitted == 151424
+    assert structured["output"] == (
+        "x" * 524288 + "\n\n[... 151424 bytes omitted ...]\n\n" + "x" * (524288 - 5) + "\nend\n"
+    )
+    assert len(structured["output"]) == 1048610  # delta §7.2, verified
 
 
-async def test_structured_output_cut_on_a_character_boundary(workdir) -> None:
+async def test_structured_output_up_to_one_mib_is_whole_and_has_no_path(workdir) -> None:
+    result = await call(workdir, "seq 2500")
+    wall_time(result)
+    assert result.structured_content == {
+        "output": "".join(f"{i}\n" for i in range(1, 2501)),
+        "truncated": False,
+        "exit_code": 0,
+    }
+    assert "Full output:" in result.text  # the model text is truncated, the program's is not
+
+
+async def test_structured_output_cut_on_character_boundaries(workdir) -> None:
     result = await call(workdir, "python3 -c \"print('€' * 400000, end='')\"")
     output = result.structured_content["output"]
-    assert output == "€" * (1024 * 1024 // 3)
+    # 1 200 000 bytes: the head stops before a split "€", the tail skips its continuation bytes
+    assert output == "€" * (524288 // 3) + "\n\n[... 151424 bytes omitted ...]\n\n" + "€" * (
+        524288 // 3
+    )
     assert result.structured_content["truncated"] is True
 
 
@@ -754,8 +785,9 @@ async def test_141_no_prefix(workdir) -> None:
 
 
 def test_unknown_option_is_a_config_error(workdir) -> None:
-    with pytest.raises(ConfigError, match=r"^bash: unknown option 'comand_prefix'$"):
+    with pytest.raises(ConfigError) as info:
         create_bash_tool_definition(workdir, LocalBashOperations(), options={"comand_prefix": "x"})
+    assert str(info.value) == "pi.toml: tools.bash.comand_prefix: unknown key"
 
 
 async def test_145_spawn_hook_env_reaches_the_command(workdir) -> None:

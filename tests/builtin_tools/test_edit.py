@@ -31,6 +31,7 @@ from pi_core._pipeline.config import AgentContext, LoopConfig
 from pi_core._pipeline.pipeline import run_tool_call
 from pi_core._tools.definition import wrap_tool_definition
 from pi_core._wire.messages import AgentToolResult, ToolCall
+from support import text
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -55,11 +56,6 @@ async def edit_error(cwd: Path, params: Any, ops: Any = None) -> str:
 
 def one(old: str, new: str, path: str = "f.txt") -> dict[str, Any]:
     return {"path": path, "edits": [{"oldText": old, "newText": new}]}
-
-
-def text(result: AgentToolResult) -> str:
-    assert len(result.content) == 1
-    return result.content[0].text  # type: ignore[union-attr]
 
 
 def put(root: Path, name: str, data: bytes) -> Path:

@@ -15,16 +15,12 @@ from pi_builtin_tools.find import create_find_tool_definition
 from pi_builtin_tools.local_files import LocalFileOperations
 from pi_core._errors import ToolError
 from pi_core._wire.messages import AgentToolResult
+from support import make, text
 
 
 async def find(cwd: Path, **params: Any) -> AgentToolResult:
     tool = create_find_tool_definition(str(cwd), LocalFileOperations())
     return await tool.execute("c1", params, None, None)
-
-
-def text(result: AgentToolResult) -> str:
-    assert len(result.content) == 1
-    return result.content[0].text  # type: ignore[union-attr]
 
 
 async def find_text(cwd: Path, **params: Any) -> str:
@@ -35,17 +31,6 @@ async def find_error(cwd: Path, **params: Any) -> str:
     with pytest.raises(ToolError) as caught:
         await find(cwd, **params)
     return str(caught.value)
-
-
-def make(root: Path, files: dict[str, str] | list[str]) -> None:
-    items = files.items() if isinstance(files, dict) else ((name, "x\n") for name in files)
-    for name, content in items:
-        path = root / name
-        if name.endswith("/"):
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content)
 
 
 async def git_init(root: Path) -> None:
@@ -110,10 +95,18 @@ async def test_conformance_find_hidden_and_directories(tmp_path: Path) -> None:
 
 
 async def test_conformance_find_limit_notice(tmp_path: Path) -> None:
+    """find-limit-notice (Pi 1.6): exactly ``limit`` results give no notice."""
     make(tmp_path, ["only.log", "b.txt"])
     result = await find(tmp_path, pattern="*.log", limit=1)
+    assert text(result) == "only.log"
+    assert result.details is None
+
+
+async def test_limit_notice_needs_one_more_result(tmp_path: Path) -> None:
+    make(tmp_path, ["a.log", "b.log"])
+    result = await find(tmp_path, pattern="*.log", limit=1)
     assert text(result) == (
-        "only.log\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]"
+        "a.log\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]"
     )
     assert result.details == {"resultLimitReached": 1}
 
@@ -317,12 +310,12 @@ def test_effective_pattern() -> None:
     assert fd_effective_pattern("/abs/*") == ("/abs/*", True)
 
 
-async def test_limit_zero_is_an_error(tmp_path: Path) -> None:
-    # fd's --max-results 0 is "no limit" and Pi then says "0 results limit reached": refused.
+async def test_limit_zero_or_below_means_one(tmp_path: Path) -> None:
+    """r16-limit-probe-and-floor / r16-find-limit-zero-notice: ``max(1, floor(limit))``."""
     make(tmp_path, ["a.js", "b.ts"])
-    assert await find_error(tmp_path, pattern="*", limit=0) == (
-        "limit must be a positive integer, got 0"
-    )
+    notice = "\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]"
+    assert await find_text(tmp_path, pattern="*", limit=0) == "a.js" + notice
+    assert await find_text(tmp_path, pattern="*", limit=-1) == "a.js" + notice
 
 
 async def test_names_that_are_not_utf8_are_shown_with_replacement_characters(
@@ -342,13 +335,14 @@ async def test_gitignore_of_a_parent_directory_applies_to_a_sub_search(tmp_path:
     assert await find_text(tmp_path, pattern="*", path="pkg") == "a.txt"
 
 
-async def test_limit_that_is_not_a_positive_integer_is_an_error(tmp_path: Path) -> None:
-    # (the reference passes fd's own argument error on)
-    assert await find_error(tmp_path, pattern="*", limit=1.5) == (
-        "limit must be a positive integer, got 1.5"
+async def test_fractional_limit_is_floored(tmp_path: Path) -> None:
+    make(tmp_path, ["a", "b", "c"])
+    assert await find_text(tmp_path, pattern="*", limit=1.5) == (
+        "a\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]"
     )
-    assert await find_error(tmp_path, pattern="*", limit=-1) == (
-        "limit must be a positive integer, got -1"
+    assert await find_text(tmp_path, pattern="*", limit=3.9) == "a\nb\nc"
+    assert await find_error(tmp_path, pattern="*", limit=float("inf")) == (
+        "limit must be a positive integer, got Infinity"
     )
 
 

@@ -4,7 +4,6 @@ of its kind, grep/long-line)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from pi_builtin_tools.grep import clean_rg_error, create_grep_tool_definition
 from pi_builtin_tools.local_files import LocalFileOperations
 from pi_core._errors import ToolError
 from pi_core._wire.messages import AgentToolResult
+from support import make, text
 
 NOTICE_LONG = "Some lines truncated to 500 chars. Use read tool to see full lines"
 
@@ -22,11 +22,6 @@ NOTICE_LONG = "Some lines truncated to 500 chars. Use read tool to see full line
 async def grep(cwd: Path, ops: Any = None, **params: Any) -> AgentToolResult:
     tool = create_grep_tool_definition(str(cwd), ops or LocalFileOperations())
     return await tool.execute("c1", params, None, None)
-
-
-def text(result: AgentToolResult) -> str:
-    assert len(result.content) == 1
-    return result.content[0].text  # type: ignore[union-attr]
 
 
 async def grep_text(cwd: Path, **params: Any) -> str:
@@ -37,16 +32,6 @@ async def grep_error(cwd: Path, **params: Any) -> str:
     with pytest.raises(ToolError) as caught:
         await grep(cwd, **params)
     return str(caught.value)
-
-
-def make(root: Path, files: Mapping[str, str | bytes]) -> None:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_bytes(content.encode("utf-8"))
 
 
 def test_definition_is_pis() -> None:
@@ -213,7 +198,7 @@ async def test_long_context_lines_are_cut_too(tmp_path: Path) -> None:
     make(tmp_path, {"c.txt": "a" * 600 + "\nneedle\n"})
     result = await grep(tmp_path, pattern="needle", path="c.txt", context=1)
     assert text(result) == (
-        "c.txt-1- " + "a" * 500 + f"... [truncated]\nc.txt:2: needle\nc.txt-3- \n\n[{NOTICE_LONG}]"
+        "c.txt-1- " + "a" * 500 + f"... [truncated]\nc.txt:2: needle\n\n[{NOTICE_LONG}]"
     )
     assert result.details == {"linesTruncated": True}
 
@@ -244,37 +229,51 @@ async def test_long_lines_past_50kb_notices_in_pis_order(tmp_path: Path) -> None
     assert result.details["truncation"]["maxLines"] == 2**53 - 1
 
 
-async def test_carriage_returns_removed(tmp_path: Path) -> None:
+async def test_only_the_line_terminator_is_stripped(tmp_path: Path) -> None:
+    """Pi 1.6: ``\\r\\n`` and a final ``\\r`` go, a lone CR inside a line stays."""
     make(tmp_path, {"w.txt": "one\r\nmatch\r\nthree\r\n", "m.txt": "x\rmatch\r\n"})
     assert await grep_text(tmp_path, pattern="match", path="w.txt") == "w.txt:2: match"
     assert await grep_text(tmp_path, pattern="match", path="w.txt", context=1) == (
         "w.txt-1- one\nw.txt:2: match\nw.txt-3- three"
     )
-    assert await grep_text(tmp_path, pattern="match", path="m.txt") == "m.txt:1: xmatch"
+    assert await grep_text(tmp_path, pattern="match", path="m.txt") == "m.txt:1: x\rmatch"
+    assert await grep_text(tmp_path, pattern="match", path="m.txt", context=1) == (
+        "m.txt:1: x\rmatch"
+    )
 
 
 # --- context, limits, order ---------------------------------------------------------------------
 
 
-async def test_context_blocks_are_not_merged_and_reach_the_final_empty_line(
-    tmp_path: Path,
-) -> None:
+async def test_context_windows_merge_as_rg_prints_them(tmp_path: Path) -> None:
+    """Pi 1.6 (rg --context): no line twice, matches inside a window are match lines, and a
+    final newline starts no further line."""
     make(tmp_path, {"f.txt": "a\nmatch 1\nb\nmatch 2\nc\nmatch 3\n"})
     assert await grep_text(tmp_path, pattern="match", path="f.txt", context=1) == (
-        "f.txt-1- a\nf.txt:2: match 1\nf.txt-3- b\n"
-        "f.txt-3- b\nf.txt:4: match 2\nf.txt-5- c\n"
-        "f.txt-5- c\nf.txt:6: match 3\nf.txt-7- "
+        "f.txt-1- a\nf.txt:2: match 1\nf.txt-3- b\nf.txt:4: match 2\nf.txt-5- c\nf.txt:6: match 3"
+    )
+    assert await grep_text(tmp_path, pattern="match", path="f.txt", context=3) == (
+        "f.txt-1- a\nf.txt:2: match 1\nf.txt-3- b\nf.txt:4: match 2\nf.txt-5- c\nf.txt:6: match 3"
     )
     assert await grep_text(tmp_path, pattern="match 3", context=2) == (
-        "f.txt-4- match 2\nf.txt-5- c\nf.txt:6: match 3\nf.txt-7- "
+        "f.txt-4- match 2\nf.txt-5- c\nf.txt:6: match 3"
     )
+
+
+async def test_limit_proof_inside_the_trailing_context_is_a_context_line(tmp_path: Path) -> None:
+    """r16-grep-limit-semantics: the match after the limit is shown as context."""
+    make(tmp_path, {"g.txt": "hit one\nx\nhit two\ny\n"})
+    result = await grep(tmp_path, pattern="hit", path="g.txt", limit=1, context=2)
+    assert text(result) == (
+        "g.txt:1: hit one\ng.txt-2- x\ng.txt-3- hit two\n\n"
+        "[1 matches limit reached. Use limit=2 for more, or refine pattern]"
+    )
+    assert result.details == {"matchLimitReached": 1}
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"limit": 1.5}, "limit must be a positive integer, got 1.5"),
-        ({"context": 1.5}, "context must be an integer from 0 to 1000, got 1.5"),
         ({"context": 1e12}, "context must be an integer from 0 to 1000, got 1000000000000"),
         ({"context": float("inf")}, "context must be an integer from 0 to 1000, got Infinity"),
     ],
@@ -282,8 +281,7 @@ async def test_context_blocks_are_not_merged_and_reach_the_final_empty_line(
 async def test_nonsense_limit_or_context_is_an_error(
     tmp_path: Path, args: dict[str, float], message: str
 ) -> None:
-    """The reference says "[1.5 matches limit reached" for 1.5 and reprints the whole file per
-    match for context 1e12: refused."""
+    """The reference reprints the whole file per match for context 1e12: refused."""
     make(tmp_path, {"f.txt": "needle a\nneedle b\n"})
     assert await grep_error(tmp_path, pattern="needle", path="f.txt", **args) == message
 
@@ -302,6 +300,13 @@ async def test_limit_and_context_below_range_are_clamped(
 async def test_context_and_limit_as_whole_floats(tmp_path: Path) -> None:
     make(tmp_path, {"f.txt": "x\nneedle a\ny\n"})
     result = await grep(tmp_path, pattern="needle", path="f.txt", limit=1.0, context=1.0)
+    assert text(result) == "f.txt-1- x\nf.txt:2: needle a\nf.txt-3- y"
+
+
+async def test_fractional_limit_and_context_are_floored(tmp_path: Path) -> None:
+    """r16-grep-limit-semantics: ``floor`` as Pi 1.6 does."""
+    make(tmp_path, {"f.txt": "x\nneedle a\ny\nneedle b\n"})
+    result = await grep(tmp_path, pattern="needle", path="f.txt", limit=1.5, context=1.7)
     assert text(result) == (
         "f.txt-1- x\nf.txt:2: needle a\nf.txt-3- y\n\n"
         "[1 matches limit reached. Use limit=2 for more, or refine pattern]"
@@ -317,10 +322,12 @@ async def test_limit_reached_across_files_in_path_order(tmp_path: Path) -> None:
     )
 
 
-async def test_exactly_limit_matches_reports_the_limit(tmp_path: Path) -> None:
+async def test_exactly_limit_matches_give_no_notice(tmp_path: Path) -> None:
+    """Pi 1.6: only one more match proves that the limit cut results off."""
     make(tmp_path, {"f.txt": "hit\nhit\n"})
     result = await grep(tmp_path, pattern="hit", limit=2)
-    assert result.details == {"matchLimitReached": 2}
+    assert text(result) == "f.txt:1: hit\nf.txt:2: hit"
+    assert result.details is None
 
 
 async def test_files_in_path_order(tmp_path: Path) -> None:
@@ -370,7 +377,7 @@ async def test_undecodable_bytes_shown_as_replacement_characters(tmp_path: Path)
     make(tmp_path, {"b.txt": b"x\xffmatch\n"})
     assert await grep_text(tmp_path, pattern="match", path="b.txt") == "b.txt:1: x\ufffdmatch"
     assert await grep_text(tmp_path, pattern="match", path="b.txt", context=1) == (
-        "b.txt:1: x\ufffdmatch\nb.txt-2- "
+        "b.txt:1: x\ufffdmatch"
     )
 
 
@@ -411,9 +418,7 @@ async def test_stray_closing_paren_error_points_at_it(tmp_path: Path) -> None:
 async def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
     make_latin1_name(tmp_path, "zq7\n")
     assert await grep_text(tmp_path, pattern="zq7") == "caf\ufffd.txt:1: zq7"
-    assert await grep_text(tmp_path, pattern="zq7", context=1) == (
-        "caf\ufffd.txt:1: zq7\ncaf\ufffd.txt-2- "
-    )
+    assert await grep_text(tmp_path, pattern="zq7", context=1) == "caf\ufffd.txt:1: zq7"
 
 
 def make_latin1_name(root: Path, content: str) -> None:

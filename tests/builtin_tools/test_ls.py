@@ -13,6 +13,7 @@ from pi_builtin_tools.local_files import LocalFileOperations
 from pi_builtin_tools.ls import create_ls_tool_definition
 from pi_core._errors import ToolError
 from pi_core._wire.messages import AgentToolResult
+from support import make, text
 
 
 async def ls(cwd: Path, ops: Any = None, **params: Any) -> AgentToolResult:
@@ -24,21 +25,6 @@ async def ls_error(cwd: Path, ops: Any = None, **params: Any) -> str:
     with pytest.raises(ToolError) as caught:
         await ls(cwd, ops, **params)
     return str(caught.value)
-
-
-def text(result: AgentToolResult) -> str:
-    assert len(result.content) == 1
-    return result.content[0].text  # type: ignore[union-attr]
-
-
-def make(root: Path, *names: str) -> None:
-    for name in names:
-        path = root / name
-        if name.endswith("/"):
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("x\n")
 
 
 def test_definition_is_pis() -> None:
@@ -104,23 +90,20 @@ async def test_scenario_161_lists_dotfiles_and_dot_directories(tmp_path: Path) -
     assert text(await ls(tmp_path)) == ".hidden-dir/\n.hidden-file\nvisible"
 
 
-@pytest.mark.parametrize("limit", [0, -1])
-async def test_scenario_162_limit_zero_or_below_lists_nothing(tmp_path: Path, limit: int) -> None:
-    """Spec §7.7 step 5: ``limit: 0`` on a non-empty directory gives ``(empty directory)``."""
+@pytest.mark.parametrize("limit", [0, -1, 1.5])
+async def test_limit_is_floored_and_at_least_one(tmp_path: Path, limit: float) -> None:
+    """r16-limit-probe-and-floor (Pi 1.6): ``limit: 0`` lists one entry, 1.5 means 1."""
     make(tmp_path, "a", "b")
-    assert text(await ls(tmp_path, limit=limit)) == "(empty directory)"
+    assert text(await ls(tmp_path, limit=limit)) == (
+        "a\n\n[1 entries limit reached. Use limit=2 for more]"
+    )
 
 
-@pytest.mark.parametrize(
-    ("limit", "message"),
-    [
-        (1.5, "limit must be a non-negative integer, got 1.5"),
-        (float("inf"), "limit must be a non-negative integer, got Infinity"),
-    ],
-)
-async def test_non_integer_limit_is_an_error(tmp_path: Path, limit: float, message: str) -> None:
+async def test_infinite_limit_is_an_error(tmp_path: Path) -> None:
     make(tmp_path, "a", "b")
-    assert await ls_error(tmp_path, limit=limit) == message
+    assert await ls_error(tmp_path, limit=float("inf")) == (
+        "limit must be a positive integer, got Infinity"
+    )
 
 
 # --- sorting (port decision 3) ------------------------------------------------------------------

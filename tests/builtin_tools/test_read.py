@@ -55,7 +55,46 @@ async def read_error(cwd: Path, **args: Any) -> str:
 
 
 def wire(result: AgentToolResult) -> dict[str, Any]:
-    return result.to_json_dict()
+    """The model-facing JSON of a successful read, after checking its ``structuredContent``
+    (Pi 1.6.0: the first text block's text, or the image with that text as ``note``)."""
+    data = result.to_json_dict()
+    structured = data.pop("structuredContent")
+    blocks = data["content"]
+    images = [b for b in blocks if b["type"] == "image"]
+    note = next(b["text"] for b in blocks if b["type"] == "text")
+    if images:
+        assert structured == {
+            "type": "image",
+            "data": images[0]["data"],
+            "mimeType": images[0]["mimeType"],
+            "note": note,
+        }
+    else:
+        assert structured == note
+    return data
+
+
+async def test_structured_content_and_output_schema(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("l1\nl2\nl3\n")
+    result = await read(tmp_path, path="a.txt", limit=1)
+    assert result.structured_content == "l1\n\n[3 more lines in file. Use offset=2 to continue.]"
+    definition = create_read_tool_definition(str(tmp_path), OPS)
+    assert definition.replay == "safe"
+    assert definition.output_schema == {
+        "anyOf": [
+            {"type": "string"},
+            {
+                "type": "object",
+                "required": ["type", "data", "mimeType", "note"],
+                "properties": {
+                    "type": {"type": "string", "const": "image"},
+                    "data": {"type": "string"},
+                    "mimeType": {"type": "string"},
+                    "note": {"type": "string"},
+                },
+            },
+        ]
+    }
 
 
 # -- definition ---------------------------------------------------------------------------
@@ -456,6 +495,22 @@ def test_mime_from_magic_bytes() -> None:
     assert detect_image_mime(b"") is None
 
 
+def test_sniffing_as_pi_16() -> None:
+    """r16-read-image-sniffing: JPEG-LS, an animated PNG, a PNG without IHDR, GIF other than
+    87a/89a and a 'BM' file without a bitmap header are not images."""
+    assert detect_image_mime(b"\xff\xd8\xff\xf7abc\n") is None
+    animated = PNG_1X1[:33] + b"\x00\x00\x00\x08acTL" + b"\x00" * 12 + PNG_1X1[33:]
+    assert detect_image_mime(animated) is None
+    assert detect_image_mime(b"\x89PNG\r\n\x1a\n" + b"garbage" * 10) is None
+    assert detect_image_mime(b"GIF88a....") is None
+    assert detect_image_mime(b"BM not a bitmap\n") is None
+    bmp = _image_bytes("BMP", (2, 2))
+    assert detect_image_mime(bmp[:25]) is None  # shorter than the 26-byte header
+    assert detect_image_mime(bmp[:30]) == "image/bmp"  # the header alone is enough
+    two_planes = bmp[:26] + b"\x02\x00" + bmp[28:]
+    assert detect_image_mime(two_planes) is None
+
+
 async def test_png_named_txt_is_image_and_text_named_png_is_text(tmp_path: Path) -> None:
     """Scenarios 75 and 77 / read-image-magic-bytes: passed through unchanged."""
     (tmp_path / "image.txt").write_bytes(PNG_1X1)
@@ -521,7 +576,7 @@ async def test_payload_limit_forces_jpeg(tmp_path: Path) -> None:
 
 
 async def test_undecodable_image_omitted(tmp_path: Path) -> None:
-    (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 10)
+    (tmp_path / "broken.png").write_bytes(PNG_1X1[:33] + b"garbage" * 10)
     (tmp_path / "cut.png").write_bytes(PNG_1X1[: len(PNG_1X1) // 2])
     expected = {
         "content": [

@@ -64,18 +64,18 @@ async def test_new_and_nested(tmp_path: Path) -> None:
     """Scenarios 81-82 / write-new-and-nested."""
     first = await write(tmp_path, path="test.txt", content="Test content")
     assert first.to_json_dict() == {
-        "content": [{"type": "text", "text": "Successfully wrote 12 bytes to test.txt"}]
+        "content": [{"type": "text", "text": "Successfully wrote to test.txt"}]
     }
     nested = await write(tmp_path, path="nested/dir/test.txt", content="deep\n")
-    assert nested.text == "Successfully wrote 5 bytes to nested/dir/test.txt"
+    assert nested.text == "Successfully wrote to nested/dir/test.txt"
     assert (tmp_path / "test.txt").read_bytes() == b"Test content"
     assert (tmp_path / "nested" / "dir" / "test.txt").read_bytes() == b"deep\n"
 
 
-async def test_utf8_byte_count(tmp_path: Path) -> None:
-    """Scenario 83 / write-unicode-byte-count (decision 3: UTF-8 bytes, 10 not 7)."""
+async def test_non_ascii_content(tmp_path: Path) -> None:
+    """write-unicode-byte-count: Pi 1.6 names no byte count; the bytes on disk are UTF-8."""
     result = await write(tmp_path, path="hello.txt", content="héllo😀")
-    assert result.text == "Successfully wrote 10 bytes to hello.txt"
+    assert result.text == "Successfully wrote to hello.txt"
     assert (tmp_path / "hello.txt").read_bytes() == "héllo😀".encode()
 
 
@@ -99,18 +99,19 @@ async def test_overwrite_then_read(tmp_path: Path) -> None:
     """write-overwrite."""
     (tmp_path / "config.ini").write_text("old=1\nmore=2\n")
     assert (await write(tmp_path, path="config.ini", content="new=3\n")).text == (
-        "Successfully wrote 6 bytes to config.ini"
+        "Successfully wrote to config.ini"
     )
     read = create_read_tool_definition(str(tmp_path), OPS)
     assert (await read.execute("c2", {"path": "config.ini"}, None, None)).to_json_dict() == {
-        "content": [{"type": "text", "text": "new=3\n"}]
+        "content": [{"type": "text", "text": "new=3\n"}],
+        "structuredContent": "new=3\n",
     }
 
 
 async def test_special_space_path(tmp_path: Path) -> None:
     """write-special-space-path: U+3000 becomes a space on disk; the message keeps the raw path."""
     result = await write(tmp_path, path="w\u3000x.txt", content="q")
-    assert result.text == "Successfully wrote 1 bytes to w\u3000x.txt"
+    assert result.text == "Successfully wrote to w\u3000x.txt"
     assert os.listdir(tmp_path) == ["w x.txt"]
 
 
@@ -127,14 +128,14 @@ async def test_content_bytes_unchanged(tmp_path: Path) -> None:
     await write(tmp_path, path="crlf.txt", content="\ufeffa\r\nb\rc\n")
     assert (tmp_path / "crlf.txt").read_bytes() == b"\xef\xbb\xbfa\r\nb\rc\n"
     assert (await write(tmp_path, path="empty.txt", content="")).text == (
-        "Successfully wrote 0 bytes to empty.txt"
+        "Successfully wrote to empty.txt"
     )
     assert (tmp_path / "empty.txt").read_bytes() == b""
 
 
 async def test_lone_surrogate_becomes_replacement(tmp_path: Path) -> None:
     result = await write(tmp_path, path="s.txt", content="a\ud800b")
-    assert result.text == "Successfully wrote 5 bytes to s.txt"
+    assert result.text == "Successfully wrote to s.txt"
     assert (tmp_path / "s.txt").read_bytes() == b"a\xef\xbf\xbdb"
 
 
@@ -152,7 +153,7 @@ async def test_through_symlink(tmp_path: Path) -> None:
     (tmp_path / "dotfiles" / "bashrc").write_bytes(b"export A=2\n")
     os.symlink("dotfiles/bashrc", tmp_path / ".bashrc")
     result = await write(tmp_path, path=".bashrc", content="export A=3\n")
-    assert result.text == "Successfully wrote 11 bytes to .bashrc"
+    assert result.text == "Successfully wrote to .bashrc"
     assert (tmp_path / "dotfiles" / "bashrc").read_bytes() == b"export A=3\n"
     assert os.readlink(tmp_path / ".bashrc") == "dotfiles/bashrc"
 
@@ -250,7 +251,7 @@ async def test_aborted_write_keeps_queue_until_settled(tmp_path: Path) -> None:
         "write:second:start",
         "write:second:end",
     ]
-    assert outcome == ["first:aborted", "Successfully wrote 7 bytes to f.txt"]
+    assert outcome == ["first:aborted", "Successfully wrote to f.txt"]
     assert (tmp_path / "f.txt").read_text() == "second\n"
 
 
@@ -303,7 +304,7 @@ async def test_edit_and_write_of_nbsp_name_share_one_queue(tmp_path: Path) -> No
     ]
     assert results == [
         f"Successfully replaced 1 block(s) in {name}.",
-        f"Successfully wrote 8 bytes to {name}",
+        f"Successfully wrote to {name}",
     ]
     assert os.listdir(tmp_path) == [name]
     assert (tmp_path / name).read_text() == "written\n"

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-
-from pi_core import Agent, tool
-from pi_core._pipeline.config import LoopConfig
-from pi_core._pipeline.contexts import BeforeToolCallResult
-from pi_core._providers.base import ScriptedProvider
-from pi_core._wire.messages import AgentToolResult, TextContent
-
-# the shared helper module sits next to this file (pytest's importlib mode does not put
-# test folders on sys.path)
-if str(Path(__file__).parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).parent))
 from test_loop_support import (
     call,
     make_echo,
@@ -28,6 +15,12 @@ from test_loop_support import (
     tool_use,
     user,
 )
+
+from pi_core import Agent, tool
+from pi_core._pipeline.config import LoopConfig
+from pi_core._pipeline.contexts import BeforeToolCallResult
+from pi_core._providers.base import ScriptedProvider
+from pi_core._wire.messages import AgentToolResult, TextContent
 
 
 def gate_tool(release: trio.Event, started: trio.Event) -> Any:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from protocol_servers import (
+    ProtocolServer,
+    Reply,
+    anthropic_frame,
+    anthropic_frames,
+    anthropic_message_start,
+    anthropic_text_block,
+    anthropic_tool_block,
+)
 
 from pi_core._abort import Abort
 from pi_core._loop.loop import run_agent_loop
@@ -18,7 +26,7 @@ from pi_core._providers.anthropic import (
     error_text,
     map_stop_reason,
 )
-from pi_core._providers.base import ModelProvider, ModelRequest
+from pi_core._providers.base import ModelProvider
 from pi_core._providers.http import HttpSettings, RetryPolicy
 from pi_core._tools.definition import AgentTool, to_agent_tool, tool
 from pi_core._wire.messages import (
@@ -30,23 +38,9 @@ from pi_core._wire.messages import (
     ToolResultMessage,
     UserMessage,
 )
-
-# the helper modules sit next to this file (pytest's importlib mode does not put test
-# folders on sys.path)
-if str(Path(__file__).parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).parent))
-from protocol_servers import (
-    ProtocolServer,
-    Reply,
-    anthropic_frame,
-    anthropic_frames,
-    anthropic_message_start,
-    anthropic_text_block,
-    anthropic_tool_block,
-)
+from support import collect, final, kinds, request, usage, wire
 
 FAST = HttpSettings(timeout=10, retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05))
-ZERO_COST = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
 EPHEMERAL = {"type": "ephemeral"}
 
 READ_TOOL = AgentTool(
@@ -65,46 +59,6 @@ READ_TOOL = AgentTool(
 def provider_for(server: ProtocolServer, **kwargs: Any) -> AnthropicProvider:
     kwargs.setdefault("settings", FAST)
     return AnthropicProvider("claude-test", api_key="sk-ant-test", base_url=server.url, **kwargs)
-
-
-def request(prompt: str = "Hi", tools: list[AgentTool] | None = None) -> ModelRequest:
-    return ModelRequest(
-        system_prompt="You are pi.",
-        messages=[UserMessage(content=prompt, timestamp=1)],
-        tools=tools or [],
-    )
-
-
-async def collect(
-    provider: AnthropicProvider, req: ModelRequest, abort: Abort | None = None
-) -> list[Any]:
-    return [event async for event in provider.stream(req, abort)]
-
-
-def wire(message: AssistantMessage) -> dict[str, Any]:
-    data = message.to_json_dict()
-    data.pop("timestamp")
-    return data
-
-
-def usage(input: int, output: int, cache_read: int = 0, cache_write: int = 0) -> dict[str, Any]:
-    return {
-        "input": input,
-        "output": output,
-        "cacheRead": cache_read,
-        "cacheWrite": cache_write,
-        "totalTokens": input + output + cache_read + cache_write,
-        "cost": ZERO_COST,
-    }
-
-
-def final(events: list[Any]) -> AssistantMessage:
-    last = events[-1]
-    return last.message if last.type == "done" else last.error
-
-
-def kinds(events: list[Any]) -> list[str]:
-    return [e.type for e in events]
 
 
 def text_reply(pieces: list[str], stop_reason: str = "end_turn") -> Reply:

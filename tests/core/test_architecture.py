@@ -196,6 +196,23 @@ def cli_importers(graph: dict[str, list[Import]]) -> list[str]:
     return found
 
 
+BUILTIN_TOOL_NAMES = frozenset({"bash", "read", "edit", "write", "grep", "find", "ls"})
+"""The built-in tools: shared code reads what a tool declares, it never names one."""
+
+
+def tool_name_literals(paths: list[Path], root: Path) -> list[str]:
+    """Every string literal in ``paths`` (files, or folders of ``.py`` files) that is exactly
+    the name of a built-in tool (a docstring that mentions one is not such a literal)."""
+    found = []
+    files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*.py")))]
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in BUILTIN_TOOL_NAMES:
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
+    return found
+
+
 # -- the real tree ---------------------------------------------------------------------------
 
 CORE_GRAPH = graph_of(CORE_SRC)
@@ -233,6 +250,15 @@ def test_the_builtin_tools_do_not_import_the_sandbox() -> None:
 
 def test_plugins_and_examples_import_only_public_names() -> None:
     assert private_imports(PLUGIN_SOURCES) == []
+
+
+def test_no_shared_module_names_a_builtin_tool() -> None:
+    """How a tool renders, how ``replay --verify`` compares it, which arguments are paths and
+    which runs shell commands live on the tool (its declarations), never in ``if name ==
+    "bash"`` in the core or in the sandbox's policy hooks."""
+    sandbox = PLUGIN_SOURCES["pi_sandbox_plugin"]
+    shared = [CORE_SRC / "pi_core", sandbox / "plugin.py", sandbox / "path_policy.py"]
+    assert tool_name_literals(shared, ROOT) == []
 
 
 def test_implementation_lives_in_private_sub_packages() -> None:
@@ -331,3 +357,17 @@ def test_a_sandbox_import_of_the_builtins_is_found(tmp_path: Path) -> None:
     assert cross_imports(folder / "s", ("pi_builtin_tools",)) == [
         "m.py:1: imports pi_builtin_tools.read"
     ]
+
+
+def test_a_builtin_tool_name_in_shared_code_is_found(tmp_path: Path) -> None:
+    folder = _tree(
+        tmp_path,
+        {
+            "core/render.py": (
+                '"""Shows ``bash`` calls."""\n'
+                'def summary(name):\n    return "$" if name == "bash" else name\n'
+            ),
+            "core/ok.py": 'KINDS = ("reads", "bash_like", "a read")\n',
+        },
+    )
+    assert tool_name_literals([folder / "core"], folder) == ["core/render.py:3: 'bash'"]

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from protocol_servers import (
+    ProtocolServer,
+    Reply,
+    anthropic_frames,
+    anthropic_text_block,
+    openai_text_reply,
+)
 
 from pi_core._errors import ConfigError, PluginError
 from pi_core._loop.loop import run_agent_loop
@@ -23,16 +29,6 @@ from pi_core._providers.openai import OpenAIProvider
 from pi_core._providers.options import http_settings
 from pi_core._providers.plugin import builtin_provider_factories, resolve_model
 from pi_core._tools.definition import to_agent_tool, tool
-
-if str(Path(__file__).parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).parent))
-from protocol_servers import (
-    ProtocolServer,
-    Reply,
-    anthropic_frames,
-    anthropic_text_block,
-    openai_text_reply,
-)
 
 
 @pytest.fixture(autouse=True)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pydantic
 import pytest
 
+from pi_core import format_config_error
 from pi_core._config import CoreSettings, PiConfig, find_config, load_config, parse_config
 from pi_core._errors import ConfigError
 from pi_core._pipeline.config import LoopConfig
@@ -127,3 +130,64 @@ def test_explicit_relative_path_is_made_absolute(tmp_path: Path, monkeypatch) ->
     with pytest.raises(ConfigError) as info:
         load_config("my.toml")
     assert str(info.value) == f"{tmp_path}/my.toml: pi.foo: unknown key"
+
+
+# -- format_config_error: the one formatter of every config table ------------------------------
+
+
+class _Rule(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    words: list[pydantic.StrictStr] = []
+    limit: pydantic.StrictInt = pydantic.Field(default=1, ge=1)
+    name: str = ""
+
+    @pydantic.field_validator("name")
+    @classmethod
+    def _no_space(cls, value: str) -> str:
+        if " " in value:
+            raise ValueError("must not contain a space")
+        return value
+
+
+def _message(table: dict[str, Any], **options: Any) -> str:
+    with pytest.raises(pydantic.ValidationError) as info:
+        _Rule.model_validate(table)
+    return format_config_error("/w/pi.toml", "my_plugin", info.value, **options)
+
+
+@pytest.mark.parametrize(
+    ("table", "options", "message"),
+    [
+        (
+            {"limit": 0},
+            {},
+            "/w/pi.toml: my_plugin.limit: Input should be greater than or equal to 1 (got 0)",
+        ),
+        (
+            {"limit": "2"},
+            {},
+            '/w/pi.toml: my_plugin.limit: Input should be a valid integer (got "2")',
+        ),
+        (
+            {"limit": True},
+            {},
+            "/w/pi.toml: my_plugin.limit: Input should be a valid integer (got true)",
+        ),
+        (
+            {"words": ["a", 3]},
+            {},
+            "/w/pi.toml: my_plugin.words[1]: Input should be a valid string (got 3)",
+        ),
+        (
+            {"name": "a b"},
+            {"show_value": False},
+            "/w/pi.toml: my_plugin.name: must not contain a space",
+        ),
+        ({"colour": 1}, {}, "/w/pi.toml: my_plugin.colour: unknown key"),
+    ],
+)
+def test_format_config_error_names_file_key_reason_and_value(
+    table: dict[str, Any], options: dict[str, Any], message: str
+) -> None:
+    assert _message(table, **options) == message

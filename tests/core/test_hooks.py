@@ -48,6 +48,7 @@ from pi_core._plugins.contexts import (
     BashSpawnContext,
     PluginCommand,
     RegisterToolsContext,
+    SessionContext,
 )
 from pi_core._plugins.facade import PluginHooks
 from pi_core._plugins.manager import PiPluginManager
@@ -1032,6 +1033,82 @@ async def test_pi_on_event_cancellation_propagates(
 
 
 # ---------------------------------------------------------------------------------------------
+# pi_session_start / pi_session_end (notify, sync or async)
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_pi_session_start_notifies_sync_and_async_and_reports_exceptions(
+    pi_hooks: PluginHooks, register_plugin: Register, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[tuple[str, str, str]] = []
+
+    @hookimpl
+    async def open_async(context: SessionContext) -> None:
+        await trio.lowlevel.checkpoint()
+        context.state["async"] = "opened"
+        seen.append(("async", context.host, context.cwd))
+
+    @hookimpl
+    def broken(context: SessionContext) -> None:
+        raise RuntimeError("no licence")
+
+    @hookimpl
+    def open_sync(context: SessionContext) -> str:
+        context.state["sync"] = context.session_id
+        seen.append(("sync", context.host, context.cwd))
+        return "ignored"
+
+    register_plugin(plugin(pi_session_start=open_sync), name="sync")
+    register_plugin(plugin(pi_session_start=broken), name="broken")
+    register_plugin(plugin(pi_session_start=open_async), name="async")
+    context = SessionContext(cwd="/w", config={"a": 1}, host="call")
+
+    assert await pi_hooks.session_start(context) is None
+
+    assert seen == [("async", "call", "/w"), ("sync", "call", "/w")]
+    assert context.state == {"async": "opened", "sync": context.session_id}
+    assert re.fullmatch(r"[0-9a-f]{32}", context.session_id)
+    assert context.session_id != SessionContext(cwd="/w").session_id
+    assert context.reason is None
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == (
+        "",
+        "pi: plugin 'broken' failed in pi_session_start: RuntimeError: no licence\n",
+    )
+
+
+async def test_pi_session_end_runs_every_implementation_shielded(
+    pi_hooks: PluginHooks, register_plugin: Register, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    @hookimpl
+    async def release(context: SessionContext) -> None:
+        await trio.sleep(0.01)  # completes although the caller's scope is cancelled
+        seen.append(("release", context.reason))
+
+    @hookimpl
+    async def broken(context: SessionContext) -> None:
+        raise OSError("socket gone")
+
+    @hookimpl(trylast=True)
+    def last(context: SessionContext) -> None:
+        seen.append(("last", context.reason))
+
+    register_plugin(plugin(pi_session_end=last), name="last")
+    register_plugin(plugin(pi_session_end=broken), name="broken")
+    register_plugin(plugin(pi_session_end=release), name="release")
+    context = SessionContext(cwd="/w", reason="aborted")
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await pi_hooks.session_end(context)
+    assert seen == [("release", "aborted"), ("last", "aborted")]
+    assert capsys.readouterr().err == (
+        "pi: plugin 'broken' failed in pi_session_end: OSError: socket gone\n"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # The caller itself: arguments by name, wrappers, no un-awaited coroutine
 # ---------------------------------------------------------------------------------------------
 
@@ -1297,6 +1374,8 @@ def test_hookspecs_are_the_design_hooks_and_have_call_modes() -> None:
             "pi_register_providers",
             "pi_register_commands",
             "pi_on_event",
+            "pi_session_start",
+            "pi_session_end",
         ]
     )
     assert sorted(hookspecs.HOOK_CALL_MODES) == SPEC_NAMES

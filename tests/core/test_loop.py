@@ -10,24 +10,6 @@ from typing import Any
 
 import pytest
 import trio
-
-from pi_core._loop.loop import LENGTH_GUARD_TEXT, run_agent_loop, run_agent_loop_continue
-from pi_core._pipeline.config import AgentContext, LoopConfig
-from pi_core._pipeline.contexts import AfterToolCallResult, BeforeToolCallResult
-from pi_core._pipeline.pipeline import run_nested_tool_call, run_tool_call, tool_result_message
-from pi_core._providers.base import ScriptedProvider
-from pi_core._wire.messages import (
-    AgentToolResult,
-    AssistantMessage,
-    CustomMessage,
-    TextContent,
-    ToolResultMessage,
-)
-
-# the shared helper module sits next to this file (pytest's importlib mode does not put
-# test folders on sys.path)
-if str(Path(__file__).parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).parent))
 from test_loop_support import (
     ECHO_SCHEMA,
     Recorder,
@@ -40,6 +22,19 @@ from test_loop_support import (
     text,
     tool_use,
     user,
+)
+
+from pi_core._loop.loop import LENGTH_GUARD_TEXT, run_agent_loop, run_agent_loop_continue
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.contexts import AfterToolCallResult, BeforeToolCallResult
+from pi_core._pipeline.pipeline import run_nested_tool_call, run_tool_call, tool_result_message
+from pi_core._providers.base import ScriptedProvider
+from pi_core._wire.messages import (
+    AgentToolResult,
+    AssistantMessage,
+    CustomMessage,
+    TextContent,
+    ToolResultMessage,
 )
 
 CASES = Path("/work/shared/conformance/cases")
@@ -750,9 +745,13 @@ async def test_structured_content_never_reaches_the_model() -> None:
         return AgentToolResult(content=[TextContent(text="r")], structured_content={"ok": True})
 
     t = make_tool("t", execute)
-    messages, _, provider = await run([tool_use(call("c", "t")), text("done")], [t])
-    assert messages[2].structured_content == {"ok": True}
-    sent = provider.requests[1].messages[2]
+    messages, rec, provider = await run([tool_use(call("c", "t")), text("done")], [t])
+    # Pi 1.6.0: never copied onto the ToolResultMessage; programs read tool_execution_end
+    assert rec.of("tool_execution_end")[0].result.structured_content == {"ok": True}
+    (message,) = [m for m in messages if m.role == "toolResult"]
+    assert message.structured_content is None
+    assert "structuredContent" not in message.to_json_dict()
+    (sent,) = [m for m in provider.requests[1].messages if m.role == "toolResult"]
     assert sent.to_json_dict()["toolCallId"] == "c"
     assert "structuredContent" not in sent.to_json_dict()
 
@@ -972,10 +971,10 @@ async def test_30_structured_content_cleared_when_content_replaced(
     final = rec.of("tool_execution_end")[0].result
     assert final.text == content
     assert final.structured_content == structured
-    data = result_json(messages[2])
-    assert data.get("structuredContent") == structured
     if structured is None:
-        assert "structuredContent" not in data
+        assert "structuredContent" not in rec.of("tool_execution_end")[0].to_json_dict()["result"]
+    (message,) = [m for m in messages if m.role == "toolResult"]
+    assert "structuredContent" not in result_json(message)  # never on the message (Pi 1.6.0)
 
 
 async def test_31_tool_returns_is_error() -> None:
@@ -991,14 +990,15 @@ async def test_31_tool_returns_is_error() -> None:
         [tool_use(call("c", "q")), text("done")], [make_tool("q", execute)]
     )
     assert rec.of("tool_execution_end")[0].is_error is True
-    assert result_json(messages[2]) == {
+    assert rec.of("tool_execution_end")[0].result.structured_content == {"ok": False}
+    (message,) = [m for m in messages if m.role == "toolResult"]
+    assert result_json(message) == {
         "role": "toolResult",
         "toolCallId": "c",
         "toolName": "q",
         "content": [{"type": "text", "text": "查询失败"}],
         "details": {"requestId": "r-1"},
         "isError": True,
-        "structuredContent": {"ok": False},
     }
 
 

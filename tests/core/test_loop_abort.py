@@ -3,26 +3,10 @@ turn completes, the next model call ends the run. Real trio time: tools really s
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-
-from pi_core._abort import Abort
-from pi_core._errors import ToolAborted
-from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
-from pi_core._pipeline.contexts import BeforeToolCallResult
-from pi_core._pipeline.pipeline import run_tool_call
-from pi_core._providers.base import ScriptedProvider
-from pi_core._wire.messages import AgentToolResult, TextContent
-
-# the shared helper module sits next to this file (pytest's importlib mode does not put
-# test folders on sys.path)
-if str(Path(__file__).parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).parent))
 from test_loop_support import (
     Recorder,
     call,
@@ -33,6 +17,15 @@ from test_loop_support import (
     tool_use,
     user,
 )
+
+from pi_core._abort import Abort
+from pi_core._errors import ToolAborted
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.contexts import BeforeToolCallResult
+from pi_core._pipeline.pipeline import run_tool_call
+from pi_core._providers.base import ScriptedProvider
+from pi_core._wire.messages import AgentToolResult, TextContent
 
 LONG = 30.0  # a tool that would sleep this long must be cut short by the abort
 

@@ -4,23 +4,11 @@ with an invalid middle call, and a property test: arbitrary JSON never crashes t
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
-from pi_core._providers.base import ScriptedProvider
-from pi_core._wire.messages import AgentToolResult, TextContent, ToolCall
-
-# the shared helper module sits next to this file (pytest's importlib mode does not put
-# test folders on sys.path)
-if str(Path(__file__).parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).parent))
 from test_loop_support import (
     ECHO_SCHEMA,
     Recorder,
@@ -33,6 +21,11 @@ from test_loop_support import (
     tool_use,
     user,
 )
+
+from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._providers.base import ScriptedProvider
+from pi_core._wire.messages import AgentToolResult, TextContent, ToolCall
 
 
 async def test_23_validation_failure_text() -> None:

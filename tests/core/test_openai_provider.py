@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import trio
+from protocol_servers import (
+    ProtocolServer,
+    Reply,
+    openai_chunk,
+    openai_frames,
+    openai_text_reply,
+    openai_tool_call_chunks,
+)
 
 from pi_core._abort import Abort
 from pi_core._loop.loop import run_agent_loop
 from pi_core._pipeline.config import AgentContext, LoopConfig
-from pi_core._providers.base import ModelProvider, ModelRequest, StreamDelta
+from pi_core._providers.base import ModelProvider, StreamDelta
 from pi_core._providers.http import HttpSettings, RetryPolicy
 from pi_core._providers.openai import OpenAIProvider, convert_messages, error_text
 from pi_core._tools.definition import AgentTool, to_agent_tool, tool
@@ -24,23 +31,10 @@ from pi_core._wire.messages import (
     ToolResultMessage,
     UserMessage,
 )
-
-# the helper modules sit next to this file (pytest's importlib mode does not put test
-# folders on sys.path)
-if str(Path(__file__).parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).parent))
-from protocol_servers import (
-    ProtocolServer,
-    Reply,
-    openai_chunk,
-    openai_frames,
-    openai_text_reply,
-    openai_tool_call_chunks,
-)
+from support import collect, final, kinds, request, usage, wire
 
 FAST = HttpSettings(timeout=10, retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05))
 
-ZERO_COST = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
 
 READ_TOOL = AgentTool(
     name="read",
@@ -53,46 +47,6 @@ READ_TOOL = AgentTool(
 def provider_for(server: ProtocolServer, **kwargs: Any) -> OpenAIProvider:
     kwargs.setdefault("settings", FAST)
     return OpenAIProvider("gpt-test", base_url=f"{server.url}/v1", **kwargs)
-
-
-def request(prompt: str = "Hi", tools: list[AgentTool] | None = None) -> ModelRequest:
-    return ModelRequest(
-        system_prompt="You are pi.",
-        messages=[UserMessage(content=prompt, timestamp=1)],
-        tools=tools or [],
-    )
-
-
-async def collect(
-    provider: OpenAIProvider, req: ModelRequest, abort: Abort | None = None
-) -> list[Any]:
-    return [event async for event in provider.stream(req, abort)]
-
-
-def wire(message: AssistantMessage) -> dict[str, Any]:
-    data = message.to_json_dict()
-    data.pop("timestamp")
-    return data
-
-
-def usage(input: int, output: int, cache_read: int = 0, cache_write: int = 0) -> dict[str, Any]:
-    return {
-        "input": input,
-        "output": output,
-        "cacheRead": cache_read,
-        "cacheWrite": cache_write,
-        "totalTokens": input + output + cache_read + cache_write,
-        "cost": ZERO_COST,
-    }
-
-
-def final(events: list[Any]) -> AssistantMessage:
-    last = events[-1]
-    return last.message if last.type == "done" else last.error
-
-
-def kinds(events: list[Any]) -> list[str]:
-    return [e.type for e in events]
 
 
 # --- streaming text -----------------------------------------------------------------------

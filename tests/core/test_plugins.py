@@ -214,9 +214,58 @@ def test_pi_plugins_naming_an_uninstalled_plugin_is_an_error(
     monkeypatch.setenv("PI_PLUGINS", "sandbox,sandbx")
     with pytest.raises(PluginError) as info:
         make_plugin_manager()
+    assert str(info.value) == "PI_PLUGINS: no plugin named 'sandbx' (did you mean 'sandbox'?)"
+    monkeypatch.setenv("PI_PLUGINS", "zzz,sandbx")
+    with pytest.raises(PluginError) as info:
+        make_plugin_manager()
     assert str(info.value) == (
-        f"PI_PLUGINS names 'sandbx', which is not installed (installed: {', '.join(installed)})"
+        f"PI_PLUGINS: no plugin named 'zzz' (installed: {', '.join(installed)})"
     )
+
+
+@pytest.mark.parametrize(
+    ("block", "disabled", "message"),
+    [
+        (["sandbx"], "", "--no-plugin sandbx: no plugin named 'sandbx' (did you mean 'sandbox'?)"),
+        (["sandbox", "builtin-tools"], "",
+         "--no-plugin builtin-tools: no plugin named 'builtin-tools' "
+         "(did you mean 'builtin_tools'?)"),
+        ([], "sandbox, sandbx",
+         "PI_DISABLED_PLUGINS: no plugin named 'sandbx' (did you mean 'sandbox'?)"),
+        (["sandbx"], "sandbx",
+         "--no-plugin sandbx: no plugin named 'sandbx' (did you mean 'sandbox'?)"),
+    ],
+)  # fmt: skip
+def test_blocking_an_unknown_name_is_an_error_with_a_suggestion(
+    monkeypatch: pytest.MonkeyPatch, block: list[str], disabled: str, message: str
+) -> None:
+    monkeypatch.setenv("PI_DISABLED_PLUGINS", disabled)
+    with pytest.raises(PluginError) as info:
+        make_plugin_manager(block=block)
+    assert str(info.value) == message
+
+
+def test_blocking_an_unknown_name_without_a_close_one_lists_the_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    installed = sorted({ep.name for ep in importlib.metadata.entry_points(group="pi")})
+    with pytest.raises(PluginError) as info:
+        make_plugin_manager(autoload=False, block=["qqqq"])
+    assert str(info.value) == (
+        f"--no-plugin qqqq: no plugin named 'qqqq' (installed: {', '.join(installed)})"
+    )
+
+
+def test_names_that_may_be_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # installed entry points (with autoload on or off), the core's internal plugins, the
+    # names given explicitly (-p) and the names of PI_PLUGINS
+    monkeypatch.setenv("PI_DISABLE_PLUGIN_AUTOLOAD", "1")
+    assert names(make_plugin_manager(block=["sandbox"])) == []
+    assert make_plugin_manager(block=["builtin_providers"]).get_plugin("builtin_providers") is None
+    assert names(make_plugin_manager(block=["json"], plugins=["json"])) == []
+    monkeypatch.setenv("PI_PLUGINS", "json")
+    monkeypatch.setenv("PI_DISABLED_PLUGINS", "json")
+    assert names(make_plugin_manager()) == []
 
 
 def test_disabled_plugins_and_block_win(monkeypatch: pytest.MonkeyPatch) -> None:

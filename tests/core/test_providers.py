@@ -18,14 +18,11 @@ from pi_core._providers.base import (
     stream_events,
 )
 from pi_core._wire.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
+from support import collect
 
 
 def request(prompt: str = "p") -> ModelRequest:
     return ModelRequest(system_prompt=prompt, messages=[])
-
-
-async def collect(provider: ScriptedProvider, req: ModelRequest, abort: Any = None) -> list[Any]:
-    return [event async for event in provider.stream(req, abort)]
 
 
 def answer(text: str, stop_reason: Any = "stop") -> AssistantMessage:

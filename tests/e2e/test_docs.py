@@ -216,6 +216,42 @@ def test_testing_how_to_snippet_passes() -> None:
     assert "3 passed" in proc.stdout
 
 
+def test_session_audit_snippet_passes() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            str(SNIPPETS / "test_session_audit.py"),
+        ],
+        cwd=ROOT,
+        env={"PATH": f"{PI.parent}:/usr/bin:/bin", "PYTHONPATH": str(SNIPPETS)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout
+
+
+def test_debug_a_plugin_trace_example(tmp_path: Path) -> None:
+    """The ``--trace-hooks`` console example of the testing how-to, durations aside."""
+    page = (DOCS / "how-to" / "testing-plugins.md").read_text()
+    block = page.split("$ PYTHONPATH=docs/snippets pi --trace-hooks", 1)[1].split("```", 1)[0]
+    shown = [line for line in block.splitlines()[1:] if line]
+    (tmp_path / "notes.txt").write_text("")
+    proc = pi("--trace-hooks", "-p", "session_audit", "call", "ls", "{}", cwd=tmp_path,
+              pythonpath=SNIPPETS)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [re.sub(r" \d+\.\d\dms ", " <ms>ms ", line) for line in shown]
+    got = proc.stderr.splitlines()
+    got.insert(got.index("audit: call session completed after 1 call(s)"), proc.stdout.strip())
+    assert [re.sub(r" \d+\.\d\dms ", " <ms>ms ", line) for line in got] == lines
+
+
 SANDBOX_SNIPPETS = sorted((SNIPPETS / "sandbox").glob("*.toml"))
 
 
@@ -379,3 +415,16 @@ def test_tutorial_loop_examples(tmp_path: Path) -> None:
         cwd=tmp_path, pythonpath=weather,
     )  # fmt: skip
     assert (curl.returncode, curl.stdout) == (1, "network access is not allowed\n")
+
+
+def test_every_snippet_marker_is_intact() -> None:
+    """A ``--8<-- "FILE"`` line (pymdownx.snippets) includes FILE; once a formatter spaces it out
+    (``--8 < --"FILE"``) the page shows the file's name instead of its code, and the build still
+    passes."""
+    broken = [
+        f"{page.relative_to(DOCS)}:{number}"
+        for page in sorted(DOCS.rglob("*.md"))
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if re.match(r"\s*-+\s*8\s*<\s*-+", line) and not line.lstrip().startswith('--8<-- "')
+    ]
+    assert broken == []

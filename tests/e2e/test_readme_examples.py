@@ -31,7 +31,7 @@ def test_first_replay_example(tmp_path: Path) -> None:
     assert [
         (r["toolCallId"], r["toolName"], r["isError"], r["content"][0]["text"]) for r in results
     ] == [
-        ("c1", "write", False, "Successfully wrote 45 bytes to notes/todo.md"),
+        ("c1", "write", False, "Successfully wrote to notes/todo.md"),
         ("c2", "read", False, "# Todo\n\n- write the parser\n- test the parser\n"),
         ("c3", "ls", False, "todo.md"),
         ("c4", "edit", False, "Successfully replaced 1 block(s) in notes/todo.md."),

@@ -5,14 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # support modules (--import-mode=importlib)
-
 from container_support import PodmanSession
 from sshd_support import SshServer, start_sshd
 

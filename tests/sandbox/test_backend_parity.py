@@ -13,13 +13,16 @@ the tools never see it). Each backend starts from the same workspace files:
   session cwd mounted at ``/work``; pi removes the container when it exits.
 
 Normalised: the session cwd and the backend's root (``remote_cwd``, ``/work``) become ``<ws>``;
-the timestamps are dropped. The results must equal :data:`EXPECTED` exactly on every backend.
+the timestamps are dropped. The results must equal :data:`EXPECTED` exactly on every backend,
+including the refusal of a FIFO by read, edit and write (issue 10: only regular files are read
+or replaced, with one text whatever the backend).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,12 @@ SESSION: list[list[dict[str, Any]]] = [
         tool_call("x5", "write", path="sub", content="x"),
         tool_call("x6", "bash", command="cat missing.txt"),
     ],
+    [tool_call("p0", "bash", command="mkfifo pipe")],
+    [
+        tool_call("p1", "read", path="pipe"),
+        tool_call("p2", "edit", path="pipe", edits=[{"oldText": "a", "newText": "b"}]),
+        tool_call("p3", "write", path="pipe", content="x"),
+    ],
 ]
 
 NOT_FOUND = (
@@ -72,7 +81,7 @@ EXPECTED: dict[str, tuple[str, bool]] = {
     "l2": ("b.txt", False),
     "f1": ("a.txt\nsub/b.txt", False),
     "g1": ("a.txt:1: hello\na.txt:2: world\na.txt:3: foo", False),
-    "w1": ("Successfully wrote 10 bytes to sub/new.txt", False),
+    "w1": ("Successfully wrote to sub/new.txt", False),
     "e1": ("Successfully replaced 1 block(s) in a.txt.", False),
     "r2": ("made\nhere\n", False),
     "r3": ("world\nfoo\n", False),
@@ -87,6 +96,10 @@ EXPECTED: dict[str, tuple[str, bool]] = {
     "x4": ("No matches found", False),
     "x5": ("EISDIR: illegal operation on a directory, open '<ws>/sub'", True),
     "x6": ("cat: missing.txt: No such file or directory\n\n\nCommand exited with code 1", True),
+    "p0": ("(no output)", False),
+    "p1": ("Cannot read pipe: not a regular file (a device, FIFO or socket).", True),
+    "p2": ("Cannot edit pipe: not a regular file (a device, FIFO or socket).", True),
+    "p3": ("Cannot write pipe: not a regular file (a device, FIFO or socket).", True),
 }
 """toolCallId → (text of the result, isError), normalised."""
 
@@ -180,3 +193,4 @@ def test_one_session_gives_the_same_results_on_every_backend(
     for root in (local, bwrap, ssh_remote, container_ws):
         assert (root / "a.txt").read_text() == "bye\nworld\nfoo\n"
         assert (root / "sub" / "new.txt").read_text() == "made\nhere\n"
+        assert stat.S_ISFIFO((root / "pipe").lstat().st_mode)  # never replaced

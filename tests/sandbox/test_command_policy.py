@@ -57,15 +57,37 @@ def test_shared_config_is_the_readme_rules() -> None:
     }
 
 
+SUPERSEDED = {"git -c color.ui=never push": "deny"}
+"""Lines of the shared corpus that label the literal-prefix limit its README names ("options
+before the subcommand defeat a literal prefix"), which issue 10 item 6 removes: with the default
+``prefix_match = "grammar"`` they get the decision here; with ``prefix_match = "literal"`` the
+shared corpus is decided exactly as labelled."""
+
+
 @pytest.mark.parametrize("case", corpus(SHARED / "corpus.jsonl"), ids=lambda c: c["command"][:60])
 def test_shared_corpus(case: dict[str, str]) -> None:
     code, out = run_policy_check(
         case["command"], shared_config(), json_output=True, config_path=str(SHARED / "pi.toml")
     )
+    expected = SUPERSEDED.get(case["command"], case["decision"])
     assert (json.loads(out)["decision"], code) == (
-        case["decision"],
-        0 if case["decision"] == "allow" else 1,
+        expected,
+        0 if expected == "allow" else 1,
     ), case["why"]
+
+
+def test_shared_corpus_with_literal_prefix_match() -> None:
+    config = shared_config()
+    config["sandbox"]["policy"]["prefix_match"] = "literal"
+    wrong = [
+        case["command"]
+        for case in corpus(SHARED / "corpus.jsonl")
+        if json.loads(
+            run_policy_check(case["command"], config, json_output=True, config_path=None)[1]
+        )["decision"]
+        != case["decision"]
+    ]
+    assert wrong == []
 
 
 def test_own_corpus_size() -> None:
@@ -126,7 +148,11 @@ def test_non_literal_word_where_a_prefix_is_compared() -> None:
         'undecidable: rule ["git", "push"] may deny `git $SUB origin` ($SUB is not a literal)',
         [["git", "$SUB", "origin"]],
     )
-    assert DENY.check("git -C $DIR push").allowed
+    assert DENY.check('git -C "$DIR" status').allowed
+    assert DENY.check("git -C $DIR push").reason == (
+        'undecidable: rule ["git", "push"] may deny `git -C $DIR push` '
+        "(the value $DIR may split into several words)"
+    )
 
 
 def test_allowed_decision() -> None:

@@ -108,4 +108,6 @@ def test_shared_corpus_through_the_command(capsys: pytest.CaptureFixture[str]) -
         decision = json.loads(out)["decision"]
         if decision != case["decision"] or status != (0 if decision == "allow" else 1):
             wrong.append(case["command"])
-    assert wrong == []
+    # the literal-prefix limit the corpus labels is gone (issue 10 item 6); see
+    # test_command_policy.SUPERSEDED and its test with prefix_match = "literal"
+    assert wrong == ["git -c color.ui=never push"]

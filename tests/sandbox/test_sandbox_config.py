@@ -301,16 +301,16 @@ def test_pi_names_the_config_file_key_and_problem(tmp_path: Path, toml: str, mes
     )
 
 
-def test_a_config_given_with_config_is_named_pi_toml(tmp_path: Path) -> None:
-    """``--config FILE``: the hooks receive the loaded table, not its file; the message names
-    ``pi.toml`` and still the key and the problem."""
+def test_a_config_given_with_config_is_named_by_its_path(tmp_path: Path) -> None:
+    """``--config FILE``: the config dict the hooks receive remembers its file
+    (``pi_core.config_file``), so the message names that file, the key and the problem."""
     (tmp_path / "ws").mkdir()
     (tmp_path / "other.toml").write_text('[sandbox]\nbackend = "vm"\n')
     result = pi_replay(tmp_path / "ws", "--config", str(tmp_path / "other.toml"))
     assert (result.returncode, result.stderr) == (
         2,
-        "pi: error: pi.toml: sandbox.backend: Input should be 'local', 'bwrap', 'ssh' or "
-        "'container'\n",
+        f"pi: error: {tmp_path / 'other.toml'}: sandbox.backend: Input should be 'local', "
+        "'bwrap', 'ssh' or 'container'\n",
     )
 
 

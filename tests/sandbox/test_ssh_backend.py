@@ -14,16 +14,15 @@ import os
 import re
 import signal
 import stat
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
-
-sys.path.insert(0, str(Path(__file__).parent))  # support modules (--import-mode=importlib)
-
 from sshd_support import SshServer, descendants
 
 from pi_core._backend_kit.operations import BashOperations, FileOperations
@@ -130,9 +129,7 @@ def test_ssh_argv_puts_batch_mode_and_control_first(tmp_path: Path) -> None:
             "-o",
             f"ControlPath={control}",
             "-o",
-            "ControlMaster=auto",
-            "-o",
-            "ControlPersist=600",
+            "ControlMaster=no",
             "-o",
             "StrictHostKeyChecking=accept-new",
             "-o",
@@ -203,7 +200,7 @@ async def test_unreachable_host_is_an_error(ssh_server: SshServer, tmp_path: Pat
         with trio.fail_after(20):
             with pytest.raises(ToolError) as info:
                 await SshBashOperations(connection).exec("echo x", "/", on_data=lambda _: None)
-        assert str(info.value).startswith("ssh: cannot connect to ")
+        assert str(info.value).startswith("cannot connect to 127.0.0.1: ")
         assert "Connection refused" in str(info.value)
         with trio.fail_after(20):
             with pytest.raises(SshConnectionError) as file_info:
@@ -230,15 +227,19 @@ async def test_unknown_host_key_fails_in_batch_mode(ssh_server: SshServer, tmp_p
 # -- environment and shell -----------------------------------------------------------------
 
 
-async def test_remote_values_of_home_and_path_win(ssh_connection: SshConnection) -> None:
+async def test_remote_values_of_home_and_path_win(
+    ssh_connection: SshConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller's environment is never sent: its unchanged ``HOME`` and ``PATH`` (here
+    made local-only) leave the remote ones alone; a variable pi adds reaches the command."""
+    monkeypatch.setenv("HOME", "/pi-local-only/home")
+    monkeypatch.setenv("PATH", "/pi-local-only/bin:" + os.environ["PATH"])
     bash = SshBashOperations(ssh_connection)
     home = await remote_sh(bash, 'echo "$HOME"')
+    path = await remote_sh(bash, 'echo "$PATH"')
+    assert home.startswith(b"/") and b"/pi-local-only" not in home + path
     recorder = Recorder()
-    await bash.exec('echo "$PATH"', "/", on_data=recorder, env={"OTHER": "x"})
-    path = recorder.data
-    assert path.startswith(b"/") and b"/pi-local-only/bin" not in path
-    recorder = Recorder()
-    env = {"HOME": "/pi-local-only/home", "PATH": "/pi-local-only/bin", "GIVEN": "a b 'c' $d"}
+    env = {**os.environ, "GIVEN": "a b 'c' $d"}
     code = await bash.exec(
         'echo "$HOME"; echo "$PATH"; echo "$GIVEN"', "/", on_data=recorder, env=env
     )
@@ -308,7 +309,7 @@ async def test_session_paths_map_to_remote_cwd(ssh_server: SshServer, tmp_path: 
         with pytest.raises(ToolError) as bash_info:
             await bash.exec("true", f"{local_root}/nope", on_data=lambda _: None)
         assert str(bash_info.value) == (
-            f"Working directory does not exist: {local_root}/nope\nCannot execute bash commands."
+            f"Working directory does not exist: {remote}/nope\nCannot execute bash commands."
         )
 
         listing = await files.run_rg(
@@ -556,10 +557,12 @@ async def test_file_operations_fail_fast_on_a_dead_connection(
         with trio.fail_after(15):
             with pytest.raises(SshConnectionError) as info:
                 await files.stat(str(tmp_path))
-        # our prefix, then what the OpenSSH client said (it varies with the moment sshd died)
+        # our prefix, then what the OpenSSH client said (it varies with the moment sshd died:
+        # a master that already ended is restarted, and that new connection is refused)
         assert info.value.errno == errno.EIO
         assert re.fullmatch(
-            rf"ssh: lost the connection to {re.escape(connection.destination)}: "
+            rf"(ssh: lost the connection to {re.escape(connection.destination)}"
+            r"|cannot connect to 127\.0\.0\.1): "
             r"(?s:.*)(Connection refused|Connection reset by peer)",
             info.value.strerror or "",
         ), info.value.strerror
@@ -610,9 +613,215 @@ async def test_missing_ssh_client_is_an_error() -> None:
     try:
         with pytest.raises(ToolError) as info:
             await SshBashOperations(connection).exec("true", "/", on_data=lambda _: None)
-        assert str(info.value) == "ssh: the OpenSSH client '/nonexistent/ssh' is not installed"
+        assert str(info.value) == (
+            "cannot connect to 127.0.0.1: the OpenSSH client '/nonexistent/ssh' is not installed"
+        )
         with pytest.raises(SshConnectionError) as file_info:
             await SshFileOperations(connection).stat("/")
         assert file_info.value.errno == errno.ENOENT
     finally:
         connection.close()
+
+
+# -- failing truthfully and cleaning up (issue 10 item 5) ----------------------------------
+
+
+def _tools(cwd: str, connection: SshConnection) -> dict[str, Any]:
+    from pi_builtin_tools.bash import create_bash_tool_definition
+    from pi_builtin_tools.edit import create_edit_tool_definition
+    from pi_builtin_tools.find import create_find_tool_definition
+    from pi_builtin_tools.grep import create_grep_tool_definition
+    from pi_builtin_tools.ls import create_ls_tool_definition
+    from pi_builtin_tools.read import create_read_tool_definition
+    from pi_builtin_tools.write import create_write_tool_definition
+
+    files = SshFileOperations(connection, local_root=cwd)
+    bash = SshBashOperations(connection, local_root=cwd)
+    return {
+        "read": create_read_tool_definition(cwd, files),
+        "write": create_write_tool_definition(cwd, files),
+        "edit": create_edit_tool_definition(cwd, files),
+        "ls": create_ls_tool_definition(cwd, files),
+        "find": create_find_tool_definition(cwd, files),
+        "grep": create_grep_tool_definition(cwd, files),
+        "bash": create_bash_tool_definition(cwd, bash),
+    }
+
+
+TOOL_CALLS = {
+    "read": {"path": "a.txt"},
+    "write": {"path": "sub/a.txt", "content": "x"},
+    "edit": {"path": "a.txt", "edits": [{"oldText": "a", "newText": "b"}]},
+    "ls": {},
+    "find": {"pattern": "*.txt"},
+    "grep": {"pattern": "x"},
+    "bash": {"command": "true"},
+}
+
+
+async def _error_texts(tools: dict[str, Any]) -> dict[str, str]:
+    """Each tool's error text for its call in :data:`TOOL_CALLS`."""
+    texts = {}
+    for name, args in TOOL_CALLS.items():
+        with trio.fail_after(30):
+            try:
+                result = await tools[name].execute(f"call-{name}", dict(args), None, None)
+            except ToolError as error:
+                texts[name] = str(error)
+            else:
+                texts[name] = f"no error: {result.content}"
+    return texts
+
+
+@pytest.fixture
+def stranger_key(tmp_path: Path) -> Path:
+    """A private key the test sshd does not accept."""
+    key = tmp_path / "stranger_key"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+    return key
+
+
+async def test_wrong_identity_reads_cannot_connect_in_every_tool(
+    ssh_server: SshServer, tmp_path: Path, stranger_key: Path
+) -> None:
+    stranger = stranger_key
+    connection = ssh_server.connection(identity_file=str(stranger), remote_cwd=str(tmp_path))
+    user = connection.user
+    try:
+        texts = await _error_texts(_tools("/pi-session", connection))
+    finally:
+        connection.close()
+    reason = f"{user}@127.0.0.1: Permission denied (publickey)."
+    assert texts == dict.fromkeys(TOOL_CALLS, f"cannot connect to 127.0.0.1: {reason}")
+
+
+async def test_missing_remote_cwd_is_named_and_never_created(
+    ssh_server: SshServer, tmp_path: Path
+) -> None:
+    remote = tmp_path / "remote-missing"
+    connection = ssh_server.connection(remote_cwd=str(remote))
+    try:
+        texts = await _error_texts(_tools("/pi-session", connection))
+    finally:
+        connection.close()
+    missing = f"Remote working directory does not exist on 127.0.0.1: {remote}"
+    assert texts == {
+        **dict.fromkeys(TOOL_CALLS, missing),
+        "bash": f"Working directory does not exist: {remote}\nCannot execute bash commands.",
+    }
+    assert not remote.exists()
+
+
+ESCAPERS = (
+    "env -i setsid sleep 101 & "  # cleared environment, own session
+    "( ( env -i sleep 102 & ) & ) ; "  # double fork, cleared environment
+    "(setsid env -i sh -c 'sleep 103 & sleep 104' &) ; "
+    "sleep 0.3; echo ready; sleep 99"
+)
+
+
+async def test_timeout_kills_processes_that_left_the_session_and_cleared_their_environment(
+    ssh_connection: SshConnection,
+) -> None:
+    bash = SshBashOperations(ssh_connection)
+    await remote_sh(bash, "true")  # the connection is up: the time below is the command's
+    recorder = Recorder()
+    started = time.monotonic()
+    with trio.fail_after(20), pytest.raises(CommandTimeout):
+        await bash.exec(ESCAPERS, "/", on_data=recorder, timeout=2)
+    elapsed = time.monotonic() - started
+    assert recorder.data == b"ready\n"
+    assert elapsed < 4, elapsed
+    left = await remote_sh(bash, "ps -eo args= | grep -E '^sleep 10[1-4]$' || true")
+    assert left == b""
+
+
+async def test_abort_kills_processes_that_cleared_their_environment(
+    ssh_connection: SshConnection,
+) -> None:
+    bash = SshBashOperations(ssh_connection)
+    await remote_sh(bash, "true")
+    recorder = Recorder()
+    aborted_at = 0.0
+
+    async def abort_when_ready(scope: trio.CancelScope) -> None:
+        nonlocal aborted_at
+        while recorder.data != b"ready\n":  # noqa: ASYNC110 (polls the recorder)
+            await trio.sleep(0.02)
+        aborted_at = time.monotonic()
+        scope.cancel()
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(abort_when_ready, nursery.cancel_scope)
+            await bash.exec(ESCAPERS, "/", on_data=recorder)
+    assert time.monotonic() - aborted_at < 2
+    left = await remote_sh(bash, "ps -eo args= | grep -E '^sleep 10[1-4]$' || true")
+    assert (recorder.data, left) == (b"ready\n", b"")
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def _ssh_masters(control_path: str) -> list[int]:
+    """Local processes whose command line names ``control_path``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    if control_path.encode() in f.read():
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+def test_killed_pi_leaves_no_ssh_master(ssh_server: SshServer, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    connection = ssh_server.connection()
+    options = ", ".join(json.dumps(option) for option in connection.options)
+    (tmp_path / "pi.toml").write_text(
+        "[sandbox]\n"
+        'backend = "ssh"\n'
+        "[sandbox.ssh]\n"
+        f'host = "127.0.0.1"\nport = {ssh_server.port}\nuser = "{connection.user}"\n'
+        f'identity_file = "{ssh_server.user_key}"\nremote_cwd = "{workspace}"\n'
+        f"options = [{options}]\n"
+    )
+    connection.close()
+    process = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "pi"), "--config", str(tmp_path / "pi.toml"), "call", "bash",
+         json.dumps({"command": "echo started > started.txt; sleep 60"})],
+        cwd=str(workspace),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (workspace / "started.txt").exists():
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        masters = [pid for pid in descendants(process.pid) if b"ControlMaster=yes" in _cmdline(pid)]
+        assert len(masters) == 1
+        (option,) = [w for w in _cmdline(masters[0]).split(b"\0") if w.startswith(b"ControlPath=")]
+        control = Path(option.removeprefix(b"ControlPath=").decode())
+        assert control.exists()
+    finally:
+        process.kill()
+        process.wait()
+    deadline = time.monotonic() + 5
+    while (_ssh_masters(str(control)) or control.exists()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (_ssh_masters(str(control)), control.exists()) == ([], False)

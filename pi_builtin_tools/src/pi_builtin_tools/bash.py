@@ -1,11 +1,13 @@
-"""The ``bash`` tool (seed §十五 and §十六; spec §7.4; port decision 6; DESIGN §2–§3).
+"""The ``bash`` tool (``docs/reference/tools.md``).
 
 The tool never starts a process itself: it runs commands through a
 :class:`~pi_core.BashOperations` backend (the local one, SSH, a container...). Per call:
 
-1. the timeout is validated (§10 row 15);
+1. the timeout is validated;
 2. ``command_prefix`` (if configured) is put before the command, on its own line;
-3. the spawn context is built: the process environment without stale ``PI_SESSION_ID``,
+3. the spawn context is built: the process environment filtered by the ``[env]`` policy
+   (:class:`pi_core.backends.EnvPolicy`: by default no ``*KEY*``, ``*SECRET*``, ``*TOKEN*``,
+   ``*PASSWORD*`` variable), without stale ``PI_SESSION_ID``,
    ``PI_SESSION_FILE``, ``PI_PROVIDER``, ``PI_MODEL``, ``PI_REASONING_LEVEL``, then those set
    from the session context when exposing it is allowed; ``spawn_hook`` (the
    ``pi_bash_spawn_context`` chain) may replace command, cwd and env;
@@ -19,16 +21,21 @@ The tool never starts a process itself: it runs commands through a
    backend's shielded cleanup.
 
 Model-facing text is the tail (2000 lines / 50KB) of the output with ANSI escape sequences
-removed, plus Pi's notice naming the full-output file when truncated. ``structured_content`` is
-``{"output", "truncated", "exit_code", "full_output_path"}``: the last 1 MiB of the (ANSI-free)
-output, whether that budget cut anything, the exit code and the full-output file (or ``None``).
+removed, plus Pi's notice naming the full-output file when truncated. ``structured_content``
+(:data:`BASH_OUTPUT_SCHEMA`, set whenever the command exited with a code) is ``{"output",
+"truncated", "full_output_path"?, "exit_code", "wall_time_seconds"}``: the complete raw output
+(ANSI kept) up to 1 MiB, else its first and last 512 KiB around ``[... N bytes omitted ...]``;
+``truncated`` only in that case, and only then the full-output file; the seconds rounded to
+tenths.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -36,7 +43,7 @@ from typing import Any
 
 import trio
 
-from pi_builtin_tools.output_accumulator import OutputAccumulator, OutputSnapshot
+from pi_builtin_tools.output_accumulator import FullOutputFiles, OutputAccumulator, OutputSnapshot
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from pi_core import (
     AgentToolResult,
@@ -50,7 +57,23 @@ from pi_core import (
     ToolDefinition,
     ToolError,
 )
-from pi_core.backends import unwrap_exception_group
+from pi_core.backends import EnvPolicy, unwrap_exception_group
+
+BASH_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["output", "truncated", "exit_code", "wall_time_seconds"],
+    "properties": {
+        "output": {
+            "type": "string",
+            "description": "Combined stdout and stderr, possibly truncated",
+        },
+        "truncated": {"type": "boolean"},
+        "full_output_path": {"type": "string", "description": "Full output, when truncated"},
+        "exit_code": {"type": "number"},
+        "wall_time_seconds": {"type": "number"},
+    },
+}
+"""JSON Schema of bash's ``structured_content`` (Pi 1.6.0's ``outputSchema``)."""
 
 DESCRIPTION = (
     "Execute a bash command in the current working directory. Returns stdout and stderr. "
@@ -62,6 +85,29 @@ PROMPT_SNIPPET = "Execute bash commands (ls, grep, find, etc.)"
 SESSION_ENV_GUIDELINE = (
     "You can inspect PI_* environment variables for current model and session details."
 )
+BASH_ONLY_GUIDELINE = "Use bash for file operations like ls, rg, find"
+PREFER_TOOLS_GUIDELINE = (
+    "Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)"
+)
+FILE_EXPLORATION_TOOLS = frozenset({"grep", "find", "ls"})
+
+
+def file_exploration_guidelines(tool_names: list[str]) -> list[str]:
+    """Pi's file-exploration guideline, which depends on the session's other tools: prefer
+    grep/find/ls when one of them is there, else use bash for file operations."""
+    if FILE_EXPLORATION_TOOLS & set(tool_names):
+        return [PREFER_TOOLS_GUIDELINE]
+    return [BASH_ONLY_GUIDELINE]
+
+
+def render_bash_call(args: Any) -> str:
+    """``bash $ COMMAND`` (the header ``pi run`` shows)."""
+    command = args.get("command") if isinstance(args, dict) else None
+    if not isinstance(command, str):
+        return f"bash {json.dumps(args, ensure_ascii=False, separators=(',', ':'))}"
+    return f"bash $ {command}"
+
+
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "required": ["command"],
@@ -82,7 +128,7 @@ SESSION_ENV_VARS = (
     "PI_REASONING_LEVEL",
 )
 """Variables removed from the inherited environment (stale values of a parent Pi) and set again
-from the current session when exposing it is allowed (seed §十五 "环境变量")."""
+from the current session when exposing it is allowed."""
 
 MAX_TIMEOUT_SECONDS = 2147483.647
 """Largest timeout accepted (2^31 - 1 milliseconds)."""
@@ -96,7 +142,7 @@ ANSI_ESCAPE = re.compile(
     """,
     re.VERBOSE,
 )
-"""ECMA-48 escape sequences, removed whole from the model-facing text (port decision 6)."""
+"""ECMA-48 escape sequences, removed whole from the model-facing text."""
 
 
 def strip_ansi(text: str) -> str:
@@ -129,7 +175,7 @@ def js_number(value: float) -> str:
 
 
 def append_status(text: str, status: str) -> str:
-    """``text + "\\n\\n" + status``, or ``status`` alone when ``text`` is empty (spec §7.4)."""
+    """``text + "\\n\\n" + status``, or ``status`` alone when ``text`` is empty."""
     return f"{text}\n\n{status}" if text else status
 
 
@@ -138,6 +184,7 @@ _OPTION_KEYS = {
     "commandPrefix": "command_prefix",
     "expose_session_environment": "expose_session_environment",
     "exposeSessionEnvironment": "expose_session_environment",
+    "keep_full_output": "keep_full_output",
 }
 _BACKEND_OPTION_KEYS = frozenset({"shell_path", "shellPath"})
 
@@ -149,34 +196,50 @@ class BashToolOptions:
     ``command_prefix``: shell code run before every command (``export PATH=…``), on its own
     line. ``expose_session_environment``: set ``PI_SESSION_ID``… from the session context.
     ``update_interval``: seconds between streaming updates (100 ms). ``max_lines`` /
-    ``max_bytes``: the model-facing limits.
+    ``max_bytes``: the model-facing limits. ``keep_full_output``: leave the full-output files
+    in the temporary directory when the session ends (Pi's behaviour; default: removed).
     """
 
     command_prefix: str | None = None
     expose_session_environment: bool = True
+    keep_full_output: bool = False
     update_interval: float = 0.1
     max_lines: int = DEFAULT_MAX_LINES
     max_bytes: int = DEFAULT_MAX_BYTES
 
     @classmethod
-    def from_config(cls, table: Mapping[str, Any] | None) -> BashToolOptions:
-        """Options from a config table (``commandPrefix``/``command_prefix``,
+    def from_config(
+        cls, table: Mapping[str, Any] | None, *, file: str = "pi.toml"
+    ) -> BashToolOptions:
+        """Options from the ``[tools.bash]`` table (``commandPrefix``/``command_prefix``,
         ``exposeSessionEnvironment``/``expose_session_environment``; ``shell_path`` belongs to
-        the local backend and is skipped). An unknown key is a ``ConfigError``."""
+        the local backend and is skipped). A bad or unknown key is a ``ConfigError`` naming
+        ``file`` (the config file) and the key: ``FILE: tools.bash.KEY: unknown key``."""
         values: dict[str, Any] = {}
+        keys: dict[str, str] = {}
         for key, value in (table or {}).items():
             if key in _BACKEND_OPTION_KEYS:
                 continue
             if key not in _OPTION_KEYS:
-                raise ConfigError(f"bash: unknown option {key!r}")
+                raise ConfigError(f"{file}: tools.bash.{key}: unknown key")
             values[_OPTION_KEYS[key]] = value
+            keys[_OPTION_KEYS[key]] = key
         prefix = values.get("command_prefix")
         if prefix is not None and not isinstance(prefix, str):
-            raise ConfigError("bash: command_prefix must be a string")
+            key = keys["command_prefix"]
+            raise ConfigError(f"{file}: tools.bash.{key}: must be a string")
         expose = values.get("expose_session_environment", True)
         if not isinstance(expose, bool):
-            raise ConfigError("bash: expose_session_environment must be a boolean")
-        return cls(command_prefix=prefix or None, expose_session_environment=expose)
+            key = keys["expose_session_environment"]
+            raise ConfigError(f"{file}: tools.bash.{key}: must be a boolean")
+        keep = values.get("keep_full_output", False)
+        if not isinstance(keep, bool):
+            raise ConfigError(f"{file}: tools.bash.keep_full_output: must be a boolean")
+        return cls(
+            command_prefix=prefix or None,
+            expose_session_environment=expose,
+            keep_full_output=keep,
+        )
 
 
 def _session_env(ctx: Any) -> dict[str, str]:
@@ -207,10 +270,16 @@ def _session_env(ctx: Any) -> dict[str, str]:
     return values
 
 
-def build_spawn_env(ctx: Any = None, *, expose_session_environment: bool = True) -> dict[str, str]:
-    """The environment of a command: this process's, without stale ``PI_*`` session variables,
-    with the current session's values when ``expose_session_environment`` (spec §7.4 step 2)."""
-    env = dict(os.environ)
+def build_spawn_env(
+    ctx: Any = None,
+    *,
+    expose_session_environment: bool = True,
+    env_policy: EnvPolicy | None = None,
+) -> dict[str, str]:
+    """The environment of a command: this process's as ``env_policy`` (default: the default
+    ``[env]`` policy) lets it through, without stale ``PI_*`` session variables, with the
+    current session's values when ``expose_session_environment``."""
+    env = (env_policy or EnvPolicy()).apply(os.environ)
     for name in SESSION_ENV_VARS:
         env.pop(name, None)
     if expose_session_environment:
@@ -237,7 +306,7 @@ def _notice(snapshot: OutputSnapshot) -> str:
 
 
 def format_output(snapshot: OutputSnapshot, empty_text: str) -> tuple[str, dict[str, Any] | None]:
-    """``(text, details)`` of a finished run (spec §7.4 step 6): the tail or ``empty_text``,
+    """``(text, details)`` of a finished run: the tail or ``empty_text``,
     plus the notice and ``{"truncation", "fullOutputPath"}`` details when truncated."""
     text = snapshot.content or empty_text
     if not snapshot.truncation.truncated:
@@ -250,7 +319,7 @@ def format_output(snapshot: OutputSnapshot, empty_text: str) -> tuple[str, dict[
 
 
 class _UpdateThrottle:
-    """Streaming updates at most every ``interval`` seconds (seed §十五 "Streaming update 节流"):
+    """Streaming updates at most every ``interval`` seconds:
     a chunk emits at once when the last update is ``interval`` old (the first chunk always
     does), otherwise one timer emits at ``last + interval``. ``last`` is when the previous
     update was delivered (after ``emit`` returned), so the receiver sees its updates at least
@@ -303,12 +372,17 @@ def create_bash_tool_definition(
     *,
     spawn_hook: Callable[[BashSpawnContext], BashSpawnContext | None] | None = None,
     options: BashToolOptions | Mapping[str, Any] | None = None,
+    env_policy: EnvPolicy | None = None,
+    full_output_files: FullOutputFiles | None = None,
 ) -> ToolDefinition:
     """The ``bash`` tool running commands in ``cwd`` through ``operations``.
 
     ``spawn_hook(context) -> context | None`` may replace the command, cwd and env of each run
     (the plugin layer passes the ``pi_bash_spawn_context`` chain). ``options``: a
-    :class:`BashToolOptions` or a config table (:meth:`BashToolOptions.from_config`). The
+    :class:`BashToolOptions` or a config table (:meth:`BashToolOptions.from_config`).
+    ``env_policy``: the ``[env]`` policy (``EnvPolicy.from_config(config)``; default: the
+    default policy). ``full_output_files``: where each full-output file created is recorded
+    (the plugin passes its session's, removed at session end; ``None``: not recorded). The
     definition's ``execute(tool_call_id, params, on_update, ctx)`` reads session values for
     ``PI_*`` from ``ctx`` (see :func:`build_spawn_env`).
     """
@@ -324,11 +398,16 @@ def create_bash_tool_definition(
         spawn = BashSpawnContext(
             command=command,
             cwd=cwd,
-            env=build_spawn_env(ctx, expose_session_environment=opts.expose_session_environment),
+            env=build_spawn_env(
+                ctx,
+                expose_session_environment=opts.expose_session_environment,
+                env_policy=env_policy,
+            ),
         )
         if spawn_hook is not None:
             spawn = spawn_hook(spawn) or spawn
 
+        started = time.monotonic()
         output = OutputAccumulator(
             max_lines=opts.max_lines,
             max_bytes=opts.max_bytes,
@@ -396,17 +475,21 @@ def create_bash_tool_definition(
                 ) from None
         finally:
             output.close_temp_file()
+            if full_output_files is not None and output.full_output_path is not None:
+                full_output_files.add(output.full_output_path)
 
         snapshot = output.finish()
         throttle.flush()
         text, details = format_output(snapshot, "(no output)")
-        structured_text, structured_cut = output.structured_output()
-        structured = {
-            "output": structured_text,
-            "truncated": structured_cut,
-            "exit_code": exit_code,
-            "full_output_path": snapshot.full_output_path,
-        }
+        wall_time_seconds = math.floor((time.monotonic() - started) * 10 + 0.5) / 10
+        structured: dict[str, Any] | None = None
+        if exit_code is not None:
+            full_text, full_cut = await trio.to_thread.run_sync(output.read_full_output)
+            structured = {"output": full_text, "truncated": full_cut}
+            if full_cut and snapshot.full_output_path:
+                structured["full_output_path"] = snapshot.full_output_path
+            structured["exit_code"] = exit_code
+            structured["wall_time_seconds"] = wall_time_seconds
         if exit_code == 0:
             return AgentToolResult(
                 content=[TextContent(text=text)], details=details, structured_content=structured
@@ -431,6 +514,13 @@ def create_bash_tool_definition(
         execute=execute,
         prompt_snippet=PROMPT_SNIPPET,
         prompt_guidelines=[SESSION_ENV_GUIDELINE] if opts.expose_session_environment else [],
+        prompt_guidelines_for=file_exploration_guidelines,
+        render_call=render_bash_call,
+        streaming=True,
+        verify="text",
+        command_argument="command",
+        output_schema=BASH_OUTPUT_SCHEMA,
+        replay="never",
     )
 
 

@@ -1,4 +1,4 @@
-"""The ``edit`` tool: exact-text replacement in one file (seed §十三; spec §7.3, §10 rows 18-22).
+"""The ``edit`` tool: exact-text replacement in one file (``docs/reference/tools.md``).
 
 ``create_edit_tool_definition(cwd, operations)`` gives the tool. A call takes ``path`` and
 ``edits: [{oldText, newText}]``; every ``oldText`` is located in the original file (exact first,
@@ -11,21 +11,27 @@ after another):
 1. resolve the path and key the queue as every mutating tool does
    (:func:`pi_core._backend_kit.mutation_queue.with_tool_path_mutation_queue`: the exact name first, then
    special spaces as U+0020; the same file as ``write`` would replace);
-2. check the file can be read and written (``Could not edit file: {path}. Error code: {code}.``);
-3. read its bytes and classify them (:mod:`pi_builtin_tools.file_encoding`): binary files are
+2. check the file can be read and written (``Could not edit file: {path}. Error code: {code}.``)
+   and is a regular file (``Cannot edit {path}: not a regular file (a device, FIFO or
+   socket).``: a FIFO is never opened, so the call cannot block);
+3. read its bytes (at most :data:`MAX_EDIT_FILE_BYTES`, 8 MiB, and
+   :data:`MAX_EDIT_FILE_LINES`, 400,000 lines: a larger file is refused with ``Could not edit
+   file: {path}. It is larger than edit handles (8.0MB or 400000 lines); change it with bash
+   (sed, a script) instead.``) and classify them (:mod:`pi_builtin_tools.file_encoding`): binary files are
    refused with their size and kind; UTF-8 (with or without BOM), UTF-16/32 with BOM and
    Windows-1252/Latin-1 are decoded, and refused unless they encode back to the same bytes;
 4. apply the edits to the decoded text (line endings, BOM and every untouched byte kept);
 5. encode back in the file's encoding (refused with a clear error if the new text has a
    character the encoding cannot hold) and replace the file atomically through
    ``operations.write_bytes``. The write is shielded: on abort it finishes, then the call reports
-   ``Operation aborted`` (spec §6, §10 row 22);
+   ``Operation aborted``;
 6. return ``Successfully replaced N block(s) in {path}.`` with ``details``
    ``{diff, patch, firstChangedLine}``.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Sequence
@@ -48,12 +54,18 @@ from pi_builtin_tools.file_encoding import (
     detect_encoding,
     encode_text,
 )
-from pi_builtin_tools.fs_errors import error_code, node_error_message, show_path
+from pi_builtin_tools.fs_errors import (
+    error_code,
+    node_error_message,
+    not_regular_file_error,
+    show_path,
+)
 from pi_builtin_tools.truncate import format_size
 from pi_core import (
     AgentToolResult,
     FileOperations,
     OnUpdate,
+    PathArgument,
     TextContent,
     ToolDefinition,
     ToolError,
@@ -118,13 +130,13 @@ EDIT_PARAMETERS: dict[str, Any] = {
     },
     "required": ["path", "edits"],
 }
-"""The public schema (spec §7.3): no legacy top-level ``oldText``/``newText``."""
+"""The public schema: no legacy top-level ``oldText``/``newText``."""
 
 _EDIT_KEYS = ("oldText", "newText")
 
 
 # --------------------------------------------------------------------------------------------
-# prepare_arguments: the legacy shim (spec §7.3, §8.10)
+# prepare_arguments: the legacy shim
 # --------------------------------------------------------------------------------------------
 
 
@@ -159,7 +171,7 @@ def _clean_edit(item: Any) -> Any:
 
 
 def prepare_edit_arguments(args: Any) -> Any:
-    """Repair the shapes models send before schema validation (spec §7.3 ``prepareEditArguments``).
+    """Repair the shapes models send before schema validation.
 
     * not a dict: returned unchanged;
     * ``edits`` as a JSON string: parsed (raw control characters allowed); an array is used, an
@@ -204,7 +216,7 @@ def prepare_edit_arguments(args: Any) -> Any:
 
 def validate_edit_input(params: Any) -> tuple[str, list[dict[str, str]]]:
     """``(path, edits)`` from validated arguments; ``edits`` must be a non-empty array of
-    ``{oldText, newText}`` strings (spec §7.3 ``validateEditInput``)."""
+    ``{oldText, newText}`` strings."""
     edits = params.get("edits") if isinstance(params, dict) else None
     if not isinstance(edits, list) or not edits:
         raise ToolError("Edit tool input is invalid. edits must contain at least one replacement.")
@@ -230,16 +242,30 @@ def validate_edit_input(params: Any) -> tuple[str, list[dict[str, str]]]:
 
 def _access_error(path: str, exc: Exception) -> ToolError:
     """Pi's ``Could not edit file: {path}. Error code: {code}.`` (an error with a code) or
-    ``Could not edit file: {path}. Error: {message}.``."""
+    ``Could not edit file: {path}. Error: {message}.``; a backend's own ``ToolError`` (an SSH
+    backend that cannot connect) as it is."""
+    if isinstance(exc, ToolError):
+        return exc
     if isinstance(exc, OSError) and exc.errno is not None:
         return ToolError(f"Could not edit file: {show_path(path)}. Error code: {error_code(exc)}.")
     return ToolError(f"Could not edit file: {show_path(path)}. Error: {exc}.")
 
 
-def _read_error(exc: OSError, absolute: str) -> ToolError:
+def _read_error(exc: OSError, absolute: str, path: str) -> ToolError:
     if isinstance(exc, IsADirectoryError):
         return ToolError(node_error_message(exc, "read", ""))
+    if exc.errno == errno.EINVAL:  # the backend refused a device, FIFO or socket
+        return not_regular_file_error("edit", path)
     return ToolError(node_error_message(exc, "open", absolute))
+
+
+MAX_EDIT_FILE_BYTES = 8 * 1024 * 1024
+"""Largest file edit changes (8 MiB): edit holds the file, its text, the new text and the diff
+at once (about six times the file's size, plus ~200 bytes a line), so a larger one is refused
+before it is read whole and memory stays bounded."""
+
+MAX_EDIT_FILE_LINES = 400_000
+"""Most lines (newlines) of a file edit changes; see :data:`MAX_EDIT_FILE_BYTES`."""
 
 
 @dataclass(frozen=True)
@@ -265,11 +291,17 @@ class _FileText:
 
 async def _read_text(operations: FileOperations, absolute: str, path: str) -> _FileText:
     """Read and decode the file; refuse binary content and bytes that would not survive the
-    round trip (port decision 7: never turn a file into U+FFFD)."""
+    round trip (never turn a file into U+FFFD: ``docs/explanation/differences.md``)."""
     try:
-        data = await operations.read_bytes(absolute)
+        data = await operations.read_bytes(absolute, 0, MAX_EDIT_FILE_BYTES + 1)
     except OSError as exc:
-        raise _read_error(exc, absolute) from exc
+        raise _read_error(exc, absolute, path) from exc
+    if len(data) > MAX_EDIT_FILE_BYTES or data.count(b"\n") >= MAX_EDIT_FILE_LINES:
+        raise ToolError(
+            f"Could not edit file: {show_path(path)}. It is larger than edit handles "
+            f"({format_size(MAX_EDIT_FILE_BYTES)} or {MAX_EDIT_FILE_LINES} lines); change it "
+            "with bash (sed, a script) instead."
+        )
     encoding = detect_encoding(data)
     if encoding is None:
         kind = binary_kind(data)
@@ -325,10 +357,12 @@ async def edit_file(
         started = True
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            await check_access(operations, absolute, os.R_OK | os.W_OK)
+            info = await check_access(operations, absolute, os.R_OK | os.W_OK)
         except Exception as exc:
             await trio.lowlevel.checkpoint_if_cancelled()
             raise _access_error(path, exc) from exc
+        if info is not None and info.kind == "other":
+            raise not_regular_file_error("edit", path)
         await trio.lowlevel.checkpoint_if_cancelled()
         file = await _read_text(operations, absolute, path)
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -338,6 +372,8 @@ async def edit_file(
         try:
             await run_shielded(operations.write_bytes, absolute, data)
         except OSError as exc:
+            if exc.errno == errno.EINVAL:  # replaced by a special file since the check
+                raise not_regular_file_error("edit", path) from exc
             raise ToolError(node_error_message(exc, "open", absolute)) from exc
         return AgentToolResult(
             content=[TextContent(text=f"Successfully replaced {len(edits)} block(s) in {path}.")],
@@ -357,7 +393,7 @@ async def edit_file(
 async def compute_edits_diff(
     path: str, edits: Sequence[dict[str, str]], cwd: str, operations: FileOperations
 ) -> dict[str, Any]:
-    """A preview of ``edits`` without writing (spec §7.3 ``computeEditsDiff``):
+    """A preview of ``edits`` without writing:
     ``{"diff", "firstChangedLine"}``, or ``{"error": text}`` for any failure (an unreadable
     file: ``Could not edit file: {path}. Error code: {code}.``)."""
     try:
@@ -383,14 +419,16 @@ def _render_call(args: Any) -> str:
 
 
 def _render_result(result: AgentToolResult) -> str:
+    """The result text, then the diff (its ``+``/``-`` lines are coloured in ``pi run``)."""
     details = result.details if isinstance(result.details, dict) else {}
     diff = details.get("diff")
-    return diff if isinstance(diff, str) and not result.is_error else result.text
+    text = result.text.strip("\n")
+    return f"{text}\n{diff}" if isinstance(diff, str) and not result.is_error else result.text
 
 
 def create_edit_tool_definition(cwd: str, operations: FileOperations) -> ToolDefinition:
     """The ``edit`` tool for a session in ``cwd``, doing its I/O through ``operations``
-    (seed §十三; spec §7.3). See the module docstring for what a call does."""
+    (``docs/reference/tools.md``). See the module docstring for what a call does."""
 
     async def execute(
         tool_call_id: str, params: Any, on_update: OnUpdate | None, ctx: Any
@@ -409,6 +447,9 @@ def create_edit_tool_definition(cwd: str, operations: FileOperations) -> ToolDef
         prompt_guidelines=list(EDIT_PROMPT_GUIDELINES),
         render_call=_render_call,
         render_result=_render_result,
+        verify="outcome",
+        path_arguments=(PathArgument("path", read=True, write=True),),
+        replay="never",
     )
 
 
@@ -417,6 +458,8 @@ __all__ = [
     "EDIT_PARAMETERS",
     "EDIT_PROMPT_GUIDELINES",
     "EDIT_PROMPT_SNIPPET",
+    "MAX_EDIT_FILE_BYTES",
+    "MAX_EDIT_FILE_LINES",
     "EditError",
     "compute_edits_diff",
     "create_edit_tool_definition",

@@ -1,6 +1,7 @@
 """The edit tool's text engine: matching, the fuzzy fallback, applying edits, diffs and patches.
 
-Seed §十三 (``edit-diff.ts``), spec §7.3.1 and port decision 7. Everything here is pure: no I/O.
+Pi's ``edit-diff.ts``, except that untouched bytes are kept (``docs/explanation/differences.md``).
+Everything here is pure: no I/O.
 
 How an edit is applied (:func:`apply_edits`):
 
@@ -21,7 +22,7 @@ How an edit is applied (:func:`apply_edits`):
    in ``newText`` is data and stays a lone ``\\r``.
 
 Texts of the errors (:class:`EditError`) are Pi's, with upstream's closest-match context block
-after a failed match (spec §10 rows 18-20).
+after a failed match.
 
 The display diff (:func:`generate_diff_string`) and the unified patch
 (:func:`generate_unified_patch`) reproduce jsdiff 8 (``diffLines`` and ``createTwoFilesPatch``),
@@ -631,7 +632,7 @@ class DisplayDiff:
 def generate_diff_string(old: str, new: str, context_lines: int = 4) -> DisplayDiff:
     """Pi's ``generateDiffString``: ``-N text`` removed, ``+N text`` added, `` N text`` context
     (old numbering), numbers right-aligned to the widest; ``context_lines`` of context around each
-    change, a gap of more than twice that shown as `` {pad} ...`` (spec §7.3)."""
+    change, a gap of more than twice that shown as `` {pad} ...``."""
     parts = diff_lines(old, new)
     width = len(str(max(len(old.split("\n")), len(new.split("\n")))))
     skipped_marker = f" {'':>{width}} ..."

@@ -1,4 +1,4 @@
-"""Glob patterns with fd's semantics, for the find tool (spec §7.6, seed §十四).
+"""Glob patterns with fd's semantics, for the find tool.
 
 Pi's ``find`` runs ``fd --glob``: fd compiles the pattern with the ``globset`` crate
 (``literal_separator`` on, so ``*`` and ``?`` never match ``/``; ``**`` spans directories only as

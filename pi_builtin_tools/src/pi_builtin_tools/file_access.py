@@ -1,4 +1,4 @@
-"""Permission checks of the file tools before they touch a file (spec §7.2, §7.3).
+"""Permission checks of the file tools before they touch a file.
 
 Node opens a file to write it, so Pi's ``write`` and ``edit`` fail on a file the caller may not
 write (``EACCES: permission denied, open '{abs}'``). Ours replace files atomically by renaming a
@@ -21,16 +21,19 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_core import FileOperations
+from pi_core.backends import FileStat
 
 _ANY_WRITE_BIT = 0o222
 
 
-async def check_access(operations: FileOperations, path: str, mode: int) -> None:
+async def check_access(operations: FileOperations, path: str, mode: int) -> FileStat | None:
     """Raise unless ``path`` exists and may be opened with ``mode`` (``os.R_OK``/``os.W_OK``).
 
     Raises the backend's ``OSError`` (``FileNotFoundError``/``ENOENT``, ``PermissionError``/
     ``EACCES``, ...); with ``os.W_OK``, a regular file without any write bit raises
     ``PermissionError(EACCES, ..., path)`` whoever the caller is (see the module docstring).
+    Returns the ``stat`` it took (always with ``os.W_OK``), else ``None``, so the caller can
+    refuse what is not a regular file (``kind == "other"``).
     """
     access: Callable[[str, int], Any] | None = getattr(operations, "access", None)
     if callable(access):
@@ -39,6 +42,8 @@ async def check_access(operations: FileOperations, path: str, mode: int) -> None
         st = await operations.stat(path)
         if mode & os.W_OK and st.kind == "file" and not st.mode & _ANY_WRITE_BIT:
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        return st
+    return None
 
 
 __all__ = ["check_access"]

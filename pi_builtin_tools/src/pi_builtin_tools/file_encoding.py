@@ -1,4 +1,4 @@
-"""Text encodings of files read and edited (port decision 7; issue 3 item 7).
+"""Text encodings of files read and edited.
 
 A file is never silently corrupted: :func:`detect_encoding` tells UTF-8 (with or without BOM),
 UTF-16/UTF-32 with a BOM, legacy single-byte text (Windows-1252 or Latin-1, which decode and

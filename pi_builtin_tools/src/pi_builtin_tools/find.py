@@ -1,4 +1,4 @@
-"""The ``find`` tool: files and directories whose name matches a glob (seed §十四, spec §7.6).
+"""The ``find`` tool: files and directories whose name matches a glob (``docs/reference/tools.md``).
 
 Pi runs ``fd --glob --hidden --no-require-git --max-results N -- PATTERN DIR``. fd is not
 available where a remote backend's files are, so this tool asks ripgrep for the file list
@@ -14,8 +14,9 @@ repository, and hidden entries are included) and applies fd's glob semantics in 
 * directories match too and are printed with a trailing ``/``.
 
 Deterministic order (where fd's is not): paths sorted component by component, a directory
-just before its contents; the ``limit`` (default 1000; a positive integer, else an
-error from :func:`~pi_builtin_tools.tool_args.integer_arg`) keeps the first ones in that order.
+just before its contents; the ``limit`` (default 1000; floored, at least 1, as in Pi 1.6) keeps
+the first ones in that order, and the ``{L} results limit reached`` notice appears only when
+more than ``limit`` results exist.
 
 Known differences from fd: ``rg --files`` lists files only, so a directory is found only when
 it holds, at some depth, a file that is not ignored (an empty directory is never listed), and
@@ -41,6 +42,7 @@ from pi_core import (
     AgentToolResult,
     FileOperations,
     OnUpdate,
+    PathArgument,
     TextContent,
     ToolDefinition,
     ToolError,
@@ -95,9 +97,13 @@ def _directories(rel_files: list[str]) -> set[str]:
 async def find_files(
     operations: FileOperations, cwd: str, pattern: str, path: str | None, limit: float | None
 ) -> AgentToolResult:
-    """Run ``find`` (spec §7.6): the result, or :class:`ToolError` with fd's message (or
-    ``limit must be a positive integer, got V``)."""
-    effective_limit = DEFAULT_FIND_LIMIT if limit is None else integer_arg("limit", limit)
+    """Run ``find``: the result, or :class:`ToolError` with fd's message (or
+    ``limit must be a positive integer, got Infinity``)."""
+    effective_limit = (
+        DEFAULT_FIND_LIMIT
+        if limit is None
+        else integer_arg("limit", limit, clamp_low=True, floor=True)
+    )
     check_no_nul(path or "")
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:
@@ -136,6 +142,7 @@ async def find_files(
     found += [(rel, "/") for rel in _directories(rel_files) if glob.matches(f"{root}/{rel}")]
     # Component by component, so a directory comes just before its contents.
     found.sort(key=lambda entry: entry[0].split("/"))
+    more = len(found) > effective_limit  # a notice only when a result was really cut off
     found = found[:effective_limit]
     results = [
         (rel + suffix).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -144,7 +151,7 @@ async def find_files(
 
     if not results:
         return AgentToolResult(content=[TextContent(text="No files found matching pattern")])
-    if len(results) < effective_limit:
+    if not more:
         return finish_listing(results)
     return finish_listing(
         results,
@@ -177,6 +184,9 @@ def create_find_tool_definition(cwd: str, operations: FileOperations) -> ToolDef
         parameters=FIND_PARAMETERS,
         execute=execute,
         prompt_snippet="Find files by glob pattern (respects .gitignore)",
+        verify="text",
+        path_arguments=(PathArgument("path", read=True, default="."),),
+        replay="safe",
     )
 
 

@@ -1,4 +1,4 @@
-"""Node-style file-system error texts (port decision 2; spec §0, §7.1, §7.2).
+"""Node-style file-system error texts, reproduced exactly as Pi shows them.
 
 Pi's tools let Node's ``fs`` errors through, so the model sees e.g.
 ``ENOENT: no such file or directory, access '/abs/path'``. :func:`node_error_message` words an
@@ -62,6 +62,15 @@ def check_no_nul(path: str) -> None:
         raise ToolError(f'Invalid path "{show_path(path)}": a path cannot contain a NUL byte.')
 
 
+def not_regular_file_error(verb: str, raw_path: str) -> ToolError:
+    """``Cannot {verb} {path}: not a regular file (a device, FIFO or socket).``: the one text
+    read, write and edit give for a special file (never opened for a blocking read, never
+    replaced), whatever the backend."""
+    return ToolError(
+        f"Cannot {verb} {show_path(raw_path)}: not a regular file (a device, FIFO or socket)."
+    )
+
+
 def error_code(exc: OSError) -> str:
     """Node's ``error.code`` for ``exc`` (``"ENOENT"``, ...; ``"EIO"`` when ``errno`` is unset)."""
     if exc.errno is None:
@@ -73,7 +82,7 @@ def error_code(exc: OSError) -> str:
 
 
 def node_error_message(exc: OSError, syscall: str, path: str | None = None) -> str:
-    """``"{CODE}: {description}, {syscall} '{path}'"`` for ``exc`` (spec §0).
+    """``"{CODE}: {description}, {syscall} '{path}'"`` for ``exc``.
 
     ``path`` defaults to ``exc.filename`` (shown through :func:`show_path`); ``None``/empty gives
     ``"{CODE}: {description}, {syscall}"``.
@@ -98,4 +107,11 @@ def fs_error(exc: OSError, syscall: str, path: str | None = None) -> ToolError:
     return error
 
 
-__all__ = ["check_no_nul", "error_code", "fs_error", "node_error_message", "show_path"]
+__all__ = [
+    "check_no_nul",
+    "error_code",
+    "fs_error",
+    "node_error_message",
+    "not_regular_file_error",
+    "show_path",
+]

@@ -1,15 +1,30 @@
-"""The ``grep`` tool: search file contents with ripgrep (seed §十四, spec §7.5).
+"""The ``grep`` tool: search file contents with ripgrep (``docs/reference/tools.md``).
 
-ripgrep runs where the files are (``FileOperations.run_rg``) as Pi runs it:
-``rg --json --line-number --color=never --hidden [--ignore-case] [--fixed-strings] [--glob G]
--- PATTERN PATH``. The pattern always follows ``--``, so a flag-like pattern (``--pre=cmd``) is
-searched as text and never read as an option. Hidden files are searched; ``.gitignore`` is
-honoured as ripgrep does (inside git repositories; a ``--glob`` overrides it).
+ripgrep runs where the files are (``FileOperations.run_rg``), much as Pi runs it:
+``rg --line-number --with-filename --null --color=never --hidden --max-columns=4096
+--max-columns-preview [--ignore-case] [--fixed-strings] [--glob G] -- PATTERN PATH``. The
+pattern always follows ``--``, so a flag-like pattern (``--pre=cmd``) is searched as text and
+never read as an option.
+
+Pi asks for ``--json``; we read ripgrep's plain ``PATH\\0LINE:TEXT`` lines instead, because
+ripgrep's JSON ignores ``--max-columns`` and writes every line whole, with one JSON object per
+match in it: a 300 MB line of ``aaa`` grows to gigabytes of JSON. With ``--max-columns`` a line
+over :data:`RG_MAX_COLUMNS` bytes arrives as its first 4,096 characters, which holds the 500
+characters the model sees, so the text is the same. Memory stays bounded: each line costs at
+most ~4 KiB, context lines are read from the file in chunks (:func:`_context_lines`), and the
+backend bounds ripgrep's whole output. A single file searched by name is searched with
+``--text``, as ripgrep's JSON output does (it prints the matching lines of a binary file); a
+device or FIFO is refused, since ripgrep would read it forever. Hidden files are searched;
+``.gitignore`` is honoured as ripgrep does (inside git repositories; a ``--glob`` overrides it).
 
 Output lines are ``{file}:{n}: {text}`` (context lines ``{file}-{n}- {text}``), each text cut to
-500 characters with ``... [truncated]``; at most ``limit`` matches (default 100), then 50KB;
-``limit`` must be a positive integer and ``context`` an integer from 0 to 1000
-(:func:`~pi_builtin_tools.tool_args.integer_arg`); notices say how to see more.
+500 characters with ``... [truncated]``; only the line terminator is stripped (a lone ``\\r``
+inside a line is kept). The windows of one file's matches merge as in ``rg --context`` (no line
+twice; a shown match inside another's window is a match line). At most ``limit`` matches
+(default 100; floored, at least 1), then 50KB; ``context`` is floored, at most 1000
+(:func:`~pi_builtin_tools.tool_args.integer_arg`). The ``{L} matches limit reached`` notice
+appears only when one more match proves the cut (ripgrep runs with ``--max-count`` limit + 1);
+that match is shown, as a context line, when it lies in the last match's trailing context.
 
 Deterministic order (Pi's follows ripgrep's parallel walk): files in path order
 (``--sort=path``), lines ascending. Since ``run_rg`` returns the whole output rather than a
@@ -23,14 +38,13 @@ unclosed group``.
 
 from __future__ import annotations
 
-import base64
-import json
-import math
+import itertools
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from pi_builtin_tools.fs_errors import check_no_nul, show_path
+from pi_builtin_tools.fs_errors import check_no_nul, not_regular_file_error, show_path
 from pi_builtin_tools.rg_errors import clean_rg_error, stray_close_error
 from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.tool_args import integer_arg
@@ -39,16 +53,25 @@ from pi_core import (
     AgentToolResult,
     FileOperations,
     OnUpdate,
+    PathArgument,
     TextContent,
     ToolDefinition,
     ToolError,
     js_number_to_string,
 )
-from pi_core.backends import resolve_existing_path
+from pi_core.backends import iter_rg_records, resolve_existing_path
 
 DEFAULT_GREP_LIMIT = 100
 MAX_GREP_CONTEXT = 1000
 """Most context lines around a match (each match prints its own context)."""
+
+RG_MAX_COLUMNS = 4096
+"""Longest line, in bytes, ripgrep prints whole (``--max-columns``); a longer one arrives as its
+first 4,096 characters and ``[... omitted end of long line]``. The model sees at most
+:data:`~pi_builtin_tools.truncate.GREP_MAX_LINE_LENGTH` (500) characters of a line either way."""
+
+CONTEXT_CHUNK_BYTES = 1024 * 1024
+"""Size of the ranges context lines are read in."""
 
 GREP_DESCRIPTION = (
     "Search file contents for a pattern. Returns matching lines with file paths and line "
@@ -102,15 +125,77 @@ class _Match:
     line_text: str
 
 
-def _rg_text(value: Any) -> str | None:
-    """A ripgrep JSON "arbitrary data" value: ``{"text": ...}`` or ``{"bytes": base64}``."""
-    if not isinstance(value, dict):
-        return None
-    if isinstance(value.get("text"), str):
-        return value["text"]
-    if isinstance(value.get("bytes"), str):
-        return base64.b64decode(value["bytes"]).decode("utf-8", "surrogateescape")
-    return None
+def _parse_rg_lines(stdout: bytes, limit: float) -> list[_Match]:
+    """The first ``limit`` matches of ripgrep's ``PATH\\0LINE:TEXT\\n`` records
+    (:func:`~pi_core.backends.iter_rg_records`; ripgrep's binary-file notices skipped)."""
+    matches: list[_Match] = []
+    for record in iter_rg_records(stdout):
+        if len(matches) >= limit:
+            break
+        if record.path is None or record.line_number is None or record.text is None:
+            continue
+        matches.append(
+            _Match(
+                record.path.decode("utf-8", "surrogateescape"),
+                record.line_number,
+                record.text.decode("utf-8", "surrogateescape"),
+            )
+        )
+    return matches
+
+
+_LINE_END = re.compile(rb"\n")
+
+
+async def _context_lines(
+    operations: FileOperations, path: str, wanted: set[int]
+) -> tuple[int, dict[int, str]]:
+    """The lines numbered in ``wanted`` of the file at ``path`` (split at ``\\n`` as ripgrep
+    splits them, so a ``\\r`` stays in its line; undecodable bytes as U+FFFD), each cut to its
+    first :data:`RG_MAX_COLUMNS` bytes, and the number of lines read (at least up to the last
+    wanted one; a final newline starts no further line).
+
+    The file is read in :data:`CONTEXT_CHUNK_BYTES` ranges and reading stops after the last
+    wanted line, so a huge file or a huge line costs no more memory than one chunk.
+    """
+    last_wanted = max(wanted, default=0)
+    lines: dict[int, str] = {}
+    line_number = 1
+    current = bytearray()
+    keep = line_number in wanted
+    started = False  # the current line has bytes
+    offset = 0
+    carry = b""
+    while line_number <= last_wanted:
+        chunk = await operations.read_bytes(path, offset, CONTEXT_CHUNK_BYTES)
+        offset += len(chunk)
+        data = carry + chunk
+        carry = b""
+        if chunk and data.endswith(b"\r"):
+            carry, data = b"\r", data[:-1]
+        position = 0
+        for end in _LINE_END.finditer(data):
+            if keep:
+                current += data[position : end.start()][: RG_MAX_COLUMNS - len(current)]
+                lines[line_number] = current.decode("utf-8", "replace")
+                current.clear()
+            line_number += 1
+            keep = line_number in wanted
+            started = False
+            position = end.end()
+            if line_number > last_wanted:
+                break
+        else:
+            started = started or position < len(data)
+            if keep:
+                current += data[position:][: RG_MAX_COLUMNS - len(current)]
+        if not chunk:
+            if not started:  # after a final newline (or in an empty file): no line here
+                return line_number - 1, lines
+            if keep:
+                lines[line_number] = current.decode("utf-8", "replace")
+            break
+    return line_number, lines
 
 
 def _display(text: str) -> str:
@@ -130,26 +215,38 @@ async def grep_files(
     context: float | None = None,
     limit: float | None = None,
 ) -> AgentToolResult:
-    """Run ``grep`` (spec §7.5): the result, or :class:`ToolError` (``Path not found: {abs}``,
+    """Run ``grep``: the result, or :class:`ToolError` (``Path not found: {abs}``,
     ripgrep's error text, ``ripgrep exited with code {n}``)."""
     context_lines = (
-        integer_arg("context", context, minimum=0, maximum=MAX_GREP_CONTEXT, clamp_low=True) or 0
+        integer_arg(
+            "context", context, minimum=0, maximum=MAX_GREP_CONTEXT, clamp_low=True, floor=True
+        )
+        or 0
     )
     effective_limit = (
-        DEFAULT_GREP_LIMIT if limit is None else integer_arg("limit", limit, clamp_low=True)
+        DEFAULT_GREP_LIMIT
+        if limit is None
+        else integer_arg("limit", limit, clamp_low=True, floor=True)
     )
     check_no_nul(path or "")
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:
-        is_directory = (await operations.stat(search_path)).kind == "directory"
+        kind = (await operations.stat(search_path)).kind
     except OSError:
         raise ToolError(f"Path not found: {show_path(search_path)}") from None
+    if kind == "other":  # /dev/zero or a FIFO: ripgrep would read it forever
+        raise not_regular_file_error("search", search_path)
+    is_directory = kind == "directory"
     stray = None if literal else stray_close_error(pattern)
     if stray is not None:
         raise ToolError(stray)
 
-    args = ["--json", "--line-number", "--color=never", "--hidden", "--no-config"]
-    args += ["--sort=path", f"--max-count={math.ceil(effective_limit)}"]
+    args = ["--line-number", "--with-filename", "--null", "--no-heading", "--color=never"]
+    args += ["--hidden", "--no-config", f"--max-columns={RG_MAX_COLUMNS}", "--max-columns-preview"]
+    # one match past the limit proves that the limit cut results off
+    args += ["--sort=path", f"--max-count={effective_limit + 1}"]
+    if not is_directory:
+        args.append("--text")
     if ignore_case:
         args.append("--ignore-case")
     if literal:
@@ -163,26 +260,11 @@ async def grep_files(
     except OSError as error:
         raise ToolError(f"Failed to run ripgrep: {error}") from None
 
-    matches: list[_Match] = []
-    for raw in output.stdout.split(b"\n"):
-        if len(matches) >= effective_limit:
-            break
-        if not raw.strip():
-            continue
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(event, dict) or event.get("type") != "match":
-            continue
-        data = event.get("data") or {}
-        file_path = _rg_text(data.get("path"))
-        line_number = data.get("line_number")
-        if file_path is None or not isinstance(line_number, int):
-            continue
-        matches.append(_Match(file_path, line_number, _rg_text(data.get("lines")) or ""))
-
-    match_limit_reached = len(matches) >= effective_limit
+    matches = _parse_rg_lines(output.stdout, effective_limit + 1)
+    match_limit_reached = len(matches) > effective_limit
+    # A match past the limit is only proof; inside the last match's trailing context its line is
+    # shown, as context.
+    matches = matches[:effective_limit]
     if not match_limit_reached and output.exit_code not in (0, 1):
         stderr = clean_rg_error(output.stderr.decode("utf-8", "replace"), pattern)
         raise ToolError(stderr or f"ripgrep exited with code {output.exit_code}")
@@ -196,18 +278,11 @@ async def grep_files(
                 return _display(relative)
         return _display(posixpath.basename(file_path))
 
-    file_cache: dict[str, list[str] | None] = {}
-
-    async def file_lines(file_path: str) -> list[str] | None:
-        if file_path not in file_cache:
-            try:
-                data = await operations.read_bytes(file_path)
-            except OSError:
-                file_cache[file_path] = None
-            else:
-                text = data.decode("utf-8", "replace")
-                file_cache[file_path] = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        return file_cache[file_path]
+    async def file_lines(file_path: str, wanted: set[int]) -> tuple[int, dict[int, str]] | None:
+        try:
+            return await _context_lines(operations, file_path, wanted)
+        except OSError:
+            return None
 
     lines_truncated = False
     out: list[str] = []
@@ -218,22 +293,29 @@ async def grep_files(
         lines_truncated = lines_truncated or was_truncated
         out.append(f"{label}{separator}{number}{separator} {cut}")
 
-    for match in matches:
-        label = format_path(match.path)
-        if context_lines == 0:
-            text = _display(match.line_text).replace("\r\n", "\n").replace("\r", "")
-            emit(label, ":", match.line_number, text.removesuffix("\n"))
-            continue
-        lines = await file_lines(match.path)
-        if lines is None:
-            out.append(f"{label}:{match.line_number}: (unable to read file)")
-            continue
-        start = max(1, match.line_number - context_lines)
-        end = min(len(lines), match.line_number + context_lines)
-        for current in range(start, end + 1):
-            text = lines[current - 1] if current - 1 < len(lines) else ""
-            separator = ":" if current == match.line_number else "-"
-            emit(label, separator, current, text.replace("\r", ""))
+    # Only the line terminator is stripped: a lone CR inside a line is content (Pi 1.6).
+    if context_lines == 0:
+        for match in matches:
+            text = _display(match.line_text).removesuffix("\n").removesuffix("\r")
+            emit(format_path(match.path), ":", match.line_number, text)
+    else:
+        # ripgrep's --context layout: the windows of one file's matches merge (no line twice),
+        # and a line that is one of the shown matches is a match line.
+        for file_path, group in itertools.groupby(matches, key=lambda match: match.path):
+            numbers = {match.line_number for match in group}
+            wanted: set[int] = set()
+            for number in numbers:
+                wanted.update(range(max(1, number - context_lines), number + context_lines + 1))
+            label = format_path(file_path)
+            found = await file_lines(file_path, wanted)
+            if found is None:
+                for number in sorted(numbers):
+                    out.append(f"{label}:{number}: (unable to read file)")
+                continue
+            line_count, lines = found
+            for current in sorted(n for n in wanted if n <= line_count):
+                separator = ":" if current in numbers else "-"
+                emit(label, separator, current, lines.get(current, "").removesuffix("\r"))
 
     limit_notice = None
     if match_limit_reached:
@@ -279,6 +361,9 @@ def create_grep_tool_definition(cwd: str, operations: FileOperations) -> ToolDef
         parameters=GREP_PARAMETERS,
         execute=execute,
         prompt_snippet="Search file contents for patterns (respects .gitignore)",
+        verify="text",
+        path_arguments=(PathArgument("path", read=True, default="."),),
+        replay="safe",
     )
 
 

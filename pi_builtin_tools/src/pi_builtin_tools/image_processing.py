@@ -1,4 +1,4 @@
-"""Images for the read tool: MIME type from magic bytes, resizing with Pillow (spec §7.1 step 3–4).
+"""Images for the read tool: MIME type from magic bytes, resizing with Pillow.
 
 Defaults as Pi: at most 2000×2000 pixels and 4.5 MiB of base64 payload, JPEG quality 80. An
 image within the limits is passed through byte for byte; otherwise it is resized (aspect kept,
@@ -24,23 +24,85 @@ DEFAULT_MAX_IMAGE_BYTES = 4_718_592
 
 def detect_image_mime(head: bytes) -> str | None:
     """``image/jpeg``, ``image/png``, ``image/gif``, ``image/webp`` or ``image/bmp`` from the
-    first bytes of a file; ``None`` for anything else (the extension never matters)."""
+    first bytes of a file; ``None`` for anything else (the extension never matters).
+
+    Pi 1.6's own sniffer: JPEG ``FF D8 FF`` except JPEG-LS (4th byte ``F7``); PNG with an
+    ``IHDR`` first chunk and no ``acTL`` (animation) chunk before ``IDAT``; ``GIF87a`` /
+    ``GIF89a``; ``RIFF....WEBP``; BMP only with a plausible header (:func:`_is_bmp`). Anything
+    else is read as text.
+    """
     if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if head.startswith(b"GIF8"):
+        return None if head[3:4] == b"\xf7" else "image/jpeg"
+    if head.startswith(_PNG_SIGNATURE):
+        return "image/png" if _is_png(head) and not _is_animated_png(head) else None
+    if head.startswith((b"GIF87a", b"GIF89a")):
         return "image/gif"
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "image/webp"
-    if (
-        head.startswith(b"BM")
-        and len(head) >= 26
-        and head[6:10] == b"\0\0\0\0"
-        and int.from_bytes(head[14:18], "little") in (12, 16, 40, 52, 56, 64, 108, 124)
-    ):
+    if head.startswith(b"BM") and _is_bmp(head):
         return "image/bmp"
     return None
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _u32be(head: bytes, offset: int) -> int:
+    return int.from_bytes(head[offset : offset + 4].ljust(4, b"\0"), "big")
+
+
+def _u32le(head: bytes, offset: int) -> int:
+    return int.from_bytes(head[offset : offset + 4].ljust(4, b"\0"), "little")
+
+
+def _u16le(head: bytes, offset: int) -> int:
+    return int.from_bytes(head[offset : offset + 2].ljust(2, b"\0"), "little")
+
+
+def _is_png(head: bytes) -> bool:
+    return len(head) >= 16 and _u32be(head, 8) == 13 and head[12:16] == b"IHDR"
+
+
+def _is_animated_png(head: bytes) -> bool:
+    """An ``acTL`` chunk before the first ``IDAT`` among the chunks within ``head``."""
+    offset = len(_PNG_SIGNATURE)
+    while offset + 8 <= len(head):
+        chunk_type = head[offset + 4 : offset + 8]
+        if chunk_type == b"acTL":
+            return True
+        if chunk_type == b"IDAT":
+            return False
+        next_offset = offset + 8 + _u32be(head, offset) + 4
+        if next_offset > len(head):
+            return False
+        offset = next_offset
+    return False
+
+
+def _is_bmp(head: bytes) -> bool:
+    """A BMP header that holds together: declared size 0 or at least 26, the pixel data after
+    the headers and inside the file, a DIB header of 12 or 40-124 bytes, one colour plane and
+    1, 4, 8, 16, 24 or 32 bits per pixel."""
+    if len(head) < 26:
+        return False
+    declared_size = _u32le(head, 2)
+    pixel_offset = _u32le(head, 10)
+    dib_size = _u32le(head, 14)
+    if declared_size != 0 and declared_size < 26:
+        return False
+    if pixel_offset < 14 + dib_size:
+        return False
+    if declared_size != 0 and pixel_offset >= declared_size:
+        return False
+    if dib_size == 12:
+        planes, bits = _u16le(head, 22), _u16le(head, 24)
+    elif 40 <= dib_size <= 124:
+        if len(head) < 30:
+            return False
+        planes, bits = _u16le(head, 26), _u16le(head, 28)
+    else:
+        return False
+    return planes == 1 and bits in (1, 4, 8, 16, 24, 32)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,4 @@
-"""The local :class:`~pi_core.BashOperations` backend on trio (seed §十五 "本地进程后端"; spec
-§7.4 step 5; DESIGN §2).
+"""The local :class:`~pi_core.BashOperations` backend on trio.
 
 Each command runs as ``SHELL -c COMMAND`` under a small supervisor process
 (:mod:`pi_builtin_tools._bash_supervisor`) that starts its own session (process group) and is a
@@ -7,8 +6,10 @@ child subreaper, so the whole tree of the command can be found and killed, inclu
 that ignore SIGTERM, moved to another process group or session, or were orphaned:
 
 * stdin is ``/dev/null`` (a command reading stdin gets end of file at once);
+* a command longer than one ``argv`` element holds (128 KiB) reaches the shell as an anonymous
+  0600 temporary file it sources (:func:`pi_core.backends.long_command_file`);
 * stdout and stderr are one pipe: chunks reach ``on_data`` as raw bytes in arrival order;
-* the exit code is the shell's, or 128 + N when it died of signal N (port decision 6);
+* the exit code is the shell's, or 128 + N when it died of signal N;
 * on timeout or trio cancellation the tree gets SIGTERM, ``kill_grace`` seconds, then SIGKILL
   until nothing is left; the cleanup is shielded. Timeout raises
   :class:`~pi_core.CommandTimeout`, cancellation re-raises ``trio.Cancelled``;
@@ -32,7 +33,12 @@ from pathlib import Path
 import trio
 
 from pi_core import ToolError
-from pi_core.backends import stream_process
+from pi_core.backends import (
+    command_fits_argv,
+    long_command_file,
+    sourcing_command,
+    stream_process,
+)
 
 SUPERVISOR = str(Path(__file__).with_name("_bash_supervisor.py"))
 """Path of the supervisor script, run with ``sys.executable -I -S``."""
@@ -41,7 +47,7 @@ _F_SETPIPE_SZ = 1031
 
 
 def resolve_shell(shell_path: str | None = None) -> str:
-    """The shell Pi would use (spec §7.4 step 5).
+    """The shell Pi would use.
 
     ``shell_path`` when given (it must exist, else ``ToolError("Custom shell path not found:
     {path}")``); else ``/bin/bash`` if it exists; else ``bash`` on ``PATH``; else ``sh`` on
@@ -111,6 +117,11 @@ class LocalBashOperations:
         await trio.lowlevel.checkpoint_if_cancelled()
         shell = _check_spawn(cwd, self.shell_path)
 
+        script = None if command_fits_argv(command) else long_command_file(command)
+        fds: tuple[int, ...] = ()
+        if script is not None:
+            fds = (script.fileno(),)
+            command = sourcing_command(script.fileno())
         lifeline_r, lifeline_w = os.pipe()
         spawned = False
         try:
@@ -131,11 +142,13 @@ class LocalBashOperations:
                 cwd=cwd,
                 env=dict(env) if env is not None else None,
                 start_new_session=True,
-                pass_fds=(lifeline_r,),
+                pass_fds=(lifeline_r, *fds),
             )
             spawned = True
         finally:
             os.close(lifeline_r)
+            if script is not None:
+                script.close()
             if not spawned:
                 os.close(lifeline_w)
 

@@ -1,6 +1,5 @@
-"""The local file backend, re-exported from :mod:`pi_core._backend_kit.local_files` (DESIGN §1: helpers both
-plugin distributions need live in ``pi_core``): :class:`LocalFileOperations` and
-:func:`find_rg`."""
+"""The local file backend, re-exported from :mod:`pi_core.backends` (helpers both plugin
+distributions need live in ``pi_core``): :class:`LocalFileOperations` and :func:`find_rg`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``ls`` tool: list one directory (seed §十四, spec §7.7, port decision 3).
+"""The ``ls`` tool: list one directory (``docs/reference/tools.md``).
 
 Entries include dotfiles (not ``.``/``..``), sorted by case-folded name (ties by the name
 itself, so the order never depends on the backend's ``readdir`` order); directories, and
@@ -20,6 +20,7 @@ from pi_core import (
     AgentToolResult,
     FileOperations,
     OnUpdate,
+    PathArgument,
     TextContent,
     ToolDefinition,
     ToolError,
@@ -51,20 +52,20 @@ LS_PARAMETERS: dict[str, Any] = {
 
 
 def ls_sort_key(name: str) -> tuple[str, str]:
-    """Sort key of a directory entry: case-folded name, then the name (port decision 3)."""
+    """Sort key of a directory entry: case-folded name, then the name."""
     return (name.casefold(), name)
 
 
 async def list_directory(
     operations: FileOperations, cwd: str, path: str | None, limit: float | None
 ) -> AgentToolResult:
-    """Run ``ls`` (spec §7.7): the result, or :class:`ToolError` with Pi's message
+    """Run ``ls``: the result, or :class:`ToolError` with Pi's message
     (``Path not found: {abs}``, ``Not a directory: {abs}``, ``Cannot read directory: {error}``).
     """
     effective_limit = (
         DEFAULT_LS_LIMIT
         if limit is None
-        else integer_arg("limit", limit, minimum=0, clamp_low=True)
+        else integer_arg("limit", limit, clamp_low=True, floor=True)
     )
     check_no_nul(path or "")
     dir_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
@@ -127,6 +128,9 @@ def create_ls_tool_definition(cwd: str, operations: FileOperations) -> ToolDefin
         parameters=LS_PARAMETERS,
         execute=execute,
         prompt_snippet="List directory contents",
+        verify="text",
+        path_arguments=(PathArgument("path", read=True, default="."),),
+        replay="safe",
     )
 
 

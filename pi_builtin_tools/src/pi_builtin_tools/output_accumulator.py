@@ -1,10 +1,10 @@
-"""Streaming command output with bounded memory (seed §十六 "截断不等于丢弃完整 Bash 输出"; spec §5).
+"""Streaming command output with bounded memory (``docs/explanation/truncation.md``).
 
 An :class:`OutputAccumulator` takes raw output chunks as they arrive and keeps, in memory, only
 
 * an incremental UTF-8 decoder (a character split across chunks decodes whole; invalid bytes
   become U+FFFD),
-* the totals: raw bytes, decoded UTF-8 bytes, lines (modern count, spec §4.1), the size of the
+* the totals: raw bytes, decoded UTF-8 bytes, lines (modern count), the size of the
   last line,
 * a rolling tail of the decoded text (at most ``2 * max(2 * max_bytes, structured_max_bytes)``
   bytes: about 2 MiB with the defaults).
@@ -12,7 +12,8 @@ An :class:`OutputAccumulator` takes raw output chunks as they arrive and keeps, 
 The first time the output passes ``max_bytes`` (raw or decoded) or ``max_lines``, a temporary
 file ``{tempfile.gettempdir()}/{prefix}-{16 hex}.log`` (mode 0600) is created and receives the
 complete raw output from the first byte on; every later chunk is appended. So 1 GB of output costs
-a few MB of memory and a 1 GB file.
+a few MB of memory and a 1 GB file. The bash tool records each such file in its session's
+:class:`FullOutputFiles`, which removes them when the session ends (unless kept).
 
 :meth:`OutputAccumulator.snapshot` gives what a model sees: the tail truncation (2000 lines /
 50KB) of the whole output, equal to ``truncate_tail(full_output)`` with the totals of the whole
@@ -57,7 +58,7 @@ class OutputSnapshot:
 
 
 class OutputAccumulator:
-    """Accumulates streamed output; see the module docstring (spec §5).
+    """Accumulates streamed output; see the module docstring.
 
     ``transform(text) -> text`` (optional) is applied to the decoded tail before it is truncated
     for a snapshot and to :meth:`structured_output` (bash strips ANSI escape sequences with it);
@@ -218,7 +219,7 @@ class OutputAccumulator:
         return (self._transform(text) if self._transform else text), whole
 
     def snapshot(self, persist_if_truncated: bool = False) -> OutputSnapshot:
-        """The tail truncation of the output so far (spec §5 ``snapshot``): equal to
+        """The tail truncation of the output so far: equal to
         ``truncate_tail(whole output)`` with the accumulator's totals.
 
         With ``persist_if_truncated`` the temporary file is created now if the output is
@@ -267,6 +268,33 @@ class OutputAccumulator:
         text = self._tail[start:].decode("utf-8", "surrogatepass")
         return (self._transform(text) if self._transform else text), True
 
+    def read_full_output(self, max_bytes: int = STRUCTURED_MAX_BYTES) -> tuple[str, bool]:
+        """``(text, truncated)``: the complete raw output decoded as UTF-8, for programmatic
+        callers (bash's ``structured_content.output``; Pi's ``readFullOutput``). Call after
+        :meth:`finish`. Output longer than ``max_bytes`` raw bytes keeps its first and last
+        ``max_bytes / 2`` bytes (the head cut back to a character boundary, the tail's leading
+        continuation bytes skipped) around ``\n\n[... N bytes omitted ...]\n\n``; only then is
+        ``truncated`` true. Reads at most ``max_bytes`` from the temporary file."""
+        if self._path is None:
+            data = b"".join(self._pending_raw or [])
+            return data.decode("utf-8", "replace"), False
+        with open(self._path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size <= max_bytes:
+                return file.read().decode("utf-8", "replace"), False
+            head_bytes = max_bytes // 2
+            tail_bytes = max_bytes - head_bytes
+            head = file.read(head_bytes)
+            file.seek(size - tail_bytes)
+            tail = file.read(tail_bytes)
+        head_text = codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=False)
+        start = 0
+        while start < len(tail) and (tail[start] & 0xC0) == 0x80:
+            start += 1
+        tail_text = tail[start:].decode("utf-8", "replace")
+        omitted = size - head_bytes - tail_bytes
+        return f"{head_text}\n\n[... {omitted} bytes omitted ...]\n\n{tail_text}", True
+
     def finish(self) -> OutputSnapshot:
         """Flush the decoder (an incomplete character at the end becomes U+FFFD), persist the
         complete output if truncated, close the temporary file and return the final snapshot.
@@ -280,4 +308,35 @@ class OutputAccumulator:
         return self.snapshot()
 
 
-__all__ = ["STRUCTURED_MAX_BYTES", "OutputAccumulator", "OutputSnapshot"]
+class FullOutputFiles:
+    """The full-output files one session's bash tool created: removed when the session ends
+    (:meth:`remove_all`, called from ``pi_session_end``) unless ``keep`` (``[tools.bash]
+    keep_full_output = true``). Pi leaves every file in the temporary directory; a session that
+    is never ended (a tool built without a session) leaves them too."""
+
+    def __init__(self, *, keep: bool = False) -> None:
+        self.keep = keep
+        self._paths: list[str] = []
+
+    @property
+    def paths(self) -> list[str]:
+        """The files recorded so far (and not yet removed), oldest first."""
+        return list(self._paths)
+
+    def add(self, path: str) -> None:
+        """Record ``path`` (a file the tool created)."""
+        self._paths.append(path)
+
+    def remove_all(self) -> None:
+        """Delete every recorded file, unless :attr:`keep`; a file already gone is skipped."""
+        if self.keep:
+            return
+        paths, self._paths = self._paths, []
+        for path in paths:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+__all__ = ["STRUCTURED_MAX_BYTES", "FullOutputFiles", "OutputAccumulator", "OutputSnapshot"]

@@ -1,8 +1,9 @@
 """The ``builtin_tools`` plugin: registers the built-in tools and the local backends.
 
-Loaded through the ``pi`` entry point like any third-party plugin (DESIGN §2). The file tools
+Loaded through the ``pi`` entry point like any third-party plugin. The file tools
 do their I/O through ``context.file_operations`` (the local backend below unless another plugin
-provides one).
+provides one). Per session it keeps, in ``session.state["builtin_tools"]``, the bash tool's
+full-output files, which ``pi_session_end`` removes (unless ``[tools.bash] keep_full_output``).
 """
 
 from __future__ import annotations
@@ -17,10 +18,21 @@ from pi_builtin_tools.grep import create_grep_tool_definition
 from pi_builtin_tools.local_bash import LocalBashOperations
 from pi_builtin_tools.local_files import LocalFileOperations
 from pi_builtin_tools.ls import create_ls_tool_definition
+from pi_builtin_tools.output_accumulator import FullOutputFiles
 from pi_builtin_tools.read import ReadToolOptions, create_read_tool_definition
 from pi_builtin_tools.tool_config import tools_table
+from pi_builtin_tools.tool_search import create_tool_search_tool_definition
 from pi_builtin_tools.write import create_write_tool_definition
-from pi_core import BackendContext, BashOperations, FileOperations, RegisterToolsContext, hookimpl
+from pi_core import (
+    BackendContext,
+    BashOperations,
+    FileOperations,
+    RegisterToolsContext,
+    SessionContext,
+    config_file,
+    hookimpl,
+)
+from pi_core.backends import EnvPolicy
 
 
 def _file_tools(context: RegisterToolsContext, files: FileOperations) -> list[Any]:
@@ -45,6 +57,7 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
     tools.insert(1, _bash_tool(context))  # Pi's order: read, bash, edit, write, grep, find, ls
     for definition in tools:
         register(definition)
+    register(create_tool_search_tool_definition())  # inactive until --tools/--tool-search
 
 
 def _bash_config(config: dict[str, Any] | None) -> dict[str, Any]:
@@ -54,16 +67,37 @@ def _bash_config(config: dict[str, Any] | None) -> dict[str, Any]:
     return tools_table(config, "bash")
 
 
+STATE_KEY = "builtin_tools"
+"""This plugin's entry in ``SessionContext.state``: ``{"full_output_files": FullOutputFiles}``."""
+
+
 def _bash_tool(context: RegisterToolsContext) -> Any:
     operations = context.bash_operations or LocalBashOperations(
         shell_path=_bash_config(context.config).get("shell_path")
     )
+    options = BashToolOptions.from_config(
+        _bash_config(context.config), file=config_file(context.config)
+    )
+    files = None
+    if context.session is not None:
+        files = FullOutputFiles(keep=options.keep_full_output)
+        context.session.state.setdefault(STATE_KEY, {})["full_output_files"] = files
     return create_bash_tool_definition(
         context.cwd,
         operations,
         spawn_hook=context.bash_spawn_hook,
-        options=BashToolOptions.from_config(_bash_config(context.config)),
+        options=options,
+        env_policy=EnvPolicy.from_config(context.config),
+        full_output_files=files,
     )
+
+
+@hookimpl
+def pi_session_end(context: SessionContext) -> None:
+    """Remove the session's full-output files of bash (unless ``keep_full_output``)."""
+    files = context.state.get(STATE_KEY, {}).get("full_output_files")
+    if isinstance(files, FullOutputFiles):
+        files.remove_all()
 
 
 @hookimpl(trylast=True)

@@ -1,4 +1,4 @@
-"""The ``read`` tool (seed §十一; spec §7.1, scenarios §8.4–§8.5; port decisions 5, 7, 9).
+"""The ``read`` tool (``docs/reference/tools.md``).
 
 Text files come back from line ``offset`` (1-indexed), at most ``limit`` lines, cut by
 :func:`~pi_builtin_tools.truncate.truncate_head` rules (2000 lines or 50KB, never half a line)
@@ -17,6 +17,7 @@ import base64
 import codecs
 import errno
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ from pi_builtin_tools.file_encoding import (
     describe_binary,
     detect_encoding,
 )
-from pi_builtin_tools.fs_errors import check_no_nul, fs_error, show_path
+from pi_builtin_tools.fs_errors import check_no_nul, fs_error, not_regular_file_error, show_path
 from pi_builtin_tools.image_processing import (
     IMAGE_SNIFF_BYTES,
     ImageDecodeError,
@@ -52,6 +53,7 @@ from pi_core import (
     FileOperations,
     ImageContent,
     OnUpdate,
+    PathArgument,
     TextContent,
     ToolDefinition,
     ToolError,
@@ -308,7 +310,7 @@ def _field(obj: Any, *names: str) -> Any:
 
 
 def _resize_options(options: ReadToolOptions, ctx: Any) -> ImageResizeOptions:
-    """Seed §十二: ``ctx.model.inputLimits.images.resize`` when present, else the options."""
+    """``ctx.model.inputLimits.images.resize`` when present (as Pi), else the options."""
     model = _field(ctx, "model")
     limits = _field(_field(_field(model, "inputLimits", "input_limits"), "images"), "resize")
     if limits is None:
@@ -373,7 +375,7 @@ async def read_file(
     options: ReadToolOptions | None = None,
     ctx: Any = None,
 ) -> AgentToolResult:
-    """What the read tool returns for ``path``/``offset``/``limit`` (spec §7.1); raises
+    """What the read tool returns for ``path``/``offset``/``limit``; raises
     :class:`~pi_core._errors.ToolError` with Pi's texts on failure."""
     opts = options or ReadToolOptions()
     offset = integer_arg("offset", offset, minimum=0)  # 0 reads from the start, as Pi does
@@ -387,15 +389,15 @@ async def read_file(
     if info.kind == "directory":
         raise ToolError("EISDIR: illegal operation on a directory, read")
     if info.kind == "other":
-        raise ToolError(
-            f"Cannot read {show_path(raw_path)}: not a regular file (a device, FIFO or socket)."
-        )
+        raise not_regular_file_error("read", raw_path)
     whole = 0 < info.size <= opts.whole_file_limit
     try:
         first = await ops.read_bytes(path, 0, None if whole else opts.chunk_size)
     except IsADirectoryError as exc:
         raise ToolError("EISDIR: illegal operation on a directory, read") from exc
     except OSError as exc:
+        if exc.errno == errno.EINVAL:  # replaced by a special file since the stat
+            raise not_regular_file_error("read", raw_path) from exc
         raise fs_error(exc, "access" if exc.errno == errno.EACCES else "open", path) from exc
     complete = whole or len(first) < opts.chunk_size
 
@@ -477,6 +479,59 @@ async def read_file(
     return result
 
 
+_CONTINUE_NOTICE = re.compile(
+    r"\[(?:\d+ more lines in file\. Use offset=\d+ to continue|Showing lines \d+-\d+ of \d+)"
+    r"[^\]]*\]\s*$"
+)
+
+
+def recorded_file_text(args: Any, result: AgentToolResult) -> tuple[str, str] | None:
+    """``(path, text)`` of a recorded read that returned a whole text file: no ``offset`` or
+    ``limit``, not an error, only text blocks, no truncation (neither ``details.truncation`` nor
+    a continuation notice); else ``None`` (``pi replay --verify --seed-from-reads``)."""
+    if not isinstance(args, dict) or result.is_error or not isinstance(args.get("path"), str):
+        return None
+    if args.get("offset") is not None or args.get("limit") is not None:
+        return None
+    if not result.content or not all(isinstance(b, TextContent) for b in result.content):
+        return None
+    details = result.details if isinstance(result.details, dict) else {}
+    if details.get("truncation"):
+        return None
+    text = "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+    if _CONTINUE_NOTICE.search(text):
+        return None
+    return args["path"], text
+
+
+READ_OUTPUT_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string"},
+        {
+            "type": "object",
+            "required": ["type", "data", "mimeType", "note"],
+            "properties": {
+                "type": {"type": "string", "const": "image"},
+                "data": {"type": "string"},
+                "mimeType": {"type": "string"},
+                "note": {"type": "string"},
+            },
+        },
+    ]
+}
+"""JSON Schema of read's ``structured_content`` (Pi 1.6.0's ``outputSchema``)."""
+
+
+def read_structured_content(result: AgentToolResult) -> Any:
+    """What a successful read gives programs: the text of the first text block, or for an image
+    ``{"type": "image", "data", "mimeType", "note"}`` with the text block as ``note``."""
+    text = next((b.text for b in result.content if isinstance(b, TextContent)), "")
+    image = next((b for b in result.content if isinstance(b, ImageContent)), None)
+    if image is None:
+        return text
+    return {"type": "image", "data": image.data, "mimeType": image.mime_type, "note": text}
+
+
 def create_read_tool_definition(
     cwd: str, operations: FileOperations, *, options: ReadToolOptions | None = None
 ) -> ToolDefinition:
@@ -486,7 +541,7 @@ def create_read_tool_definition(
     async def execute(
         tool_call_id: str, params: Any, on_update: OnUpdate | None = None, ctx: Any = None
     ) -> AgentToolResult:
-        return await read_file(
+        result = await read_file(
             params["path"],
             cwd,
             operations,
@@ -495,6 +550,8 @@ def create_read_tool_definition(
             options=opts,
             ctx=ctx,
         )
+        result.structured_content = read_structured_content(result)
+        return result
 
     def render_call(args: Any) -> str:
         path = args.get("path", "") if isinstance(args, dict) else ""
@@ -516,6 +573,11 @@ def create_read_tool_definition(
         prompt_snippet="Read file contents",
         prompt_guidelines=["Use read to examine files instead of cat or sed."],
         render_call=render_call,
+        verify="text",
+        path_arguments=(PathArgument("path", read=True),),
+        seed_file=recorded_file_text,
+        output_schema=READ_OUTPUT_SCHEMA,
+        replay="safe",
     )
 
 

@@ -1,4 +1,4 @@
-"""ripgrep's regex error texts, the same whichever ripgrep version runs (spec §7.5).
+"""ripgrep's regex error texts, the same whichever ripgrep version runs.
 
 Pi passes ripgrep's error text on; the reference runs ripgrep 13, we run the ``ripgrep`` wheel
 (14.x) and remote backends whatever ``rg`` they have. ripgrep ≥ 14 prefixes its lines with

@@ -1,6 +1,6 @@
 """The common tail of ls, find and grep: byte truncation, bracketed notices, details.
 
-Spec §7.5 (10–11), §7.6 (7), §7.7 (6): the result lines are joined by ``\\n`` and cut to 50KB
+As Pi does for ls, find and grep: the result lines are joined by ``\\n`` and cut to 50KB
 by whole lines (:func:`~pi_builtin_tools.truncate.truncate_head` with no line limit); the
 notices, in the order given, are appended as ``"\\n\\n[" + ". ".join(notices) + "]"``;
 ``details`` is ``None`` (absent) when there is nothing to report.

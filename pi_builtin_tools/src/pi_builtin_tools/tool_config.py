@@ -1,9 +1,10 @@
-"""Validation of the ``[tools]`` tables of ``pi.toml`` (DESIGN §5; config style of ``pi_core._config``).
+"""Validation of the ``[tools]`` tables of ``pi.toml`` (see ``docs/reference/configuration.md``).
 
 ``[tools]`` must be a table; ``[tools.bash]`` and ``[tools.read]`` too. ``[tools.read]`` is
 checked by :class:`ReadSettings` (unknown keys and non-positive sizes are errors). Errors are
-:class:`~pi_core._errors.ConfigError` with the message ``pi.toml: tools.read.KEY: REASON (got V)``
-(the hooks get the config dict without its path, so the file is named ``pi.toml``).
+:class:`~pi_core._errors.ConfigError` with the message ``FILE: tools.read.KEY: REASON (got V)``,
+``FILE`` the config file the dict was loaded from (:func:`pi_core.config_file`: the file of
+``pi --config FILE`` or the ``pi.toml`` found; ``pi.toml`` for a dict a program built).
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from typing import Any
 
 import pydantic
 
-from pi_core import ConfigError
+from pi_core import ConfigError, config_file, format_config_error
 
 CONFIG_NAME = "pi.toml"
 TOOLS_TABLE = "tools"
+CORE_KEYS = frozenset({"exposure"})
+"""Keys of ``[tools.NAME]`` that pi_core reads for every tool (``exposure``)."""
 
 
 class ReadSettings(pydantic.BaseModel):
@@ -33,20 +36,21 @@ class ReadSettings(pydantic.BaseModel):
 
 
 def tools_table(config: dict[str, Any] | None, name: str) -> dict[str, Any]:
-    """The table ``[tools.NAME]`` (``{}`` when absent).
+    """The table ``[tools.NAME]`` (``{}`` when absent), without the keys the core owns
+    (:data:`CORE_KEYS`: ``exposure``, validated by pi_core for every tool).
 
-    Raises :class:`ConfigError` (``pi.toml: tools: must be a table`` or
-    ``pi.toml: tools.NAME: must be a table``) when either is not a table.
+    Raises :class:`ConfigError` (``FILE: tools: must be a table`` or
+    ``FILE: tools.NAME: must be a table``, ``FILE`` the config file actually used,
+    :func:`pi_core.config_file`) when either is not a table.
     """
+    file = config_file(config)
     tools = (config or {}).get(TOOLS_TABLE, {})
     if not isinstance(tools, dict):
-        raise ConfigError(f"{CONFIG_NAME}: {TOOLS_TABLE}: must be a table ([{TOOLS_TABLE}])")
+        raise ConfigError(f"{file}: {TOOLS_TABLE}: must be a table ([{TOOLS_TABLE}])")
     table = tools.get(name, {})
     if not isinstance(table, dict):
-        raise ConfigError(
-            f"{CONFIG_NAME}: {TOOLS_TABLE}.{name}: must be a table ([{TOOLS_TABLE}.{name}])"
-        )
-    return table
+        raise ConfigError(f"{file}: {TOOLS_TABLE}.{name}: must be a table ([{TOOLS_TABLE}.{name}])")
+    return {k: v for k, v in table.items() if k not in CORE_KEYS}
 
 
 def read_settings(config: dict[str, Any] | None) -> ReadSettings:
@@ -54,20 +58,5 @@ def read_settings(config: dict[str, Any] | None) -> ReadSettings:
     try:
         return ReadSettings.model_validate(tools_table(config, "read"))
     except pydantic.ValidationError as e:
-        raise ConfigError(_value_message("read", e)) from None
-
-
-def _value_message(name: str, error: pydantic.ValidationError) -> str:
-    first = error.errors(include_url=False)[0]
-    key = ".".join([TOOLS_TABLE, name, *(str(part) for part in first["loc"])])
-    if first["type"] == "extra_forbidden":
-        return f"{CONFIG_NAME}: {key}: unknown key"
-    return f"{CONFIG_NAME}: {key}: {first['msg']} (got {_toml_repr(first.get('input'))})"
-
-
-def _toml_repr(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return repr(value)
+        file = config_file(config)
+        raise ConfigError(format_config_error(file, f"{TOOLS_TABLE}.read", e)) from None

@@ -1,17 +1,18 @@
-"""Truncation of tool output: head (read), tail (bash), single lines (grep). Seed §十六, spec §4.
+"""Truncation of tool output: head (read), tail (bash), single lines (grep).
 
 Two independent limits, whichever is hit first wins: ``max_lines`` (default 2000) and
-``max_bytes`` (UTF-8 bytes, default 51200 = 50KB). Lines are counted the modern way (port
-decision 5, spec §4.1): ``content.split("\\n")`` without the empty element after a final newline,
-so ``"a\\nb\\n"`` has 2 lines and ``""`` has 0.
+``max_bytes`` (UTF-8 bytes, default 51200 = 50KB). Lines are counted the modern way
+(``docs/explanation/differences.md``): ``content.split("\\n")`` without the empty element
+after a final newline, so ``"a\\nb\\n"`` has 2 lines and ``""`` has 0.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
+
+from pi_core import format_size
 
 DEFAULT_MAX_LINES = 2000
 """Line limit of read and bash output."""
@@ -23,24 +24,9 @@ GREP_MAX_LINE_LENGTH = 500
 TruncatedBy = Literal["lines", "bytes"]
 
 
-def format_size(n: int) -> str:
-    """Human-readable size as Pi writes it (spec §0).
-
-    ``n < 1024`` → ``"{n}B"``; below 1 MiB one decimal of KB; else one decimal of MB. Rounding is
-    JavaScript's ``toFixed(1)``: half up on the exact value (1280 → ``"1.3KB"``).
-    """
-    if n < 1024:
-        return f"{n}B"
-    if n < 1024 * 1024:
-        value, unit = Decimal(n) / Decimal(1024), "KB"
-    else:
-        value, unit = Decimal(n) / Decimal(1024 * 1024), "MB"
-    return f"{value.quantize(Decimal('0.1'), rounding=ROUND_HALF_UP)}{unit}"
-
-
 @dataclass(frozen=True)
 class TruncationResult:
-    """What a truncation produced (spec §4; Pi's ``TruncationResult``).
+    """What a truncation produced (Pi's ``TruncationResult``).
 
     ``content`` is the kept text; ``truncated_by`` is ``"lines"``, ``"bytes"`` or ``None`` when
     nothing was cut; totals describe the input, ``output_*`` the kept text (bytes are UTF-8).
@@ -83,7 +69,7 @@ def utf8_len(text: str) -> int:
 
 
 def split_lines(content: str) -> list[str]:
-    """Lines of ``content`` by the modern rule (spec §4.1): a final ``\\n`` adds no line."""
+    """Lines of ``content`` by the modern rule: a final ``\\n`` adds no line."""
     if not content:
         return []
     lines = content.split("\n")
@@ -96,16 +82,38 @@ def _untruncated(
     content: str, total_lines: int, total_bytes: int, max_lines: int, max_bytes: int
 ) -> TruncationResult:
     """The result for content within both limits: returned whole, nothing cut."""
+    return _cut(
+        content, None, total_lines, total_bytes, max_lines, max_bytes, output_lines=total_lines
+    )
+
+
+def _cut(
+    kept: list[str] | str,
+    truncated_by: TruncatedBy | None,
+    total_lines: int,
+    total_bytes: int,
+    max_lines: int,
+    max_bytes: int,
+    *,
+    output_lines: int | None = None,
+    partial: bool = False,
+    first_line: bool = False,
+) -> TruncationResult:
+    """The result of a cut: the ``kept`` lines joined by ``\\n`` (or ``kept`` itself, a whole
+    content of ``output_lines`` lines, when nothing was cut: ``truncated_by`` ``None``);
+    ``partial`` when the one kept line is a suffix of a longer one, ``first_line`` when the first
+    line alone is over ``max_bytes``."""
+    content = kept if isinstance(kept, str) else "\n".join(kept)
     return TruncationResult(
         content=content,
-        truncated=False,
-        truncated_by=None,
+        truncated=truncated_by is not None,
+        truncated_by=truncated_by,
         total_lines=total_lines,
         total_bytes=total_bytes,
-        output_lines=total_lines,
-        output_bytes=total_bytes,
-        last_line_partial=False,
-        first_line_exceeds_limit=False,
+        output_lines=len(kept) if output_lines is None else output_lines,
+        output_bytes=total_bytes if truncated_by is None else utf8_len(content),
+        last_line_partial=partial,
+        first_line_exceeds_limit=first_line,
         max_lines=max_lines,
         max_bytes=max_bytes,
     )
@@ -127,24 +135,12 @@ def head_from_lines(
     ``lines`` is a prefix of the content's lines: all of them, or (``more=True``) the complete
     lines of a prefix at least ``max_bytes + 1`` bytes long, so the line after them cannot fit.
     ``whole`` is the content returned when nothing needs cutting (only read then). ``read`` uses
-    this to truncate a selection it streamed without holding it (spec §7.1).
+    this to truncate a selection it streamed without holding it.
     """
     if total_lines <= max_lines and total_bytes <= max_bytes:
         return _untruncated(whole, total_lines, total_bytes, max_lines, max_bytes)
     if first_line_bytes > max_bytes:
-        return TruncationResult(
-            content="",
-            truncated=True,
-            truncated_by="bytes",
-            total_lines=total_lines,
-            total_bytes=total_bytes,
-            output_lines=0,
-            output_bytes=0,
-            last_line_partial=False,
-            first_line_exceeds_limit=True,
-            max_lines=max_lines,
-            max_bytes=max_bytes,
-        )
+        return _cut([], "bytes", total_lines, total_bytes, max_lines, max_bytes, first_line=True)
     kept: list[str] = []
     used = 0
     truncated_by: TruncatedBy = "lines"
@@ -162,26 +158,13 @@ def head_from_lines(
             truncated_by = "bytes"
     if len(kept) >= max_lines and used <= max_bytes:
         truncated_by = "lines"
-    content = "\n".join(kept)
-    return TruncationResult(
-        content=content,
-        truncated=True,
-        truncated_by=truncated_by,
-        total_lines=total_lines,
-        total_bytes=total_bytes,
-        output_lines=len(kept),
-        output_bytes=utf8_len(content),
-        last_line_partial=False,
-        first_line_exceeds_limit=False,
-        max_lines=max_lines,
-        max_bytes=max_bytes,
-    )
+    return _cut(kept, truncated_by, total_lines, total_bytes, max_lines, max_bytes)
 
 
 def truncate_head(
     content: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> TruncationResult:
-    """Keep the first lines of ``content`` (spec §4.2; read's truncation).
+    """Keep the first lines of ``content`` (read's truncation).
 
     Unchanged (trailing newline kept) when within both limits. Never returns half a line: when
     the first line alone is over ``max_bytes`` the content is ``""`` with
@@ -215,7 +198,7 @@ def _utf8_suffix(line: str, max_bytes: int) -> str:
 def truncate_tail(
     content: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> TruncationResult:
-    """Keep the last lines of ``content`` (spec §4.3; bash's truncation).
+    """Keep the last lines of ``content`` (bash's truncation).
 
     When not even the last line fits, its longest UTF-8 suffix under ``max_bytes`` is kept
     (``last_line_partial``, one output line). Kept lines are joined by ``\\n``.
@@ -246,26 +229,22 @@ def truncate_tail(
     if len(kept) >= max_lines and used <= max_bytes:
         truncated_by = "lines"
     kept.reverse()
-    out = "\n".join(kept)
-    return TruncationResult(
-        content=out,
-        truncated=True,
-        truncated_by=truncated_by,
-        total_lines=total_lines,
-        total_bytes=total_bytes,
-        output_lines=len(kept),
-        output_bytes=utf8_len(out),
-        last_line_partial=last_line_partial,
-        first_line_exceeds_limit=False,
-        max_lines=max_lines,
-        max_bytes=max_bytes,
+    return _cut(
+        kept,
+        truncated_by,
+        total_lines,
+        total_bytes,
+        max_lines,
+        max_bytes,
+        partial=last_line_partial,
     )
 
 
 def truncate_line(line: str, max_chars: int = GREP_MAX_LINE_LENGTH) -> tuple[str, bool]:
-    """Cut ``line`` to ``max_chars`` code points plus ``"... [truncated]"`` (spec §4.4).
+    """Cut ``line`` to ``max_chars`` code points plus ``"... [truncated]"``.
 
-    Returns ``(text, was_truncated)``. Counts code points, not UTF-16 units (port decision 3).
+    Returns ``(text, was_truncated)``. Counts code points, not UTF-16 units
+    (``docs/explanation/differences.md``).
     """
     if len(line) <= max_chars:
         return line, False

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pi_core._backend_kit.mutation_queue import with_file_mutation_queue
 from pi_core._backend_kit.operations import BashOperations, FileOperations
-from pi_core._config import find_config, load_config
+from pi_core._config import config_file, find_config, format_config_error, load_config
 from pi_core._errors import (
     CommandTimeout,
     ConfigError,
@@ -38,6 +38,7 @@ from pi_core._pipeline.contexts import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from pi_core._pipeline.tool_context import ToolCallContext, current_tool_context
 from pi_core._pipeline.pipeline import ToolCallOutcome, run_tool_call
 from pi_core._plugins.contexts import (
     BackendContext,
@@ -45,6 +46,7 @@ from pi_core._plugins.contexts import (
     CommandInvocation,
     PluginCommand,
     RegisterToolsContext,
+    SessionContext,
 )
 from pi_core._plugins.facade import PluginHooks
 from pi_core._plugins.manager import PiPluginManager, make_plugin_manager
@@ -53,10 +55,12 @@ from pi_core._plugins.session import Session, build_session
 from pi_core._tools.definition import (
     AgentTool,
     OnUpdate,
+    PathArgument,
     ToolDefinition,
     tool,
     wrap_tool_definition,
 )
+from pi_core._tools.format import format_size
 from pi_core._tools.validation import js_number_to_string
 from pi_core._wire.messages import (
     AgentToolResult,
@@ -88,6 +92,7 @@ __all__ = [
     "ImageContent",
     "LoopConfig",
     "OnUpdate",
+    "PathArgument",
     "PiError",
     "PiPluginManager",
     "PluginCommand",
@@ -96,16 +101,22 @@ __all__ = [
     "ProviderError",
     "RegisterToolsContext",
     "Session",
+    "SessionContext",
     "TextContent",
     "ToolAborted",
     "ToolCall",
+    "ToolCallContext",
     "ToolCallOutcome",
     "ToolDefinition",
     "ToolError",
     "ToolResultMessage",
     "UserMessage",
     "build_session",
+    "config_file",
+    "current_tool_context",
     "find_config",
+    "format_config_error",
+    "format_size",
     "hookimpl",
     "hookspec",
     "js_number_to_string",

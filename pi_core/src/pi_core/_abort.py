@@ -1,4 +1,4 @@
-"""``Abort``: the run's abort handle, trio style (DESIGN §3; spec §2.13).
+"""``Abort``: the run's abort handle, trio style.
 
 Pi passes one ``AbortSignal`` to the provider, the hooks and every ``execute``. In pi the
 cancellation itself is trio cancellation: the loop runs each provider read and each tool call in

@@ -1,4 +1,4 @@
-"""The ``pi.toml`` configuration file (DESIGN §5: ``pi [--config FILE] COMMAND``).
+"""The ``pi.toml`` configuration file (``docs/reference/configuration.md``).
 
 Without ``--config``, pi looks for ``pi.toml`` in the working directory and then in each parent
 directory; the first one found is used, and no file at all means the defaults. The file is TOML
@@ -6,7 +6,7 @@ directory; the first one found is used, and no file at all means the defaults. T
 belongs to a plugin and is kept as is in :attr:`PiConfig.data` (the ``config`` dict hooks get)::
 
     [pi]
-    tool_execution = "sequential"   # "parallel" (default) or "sequential" (spec §2.5)
+    tool_execution = "sequential"   # "parallel" (default) or "sequential"
     max_parallel_tools = 4          # cap on concurrently executing tools; integer >= 1
 
     [sandbox]                       # a plugin's own table
@@ -19,8 +19,10 @@ the line (TOML syntax: ``/abs/pi.toml:3: Invalid value (column 7)``) or the key 
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -43,10 +45,29 @@ class CoreSettings(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
     tool_execution: Literal["parallel", "sequential"] = "parallel"
-    """How each batch of tool calls runs (spec §2.5)."""
+    """How each batch of tool calls runs."""
 
     max_parallel_tools: pydantic.StrictInt | None = pydantic.Field(default=None, ge=1)
     """At most this many tools execute at once in a parallel batch; unset: no cap."""
+
+
+class ConfigData(dict[str, Any]):
+    """The TOML document of a config file as a plain dict that also remembers the file
+    (``path``): the ``config`` dict hooks receive, so a plugin validating its own table names
+    the file actually used (``pi --config other.toml``) in its errors (:func:`config_file`)."""
+
+    path: Path | None = None
+
+
+def config_file(config: Mapping[str, Any] | None) -> str:
+    """The file a loaded ``config`` dict came from, for error messages: its absolute path (the
+    one ``pi --config FILE`` named, or the ``pi.toml`` found), ``pi.toml`` when unknown (a dict
+    built by a program, or no file)::
+
+        raise ConfigError(f"{config_file(config)}: my_plugin.key: must be a string")
+    """
+    path = getattr(config, "path", None)
+    return os.fspath(path) if path is not None else CONFIG_FILENAME
 
 
 @dataclass(frozen=True)
@@ -114,7 +135,8 @@ def parse_config(raw: bytes, path: Path) -> PiConfig:
         line = raw[: e.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{line}: not valid UTF-8") from None
     try:
-        data = tomllib.loads(text)
+        data = ConfigData(tomllib.loads(text))
+        data.path = path
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(_syntax_message(path, text, str(e))) from None
     table = data.get(CORE_TABLE, {})
@@ -123,8 +145,9 @@ def parse_config(raw: bytes, path: Path) -> PiConfig:
     try:
         core = CoreSettings.model_validate(table)
     except pydantic.ValidationError as e:
-        raise ConfigError(_value_message(path, e)) from None
+        raise ConfigError(format_config_error(path, CORE_TABLE, e)) from None
     return PiConfig(path=path, data=data, core=core)
+
 
 
 def _syntax_message(path: Path, text: str, message: str) -> str:
@@ -138,14 +161,39 @@ def _syntax_message(path: Path, text: str, message: str) -> str:
     return f"{path}: {message}"
 
 
-def _value_message(path: Path, error: pydantic.ValidationError) -> str:
+def format_config_error(
+    file: str | os.PathLike[str],
+    table: str,
+    error: pydantic.ValidationError,
+    *,
+    show_value: bool = True,
+) -> str:
+    """The one-line message of a config table that failed pydantic validation: the first error,
+    as ``FILE: KEY: REASON (got VALUE)``.
+
+    ``KEY`` is ``table`` followed by the error's location (``.name`` for a key, ``[i]`` for a list
+    item: ``sandbox.policy.deny[0]``); ``REASON`` is pydantic's message without its
+    ``Value error,`` prefix, or ``unknown key`` for a key the model forbids. ``(got VALUE)``, the
+    offending value written as TOML, follows unless ``show_value`` is false or the key is missing.
+    Plugins validating their own tables with pydantic use it so that every config error reads
+    alike::
+
+        try:
+            settings = MySettings.model_validate(table)
+        except pydantic.ValidationError as e:
+            raise ConfigError(format_config_error(config_file(config), "my_plugin", e)) from None
+    """
     first = error.errors(include_url=False)[0]
-    key = ".".join([CORE_TABLE, *(str(part) for part in first["loc"])])
+    key = table
+    for part in first["loc"]:
+        key += f"[{part}]" if isinstance(part, int) else f".{part}"
     if first["type"] == "extra_forbidden":
-        return f"{path}: {key}: unknown key"
-    value = first.get("input")
-    shown = f" (got {_toml_repr(value)})" if first["type"] != "missing" else ""
-    return f"{path}: {key}: {first['msg']}{shown}"
+        return f"{os.fspath(file)}: {key}: unknown key"
+    message = first["msg"].removeprefix("Value error, ")
+    shown = ""
+    if show_value and first["type"] != "missing":
+        shown = f" (got {_toml_repr(first.get('input'))})"
+    return f"{os.fspath(file)}: {key}: {message}{shown}"
 
 
 def _toml_repr(value: Any) -> str:
@@ -158,9 +206,12 @@ def _toml_repr(value: Any) -> str:
 
 __all__ = [
     "CONFIG_FILENAME",
+    "ConfigData",
     "CoreSettings",
     "PiConfig",
+    "config_file",
     "find_config",
+    "format_config_error",
     "load_config",
     "parse_config",
 ]

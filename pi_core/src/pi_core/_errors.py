@@ -6,9 +6,9 @@
     ├── ConfigError            a config file or value pi cannot use (names file, line or key)
     ├── PluginError            a plugin failed to load, misspelled a hook, or took a tool name
     ├── ToolError              raised by a tool: its message becomes an error tool result
-    │   └── CommandTimeout     a backend's command ran past its timeout (DESIGN §2)
+    │   └── CommandTimeout     a backend's command ran past its timeout
     └── ProviderError          a model provider failed (HTTP error, bad stream)
-    ToolAborted (BaseException-free: an Exception) carries a partial result on abort (DESIGN §3)
+    ToolAborted (BaseException-free: an Exception) carries a partial result on abort
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class ToolAborted(PiError):
     """Raised by a tool whose call was cancelled and that has something to report.
 
     ``partial_result`` (an :class:`~pi_core._wire.messages.AgentToolResult`) becomes the error tool
-    result of the call instead of the generic ``Operation aborted`` (DESIGN §3).
+    result of the call instead of the generic ``Operation aborted``.
     """
 
     def __init__(self, partial_result: AgentToolResult) -> None:
@@ -64,7 +64,7 @@ class ProviderError(PiError):
 
 def missing_cwd_error(cwd: str) -> ToolError:
     """The error a ``BashOperations.exec`` raises when ``cwd`` is not a directory it can run
-    in (seed §十五, Pi's text): ``Working directory does not exist: {cwd}\nCannot execute bash
+    in (Pi's text): ``Working directory does not exist: {cwd}\nCannot execute bash
     commands.``"""
     return ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
 

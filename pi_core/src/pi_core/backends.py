@@ -13,9 +13,17 @@ built-in and sandbox backends share:
 * the file mutation queue: :func:`with_file_mutation_queue`,
   :func:`with_tool_path_mutation_queue`, :func:`run_shielded`;
 * path resolution of the file tools: :func:`resolve_to_cwd`, :func:`resolve_existing_path`;
+* ripgrep's plain match lines (``PATH\\0LINE:TEXT``, what grep reads): :func:`iter_rg_records`,
+  :class:`RgRecord`;
 * local processes: :func:`stream_process`, :func:`kill_process_group`,
   :func:`unwrap_exception_group`;
-* errors: :class:`~pi_core.CommandTimeout`, :func:`missing_cwd_error`.
+* errors: :class:`~pi_core.CommandTimeout`, :func:`missing_cwd_error`;
+* commands longer than one ``argv`` element (128 KiB): :func:`command_fits_argv`,
+  :func:`long_command_file`, :func:`sourcing_command` (run ``SHELL -c COMMAND`` when it fits,
+  else ``SHELL -c ". /dev/fd/N"`` with the command in descriptor ``N``);
+* the command environment policy (``[env]``): :class:`EnvPolicy`, :func:`command_environment`
+  (what a command starts from), :func:`remote_environment` (what an ssh or container backend
+  sends: never this machine's environment).
 
 The contract suites every backend must pass are in :mod:`pi_core.testing.bash_contract` and
 :mod:`pi_core.testing.file_contract`.
@@ -24,11 +32,21 @@ The contract suites every backend must pass are in :mod:`pi_core.testing.bash_co
 from __future__ import annotations
 
 from pi_core._backend_kit.atomic import atomic_write_bytes
+from pi_core._backend_kit.env_policy import (
+    EnvPolicy,
+    command_environment,
+    remote_environment,
+)
 from pi_core._backend_kit.local_files import (
     LocalFileOperations,
     file_kind,
     find_rg,
     kill_process_group,
+)
+from pi_core._backend_kit.long_command import (
+    command_fits_argv,
+    long_command_file,
+    sourcing_command,
 )
 from pi_core._backend_kit.mutation_queue import (
     run_shielded,
@@ -44,24 +62,33 @@ from pi_core._backend_kit.operations import (
 )
 from pi_core._backend_kit.paths import resolve_existing_path, resolve_to_cwd
 from pi_core._backend_kit.process_stream import stream_process, unwrap_exception_group
+from pi_core._backend_kit.rg_output import RgRecord, iter_rg_records
 from pi_core._errors import CommandTimeout, missing_cwd_error
 
 __all__ = [
     "BashOperations",
     "CommandOutput",
     "CommandTimeout",
+    "EnvPolicy",
     "FileKind",
     "FileOperations",
     "FileStat",
     "LocalFileOperations",
+    "RgRecord",
     "atomic_write_bytes",
+    "command_environment",
+    "command_fits_argv",
     "file_kind",
     "find_rg",
+    "iter_rg_records",
     "kill_process_group",
+    "long_command_file",
     "missing_cwd_error",
+    "remote_environment",
     "resolve_existing_path",
     "resolve_to_cwd",
     "run_shielded",
+    "sourcing_command",
     "stream_process",
     "unwrap_exception_group",
     "with_file_mutation_queue",

@@ -1,4 +1,4 @@
-"""Every hook of pi (DESIGN §2), grouped by lifecycle phase.
+"""Every hook of pi, grouped by lifecycle phase (``docs/reference/hooks.md``).
 
 Each spec states when it is called, its call mode (how several implementations combine), whether
 ``async def`` implementations are allowed, its parameters and its return value. Implementations
@@ -34,7 +34,12 @@ if TYPE_CHECKING:
         BeforeToolCallContext,
         BeforeToolCallResult,
     )
-    from pi_core._plugins.contexts import BackendContext, BashSpawnContext, RegisterToolsContext
+    from pi_core._plugins.contexts import (
+        BackendContext,
+        BashSpawnContext,
+        RegisterToolsContext,
+        SessionContext,
+    )
 
 # ---------------------------------------------------------------------------------------------
 # Session set-up: backends, tools and model providers
@@ -108,7 +113,50 @@ def pi_register_commands(register: Callable[[Any], None]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Per tool call, in pipeline order (seed §五–§八)
+# Session lifecycle
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def pi_session_start(context: SessionContext) -> None:
+    """A session starts: set up per-session state.
+
+    **When**: once per session, after its backends and tools are set up
+    (``pi_bash_operations``, ``pi_file_operations``, ``pi_register_tools``) and before its first
+    tool call, model request or event. Every host calls it: ``pi call``, ``pi replay`` (also
+    ``--verify``), ``pi run``, ``pi tools`` and :class:`~pi_core.Agent` (entering
+    ``async with agent:``, or its first run).
+    **Call mode**: notify; sync or async. An exception is reported on stderr
+    (``pi: plugin 'NAME' failed in pi_session_start: Type: message``) and stops nothing: the
+    other implementations run and so does the session.
+    **Params**: ``context``: :class:`~pi_core._plugins.contexts.SessionContext` (``session_id``,
+    ``cwd``, ``config``, ``host``, ``state``: a dict for per-session state, kept under the
+    plugin's name). The same object is ``context.session`` of the session's backend,
+    registration and tool-call contexts, and is passed to ``pi_session_end``.
+    **Returns**: ignored.
+    """
+
+
+@hookspec
+def pi_session_end(context: SessionContext) -> None:
+    """A session ends: release what the session holds (connections, containers, files).
+
+    **When**: once per session whose ``pi_session_start`` was called, after its last tool call
+    and event, on every exit path: normal end, an error, an abort, Ctrl-C
+    (``KeyboardInterrupt``), a tool or hook raising. It runs shielded from cancellation, so an
+    ``await`` in it completes even when the session was cancelled.
+    **Call mode**: notify; sync or async. An exception is reported on stderr
+    (``pi: plugin 'NAME' failed in pi_session_end: Type: message``) and stops nothing: every
+    other implementation still runs.
+    **Params**: ``context``: the :class:`~pi_core._plugins.contexts.SessionContext` given to
+    ``pi_session_start``, with ``reason`` set: ``"completed"``, ``"error"`` (``context.error``
+    holds the exception when one ended the session), ``"aborted"`` or ``"interrupted"``.
+    **Returns**: ignored.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Per tool call, in pipeline order
 # ---------------------------------------------------------------------------------------------
 
 
@@ -196,6 +244,8 @@ HOOK_CALL_MODES: dict[str, tuple[str, bool]] = {
     "pi_after_tool_call": ("chain", True),
     "pi_bash_spawn_context": ("chain", False),
     "pi_on_event": ("notify", True),
+    "pi_session_start": ("notify", True),
+    "pi_session_end": ("notify", True),
 }
 """Each hook's call mode and whether ``async def`` implementations are allowed."""
 
@@ -212,4 +262,6 @@ __all__ = [
     "pi_register_commands",
     "pi_register_providers",
     "pi_register_tools",
+    "pi_session_end",
+    "pi_session_start",
 ]

@@ -1,4 +1,4 @@
-"""pi's sandbox plugin (issue 6; DESIGN §1, §2; seed §十五): command and path policies that block
+"""pi's sandbox plugin (``docs/how-to/sandbox.md``): command and path policies that block
 tool calls, and bash/file backends on bubblewrap, SSH and containers.
 
 Loaded through the ``pi`` entry point ``sandbox`` (:mod:`pi_sandbox_plugin.plugin`), it

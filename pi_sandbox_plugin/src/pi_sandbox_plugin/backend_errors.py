@@ -1,4 +1,4 @@
-"""Errors of the sandbox backends (DESIGN §2)."""
+"""Errors of the sandbox backends."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """From the validated ``[sandbox]`` table and the session cwd to the backends and the path policy
-of a session (issue 6 items 4-7), and the before-hook's path check.
+of a session, and the before-hook's path check.
 
 =============  ====================================  ===============================================
 backend        bash                                  file tools
@@ -23,24 +23,24 @@ glob found in the workspace when the session starts (at most :data:`MASK_WALK_LI
 walked), and the fixed directory of an absolute ``DIR/**`` pattern. A file created later under a
 denied glob is not masked from bash (the file tools still refuse it).
 
-A session's objects are built once per config object and cwd (:func:`sandbox_session`), so the
-bash and file hooks share one SSH connection or container; SSH control masters are closed and
-containers started from an image removed when the process exits.
+A session's objects are built once per pi session (:func:`sandbox_session` keeps them in the
+session's ``state["sandbox"]``), so the bash and file hooks share one SSH connection or
+container; at ``pi_session_end`` (:func:`close_sandbox_sessions`) the SSH control master is
+stopped and its socket directory removed, and a container started from an image is removed.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 import posixpath
-import subprocess
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import trio
+
 from pi_core import BashOperations, ConfigError, FileOperations
-from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, resolve_to_cwd
+from pi_core.backends import CommandOutput, FileStat, LocalFileOperations
 from pi_sandbox_plugin.bwrap_backend import BwrapBackend
 from pi_sandbox_plugin.config import (
     DEFAULT_CONFIG_NAME,
@@ -50,7 +50,7 @@ from pi_sandbox_plugin.config import (
 )
 from pi_sandbox_plugin.container_backend import ContainerBackend
 from pi_sandbox_plugin.guarded_files import GuardedFileOperations
-from pi_sandbox_plugin.path_policy import PathPolicy, compile_deny_pattern
+from pi_sandbox_plugin.path_policy import PathPolicy, compile_deny_pattern, declared_path_reason
 from pi_sandbox_plugin.ssh_backend import (
     RemotePathMap,
     SshBashOperations,
@@ -60,12 +60,6 @@ from pi_sandbox_plugin.ssh_backend import (
 
 MASK_WALK_LIMIT = 50_000
 """Most directory entries walked to find what the denied globs match for bwrap."""
-
-READ_TOOLS = ("read", "ls", "find", "grep")
-WRITE_TOOLS = ("write",)
-READ_WRITE_TOOLS = ("edit",)
-PATH_TOOLS = READ_TOOLS + WRITE_TOOLS + READ_WRITE_TOOLS
-"""The tools whose ``path`` argument the path policy checks (ls/find/grep default to ``.``)."""
 
 
 # -- the path policy -------------------------------------------------------------------------
@@ -128,35 +122,16 @@ def mask_paths(policy: PathPolicy, limit: int = MASK_WALK_LIMIT) -> list[str]:
 
 
 def path_check_reason(
-    tool_name: str,
+    tool: Any,
     args: Any,
     cwd: str,
     policy: PathPolicy,
     resolve: Callable[[str], str] = os.path.realpath,
 ) -> str | None:
-    """The reason the before-hook blocks a call of ``tool_name`` with ``args`` (a mapping or an
-    object with ``path``), or ``None`` (allowed, or not a file tool). ``path`` is resolved
-    against ``cwd`` as the tools do (:func:`pi_core._backend_kit.paths.resolve_to_cwd`) and then with
-    ``resolve`` (``os.path.realpath`` locally; a remote backend passes ``posixpath.normpath``:
-    its symlinks are the guard's business)."""
-    if tool_name not in PATH_TOOLS:
-        return None
-    raw = args.get("path") if isinstance(args, Mapping) else getattr(args, "path", None)
-    if raw is None and tool_name in ("ls", "find", "grep"):
-        raw = "."
-    if not isinstance(raw, str):
-        return None  # the tool's own validation answers
-    named = resolve_to_cwd(raw, cwd)
-    real = resolve(named)
-    decisions = []
-    if tool_name in READ_TOOLS + READ_WRITE_TOOLS:
-        decisions.append(policy.check_read(real, named))
-    if tool_name in WRITE_TOOLS + READ_WRITE_TOOLS:
-        decisions.append(policy.check_write(real, named))
-    for decision in decisions:
-        if not decision.allowed:
-            return decision.reason
-    return None
+    """The reason the before-hook blocks a call of ``tool`` (an ``AgentTool``) with ``args``,
+    or ``None``: the policy's check of the tool's declared path arguments
+    (:func:`~pi_sandbox_plugin.path_policy.declared_path_reason`)."""
+    return declared_path_reason(tool.path_arguments, args, cwd, policy, resolve)
 
 
 # -- container paths ---------------------------------------------------------------------------
@@ -245,18 +220,6 @@ class MappedBashOperations:
         )
 
 
-def _remove_container_at_exit(backend: ContainerBackend) -> None:
-    if backend.image is None or not getattr(backend, "_started", False):
-        return
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        subprocess.run(
-            [backend.cli, *backend.cli_args, "rm", "-f", "-t", "0", backend.container],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=60,
-        )
-
-
 # -- the backends -----------------------------------------------------------------------------
 
 
@@ -265,7 +228,8 @@ class SandboxSession:
     """What the plugin built for one session: ``cwd``, the ``sandbox`` config, the path
     ``policy`` (``None``: no path policy), the ``bash`` and ``files`` backends (``None``: let
     the built-in local ones answer; ``files`` is already guarded) and ``resolve`` (how the
-    before-hook resolves a path)."""
+    before-hook resolves a path). ``resources``: what :func:`close_sandbox_session` releases
+    (objects with ``async aclose()``: the SSH connection, the container)."""
 
     cwd: str
     sandbox: SandboxConfig
@@ -273,13 +237,20 @@ class SandboxSession:
     bash: BashOperations | None
     files: FileOperations | None
     resolve: Callable[[str], str]
+    resources: list[Any] = field(default_factory=list)
 
 
 def make_backends(
-    sandbox: SandboxConfig, cwd: str, policy: PathPolicy | None = None
+    sandbox: SandboxConfig,
+    cwd: str,
+    policy: PathPolicy | None = None,
+    resources: list[Any] | None = None,
 ) -> tuple[BashOperations | None, FileOperations | None]:
     """The unguarded ``(bash, files)`` backends of ``sandbox`` for a session in ``cwd``
-    (``(None, None)`` for ``local``). ``policy`` gives bwrap the paths to mask."""
+    (``(None, None)`` for ``local``). ``policy`` gives bwrap the paths to mask; what must be
+    closed at the end of the session (an SSH connection, a container) is appended to
+    ``resources``."""
+    owned = resources if resources is not None else []
     if sandbox.backend == "bwrap":
         cfg = sandbox.bwrap
         bwrap = BwrapBackend(
@@ -301,9 +272,9 @@ def make_backends(
             remote_cwd=ssh.remote_cwd,
             options=list(ssh.options),
         )
-        atexit.register(connection.close)
+        owned.append(connection)
         return (
-            SshBashOperations(connection, local_root=cwd, shell=ssh.shell),
+            SshBashOperations(connection, local_root=cwd, shell=ssh.shell, pass_env=ssh.env),
             SshFileOperations(connection, local_root=cwd),
         )
     if sandbox.backend == "container":
@@ -316,8 +287,9 @@ def make_backends(
             workspace=cwd if box.image else None,
             workdir=box.workdir,
             run_args=list(getattr(box, "run_args", [])),
+            pass_env=box.env,
         )
-        atexit.register(_remove_container_at_exit, container)
+        owned.append(container)
         paths = RemotePathMap(cwd, box.workdir)
         return MappedBashOperations(container, paths), MappedFileOperations(container, paths)
     return None, None
@@ -326,7 +298,8 @@ def make_backends(
 def build_sandbox_session(sandbox: SandboxConfig, cwd: str) -> SandboxSession:
     """The :class:`SandboxSession` of ``sandbox`` for a session in ``cwd`` (absolute)."""
     policy = build_path_policy(sandbox, cwd)
-    bash, files = make_backends(sandbox, cwd, policy)
+    resources: list[Any] = []
+    bash, files = make_backends(sandbox, cwd, policy, resources)
     if policy is not None:
         files = GuardedFileOperations(files if files is not None else LocalFileOperations(), policy)
     local = sandbox.backend in ("local", "bwrap")
@@ -337,64 +310,98 @@ def build_sandbox_session(sandbox: SandboxConfig, cwd: str) -> SandboxSession:
         bash=bash,
         files=files,
         resolve=os.path.realpath if local else posixpath.normpath,
+        resources=resources,
     )
 
 
-_SESSIONS: dict[tuple[int, str], tuple[Mapping[str, Any], SandboxSession]] = {}
-_SESSIONS_KEPT = 64
+STATE_KEY = "sandbox"
+"""The key of the plugin's entry in a pi session's ``state``: the list of the
+:class:`SandboxSession` objects built for that session (one, unless a program asks the backend
+hooks for several cwds)."""
 
 
-def sandbox_session(config: Mapping[str, Any], cwd: str) -> SandboxSession | None:
-    """The :class:`SandboxSession` of the loaded ``config`` (the TOML dict) for ``cwd``, built
-    on first use and then the same object for that config object and cwd; ``None`` without a
-    ``[sandbox]`` table. Raises :class:`~pi_core._errors.ConfigError` for a bad table."""
+def sandbox_session(
+    config: Mapping[str, Any], cwd: str, state: MutableMapping[str, Any] | None = None
+) -> SandboxSession | None:
+    """The :class:`SandboxSession` of the loaded ``config`` (the TOML dict) for ``cwd``;
+    ``None`` without a ``[sandbox]`` table. Raises :class:`~pi_core._errors.ConfigError` for a
+    bad table.
+
+    ``state`` is the pi session's ``state`` dict: the object is built on first use and kept
+    there (``state["sandbox"]``), so the bash and file hooks of one session share it, and
+    :func:`close_sandbox_sessions` releases it when the session ends. Without ``state`` (a
+    program calling the hook outside a session) a new object is built, which the caller
+    closes with :func:`close_sandbox_session`."""
     sandbox = load_session_sandbox_config(config, cwd)
     if sandbox is None:
         return None
     cwd = os.path.abspath(cwd)
-    key = (id(config), cwd)
-    entry = _SESSIONS.get(key)
-    if entry is not None and entry[0] is config and entry[1].sandbox == sandbox:
-        return entry[1]
+    built: list[SandboxSession] = [] if state is None else state.setdefault(STATE_KEY, [])
+    for session in built:
+        if session.cwd == cwd and session.sandbox == sandbox:
+            return session
     session = build_sandbox_session(sandbox, cwd)
-    if len(_SESSIONS) >= _SESSIONS_KEPT:
-        _SESSIONS.pop(next(iter(_SESSIONS)))
-    _SESSIONS[key] = (config, session)
+    built.append(session)
     return session
 
 
-def known_session(config: Mapping[str, Any]) -> SandboxSession | None:
-    """The :class:`SandboxSession` built for this config object, or ``None``: how the
-    before-hook, which has the config but no cwd, finds its session. ``None`` also when the
-    same config object serves sessions in several cwds (ambiguous: the guard still enforces)."""
-    found = [session for stored, session in _SESSIONS.values() if stored is config]
+def known_session(state: Mapping[str, Any] | None) -> SandboxSession | None:
+    """The :class:`SandboxSession` of a pi session's ``state``, or ``None``: how the
+    before-hook finds the cwd and policy of its session. ``None`` also when the session built
+    objects for several cwds (ambiguous: the guard still enforces)."""
+    found: list[SandboxSession] = [] if state is None else list(state.get(STATE_KEY, []))
     if not found or any(session.cwd != found[0].cwd for session in found):
         return None
     return found[-1]
 
 
-def before_hook_path_reason(tool_name: str, args: Any, config: Mapping[str, Any]) -> str | None:
-    """The before-hook's path check (issue 6 item 4, the early clear error): the reason to block
-    a ``read``/``write``/``edit``/``ls``/``find``/``grep`` call, or ``None``. Needs the session
-    built by :func:`sandbox_session` for this config object (its cwd); without one, or without
-    a path policy, ``None`` (the guard of the file operations still enforces the policy)."""
-    if tool_name not in PATH_TOOLS:
+async def close_sandbox_session(session: SandboxSession) -> None:
+    """Release what ``session`` holds: stop the SSH control master and remove its socket
+    directory; remove a container started from an image. Shielded from cancellation."""
+    with trio.CancelScope(shield=True):
+        while session.resources:
+            await session.resources.pop().aclose()
+
+
+async def close_sandbox_sessions(state: MutableMapping[str, Any]) -> None:
+    """``pi_session_end``: close every :class:`SandboxSession` kept in ``state`` (all of
+    them, even when one fails; the first failure is raised afterwards)."""
+    failures: list[Exception] = []
+    for session in state.pop(STATE_KEY, []):
+        try:
+            await close_sandbox_session(session)
+        except Exception as exc:
+            failures.append(exc)
+    if failures:
+        raise failures[0]
+
+
+def before_hook_path_reason(
+    tool: Any, args: Any, config: Mapping[str, Any], state: Mapping[str, Any] | None = None
+) -> str | None:
+    """The before-hook's path check (the early clear error): the reason to block
+    a call of ``tool`` (an ``AgentTool``) that declares path arguments, or ``None``. Needs the
+    session built by :func:`sandbox_session` in the pi session's ``state`` (its cwd); without
+    one, or without a path policy, ``None`` (the guard of the file operations still enforces
+    the policy)."""
+    if not getattr(tool, "path_arguments", ()):
         return None
-    session = known_session(config)
+    session = known_session(state)
     if session is None or session.policy is None:
         return None
-    return path_check_reason(tool_name, args, session.cwd, session.policy, session.resolve)
+    return path_check_reason(tool, args, session.cwd, session.policy, session.resolve)
 
 
 __all__ = [
     "MASK_WALK_LIMIT",
-    "PATH_TOOLS",
     "MappedBashOperations",
     "MappedFileOperations",
     "SandboxSession",
     "before_hook_path_reason",
     "build_path_policy",
     "build_sandbox_session",
+    "close_sandbox_session",
+    "close_sandbox_sessions",
     "known_session",
     "make_backends",
     "mask_paths",

@@ -1,4 +1,4 @@
-"""Every simple command a bash command line would run, found with tree-sitter-bash (issue 6 item 1).
+"""Every simple command a bash command line would run, found with tree-sitter-bash.
 
 :func:`parse_command_line` parses a command line with the tree-sitter bash grammar and returns,
 in source order, one :class:`SimpleCommand` per simple command anywhere in it (pipelines, lists,
@@ -6,9 +6,14 @@ subshells, brace groups, ``if``/``while``/``for``/``case`` bodies and conditions
 bodies, command and process substitutions in words, double quotes, assignments, redirection
 targets, here-strings and the bodies of here-docs with an unquoted delimiter) and, for wrappers
 that run their arguments (``bash -c``, ``env``, ``sudo``, ``xargs``, ``timeout``, ``find
--exec``, ...), the command they run, unwrapped recursively. What the policy cannot decide
-statically (``eval``, a program name that is not a literal, a shell reading standard input, a
-line that does not parse, ...) becomes an :class:`Undecidable` item with the reason.
+-exec``, ``ionice``, ``chrt``, ``flock``, ``taskset``, ``script -c``, ``busybox``, ``ssh``,
+``parallel``, ``git -c alias.x=!cmd``, ... : :data:`WRAPPERS`), the command they run,
+unwrapped recursively. The getopt-style wrappers (:func:`_getopt`) know their options
+completely: an option they do not know is undecidable rather than guessed. Words a wrapper
+fills in at run time (``xargs``, ``find -exec``'s ``{}``, ``parallel``) are marked on the
+:class:`SimpleCommand`. What the policy cannot decide statically (``eval``, a program name
+that is not a literal, a shell reading standard input, a line that does not parse, ...)
+becomes an :class:`Undecidable` item with the reason.
 
 The words of each command are given after bash's quote removal and escape removal
 (:class:`Word`); backslash-newline is removed before parsing, as bash does. Nothing is
@@ -26,6 +31,8 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 import tree_sitter_bash
+
+from pi_sandbox_plugin.grammars import BUILTIN_GRAMMARS
 
 MAX_DEPTH = 12
 """How deeply command strings (``bash -c``, backticks in here-docs, ...) may nest."""
@@ -69,6 +76,13 @@ class SimpleCommand:
     """A simple command: its ``words`` (argv, assignments and redirections left out)."""
 
     words: tuple[Word, ...]
+    filled_by: str = ""
+    """The wrapper that adds words to this command at run time (``xargs``, ``find``,
+    ``parallel``), or ``""``."""
+    appends: bool = False
+    """``filled_by`` appends words after the last one (``xargs`` without ``-I``)."""
+    placeholder: str = ""
+    """A word holding this text is replaced at run time (``{}`` of ``find -exec``)."""
 
     @property
     def argv(self) -> list[str]:
@@ -447,6 +461,45 @@ _XARGS_LONG = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class _Fill:
+    """How a wrapper adds words to the command it runs (see :class:`SimpleCommand`)."""
+
+    by: str
+    appends: bool
+    placeholder: str
+
+
+def _xargs_fill(words: list[Word]) -> _Fill:
+    """xargs appends the words it reads, or with ``-I R`` / ``-i[R]`` / ``--replace[=R]``
+    replaces ``R`` in its command's words."""
+    k = 1
+    while k < len(words):
+        v = words[k].value or ""
+        k += 1
+        if not v.startswith("-") or v in ("-", "--"):
+            break
+        if v.startswith("--"):
+            name, eq, value = v[2:].partition("=")
+            if name == "replace":
+                return _Fill("xargs", False, value or "{}")
+            if name in _XARGS_LONG and not eq:
+                k += 1
+            continue
+        for j, ch in enumerate(v[1:], start=2):
+            if ch == "i":
+                return _Fill("xargs", False, v[j:] or "{}")
+            if ch in "nLPIdEsa":
+                value = v[j:]
+                if not value and k < len(words):
+                    value = words[k].value or "{}"
+                    k += 1
+                if ch == "I":
+                    return _Fill("xargs", False, value or "{}")
+                break
+    return _Fill("xargs", True, "")
+
+
 def _xargs(words: list[Word]) -> Runs:
     start = _skip_options(words, "xargs", short_arg="nLPIdEsa", long_arg=_XARGS_LONG)
     if isinstance(start, Undecidable):
@@ -617,6 +670,597 @@ def _find(words: list[Word]) -> list[Runs]:
     return runs
 
 
+# --- getopt-style wrappers that fail closed on options they do not know -----
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """The options of a wrapper: ``flags`` / ``values`` are short option letters without /
+    with a required value; ``optional`` letters take a value only when attached (``-m[file]``);
+    ``long_flags`` / ``long_values`` / ``long_optional`` the same for long options (an
+    unambiguous prefix of a long option is that option, as getopt_long reads it)."""
+
+    flags: str = ""
+    values: str = ""
+    optional: str = ""
+    long_flags: frozenset[str] = frozenset()
+    long_values: frozenset[str] = frozenset()
+    long_optional: frozenset[str] = frozenset()
+
+
+def _spec(
+    flags: str = "",
+    values: str = "",
+    optional: str = "",
+    long_flags: str = "",
+    long_values: str = "",
+    long_optional: str = "",
+) -> _Spec:
+    return _Spec(
+        flags,
+        values,
+        optional,
+        frozenset(long_flags.split()),
+        frozenset(long_values.split()),
+        frozenset(long_optional.split()),
+    )
+
+
+_Seen = dict[str, Word | None]
+"""Options seen, by letter or long name: the value word, or ``None`` for a flag."""
+
+
+def _long_name(spec: _Spec, given: str) -> str | None:
+    names = spec.long_flags | spec.long_values | spec.long_optional
+    if given in names:
+        return given
+    matches = [n for n in names if n.startswith(given)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _getopt(
+    words: list[Word], name: str, spec: _Spec, start: int = 1
+) -> tuple[int, _Seen] | Undecidable:
+    """Index of the first operand after the options of ``words[start - 1]`` and the options
+    seen; an option ``spec`` does not know, or one that is not a literal, is undecidable (the
+    policy cannot tell whether it takes the next word). ``--`` ends the options."""
+    seen: _Seen = {}
+    i = start
+    while i < len(words):
+        w = words[i]
+        if w.value is None:
+            if _is_script_path(w):
+                return i, seen
+            return Undecidable(f"an option of {name} is not a literal: {w.raw}")
+        v = w.value
+        if v == "--":
+            return i + 1, seen
+        if v.startswith("--"):
+            given, eq, attached = v[2:].partition("=")
+            long = _long_name(spec, given)
+            if long is None:
+                return Undecidable(f"{v} is an option of {name} the policy does not know")
+            if long in spec.long_values and not eq:
+                if i + 1 >= len(words):
+                    return Undecidable(f"{name} {v} without its value")
+                seen[long] = words[i + 1]
+                i += 2
+                continue
+            seen[long] = Word(raw=attached, value=attached, prefix=attached) if eq else None
+            i += 1
+            continue
+        if v.startswith("-") and len(v) > 1:
+            i += 1
+            for k, ch in enumerate(v[1:], start=1):
+                rest = v[k + 1 :]
+                if ch in spec.flags:
+                    seen[ch] = None
+                elif ch in spec.optional:
+                    seen[ch] = Word(raw=rest, value=rest, prefix=rest) if rest else None
+                    break
+                elif ch in spec.values:
+                    if rest:
+                        seen[ch] = Word(raw=rest, value=rest, prefix=rest)
+                    elif i < len(words):
+                        seen[ch] = words[i]
+                        i += 1
+                    else:
+                        return Undecidable(f"{name} -{ch} without its value")
+                    break
+                else:
+                    return Undecidable(f"-{ch} is an option of {name} the policy does not know")
+            continue
+        return i, seen
+    return i, seen
+
+
+def _getopt_permuted(
+    words: list[Word], name: str, spec: _Spec
+) -> tuple[list[Word], _Seen] | Undecidable:
+    """:func:`_getopt` for a program whose getopt permutes (options may follow operands, as
+    in ``su bob -c CMD``): the operands and the options seen."""
+    operands: list[Word] = []
+    seen: _Seen = {}
+    i = 1
+    while True:
+        got = _getopt(words, name, spec, i)
+        if isinstance(got, Undecidable):
+            return got
+        j, found = got
+        seen.update(found)
+        if j >= len(words):
+            return operands, seen
+        if j > i and words[j - 1].value == "--":
+            return [*operands, *words[j:]], seen
+        operands.append(words[j])
+        i = j + 1
+
+
+def _string(word: Word | None, what: str) -> str | Undecidable:
+    if word is None or word.value is None:
+        return Undecidable(f"{what} is not a literal: {word.raw if word else ''}")
+    return word.value
+
+
+def _ionice(words: list[Word]) -> Runs:
+    got = _getopt(
+        words,
+        "ionice",
+        _spec(
+            "t",
+            "cnpPu",
+            long_flags="ignore help version",
+            long_values="class classdata pid pgid uid",
+        ),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    if seen.keys() & {"p", "P", "u", "pid", "pgid", "uid"}:
+        return None  # changes running processes
+    return words[i:] or None
+
+
+def _chrt(words: list[Word]) -> Runs:
+    got = _getopt(
+        words,
+        "chrt",
+        _spec(
+            "abdfiormRpvhV",
+            "TPD",
+            long_flags="all-tasks batch deadline fifo idle other rr reset-on-fork max pid "
+            "verbose help version",
+            long_values="sched-runtime sched-period sched-deadline",
+        ),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    if seen.keys() & {"p", "pid", "m", "max", "h", "help", "V", "version"}:
+        return None
+    return words[i + 1 :] or None  # after the priority
+
+
+def _flock(words: list[Word]) -> Runs:
+    got = _getopt(
+        words,
+        "flock",
+        _spec(
+            "sexunoFhV",
+            "wEc",
+            long_flags="shared exclusive unlock nonblock nb close no-fork verbose help version",
+            long_values="timeout wait conflict-exit-code command",
+        ),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    for key in ("c", "command"):
+        if key in seen:
+            return _string(seen[key], "the flock -c string")
+    rest = words[i + 1 :]  # after the lock file (or descriptor)
+    if rest and rest[0].value in ("-c", "--command"):
+        if len(rest) < 2:
+            return Undecidable("flock -c without a command string")
+        return _string(rest[1], "the flock -c string")
+    return rest or None
+
+
+def _taskset(words: list[Word]) -> Runs:
+    got = _getopt(
+        words, "taskset", _spec("acphV", long_flags="all-tasks cpu-list pid help version")
+    )
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    if seen.keys() & {"p", "pid", "h", "help", "V", "version"}:
+        return None
+    return words[i + 1 :] or None  # after the mask or CPU list
+
+
+def _script(words: list[Word]) -> Runs:
+    got = _getopt_permuted(
+        words,
+        "script",
+        _spec(
+            "aefqhV",
+            "cEIOBTm",
+            "t",
+            long_flags="append return flush force quiet help version",
+            long_values="command echo log-in log-out log-io log-timing logging-format output-limit",
+            long_optional="timing",
+        ),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    operands, seen = got
+    for key in ("c", "command"):
+        if key in seen:
+            return _string(seen[key], "the script -c string")
+    if seen.keys() & {"h", "help", "V", "version"}:
+        return None
+    if len(operands) > 1:
+        return operands[1:]  # BSD script: script [file [command ...]]
+    return Undecidable("script without -c starts a shell reading standard input")
+
+
+def _busybox(words: list[Word]) -> Runs:
+    if len(words) < 2 or (words[1].value or "").startswith("-"):
+        return None  # --list, --install, --help
+    return words[1:]  # the applet, run like the program of that name
+
+
+def _runuser(words: list[Word]) -> Runs:
+    got = _getopt_permuted(
+        words,
+        "runuser",
+        _spec(
+            "lmpPfh",
+            "ugGcsw",
+            long_flags="login preserve-environment pty fast help version",
+            long_values="user group supp-group command session-command shell whitelist-environment",
+        ),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    operands, seen = got
+    for key in ("c", "command", "session-command"):
+        if key in seen:
+            return _string(seen[key], "the runuser -c string")
+    if seen.keys() & {"u", "user"}:
+        if operands:
+            return operands
+        return Undecidable("runuser -u without a command starts a shell reading standard input")
+    if seen.keys() & {"h", "help", "version"}:
+        return None
+    return Undecidable("runuser without -c starts a shell reading standard input")
+
+
+_NAMESPACES = "mount uts ipc net pid user cgroup time"
+
+
+def _nsenter(words: list[Word]) -> Runs:
+    got = _getopt(
+        words,
+        "nsenter",
+        _spec(
+            "aFZhV",
+            "tSGN",
+            "muinpUCTrw",
+            long_flags="all follow-context preserve-credentials no-fork keep-caps help version "
+            "join-cgroup",
+            long_values="target setuid setgid net-socket user-parent env",
+            long_optional=f"{_NAMESPACES} root wd wdns",
+        ),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    if seen.keys() & {"h", "help", "V", "version"}:
+        return None
+    return words[i:] or Undecidable("nsenter without a program starts a shell")
+
+
+def _unshare(words: list[Word]) -> Runs:
+    got = _getopt(
+        words,
+        "unshare",
+        _spec(
+            "frchV",
+            "RwSGl",
+            "muinpUCT",
+            long_flags="fork map-root-user map-current-user map-auto keep-caps help version",
+            long_values="map-user map-group map-users map-groups propagation setgroups root wd "
+            "setuid setgid load-interp monotonic boottime owner",
+            long_optional=f"{_NAMESPACES} kill-child mount-proc mount-binfmt",
+        ),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    if seen.keys() & {"h", "help", "V", "version"}:
+        return None
+    return words[i:] or Undecidable("unshare without a program starts a shell")
+
+
+_SSH_COMMAND_OPTIONS = ("proxycommand", "localcommand", "knownhostscommand", "remotecommand")
+"""``-o`` options of ssh whose value a shell runs (locally, or remotely for RemoteCommand)."""
+
+
+def _ssh_local_commands(options: list[Word]) -> Runs:
+    """The commands of ``-o ProxyCommand=...`` (and the like) among ssh's options (``-o
+    Key=Value``, ``-o "Key Value"``, ``-oKey=Value``), one per line; ``None`` without one."""
+    commands: list[str] = []
+    for k, w in enumerate(options):
+        v = w.value
+        if v == "-o" and k + 1 < len(options):
+            setting = options[k + 1]
+        elif v is not None and v.startswith("-o") and len(v) > 2:
+            setting = Word(raw=v[2:], value=v[2:], prefix=v[2:])
+        else:
+            continue
+        if setting.value is None:
+            if setting.prefix.lower().startswith(_SSH_COMMAND_OPTIONS) or not setting.prefix:
+                return Undecidable(f"the ssh option {setting.raw} is not a literal")
+            continue
+        m = re.match(r"\s*([A-Za-z]+)\s*(?:=\s*|\s+)(.*)", setting.value, re.DOTALL)
+        if m and m.group(1).lower() in _SSH_COMMAND_OPTIONS and m.group(2).lower() != "none":
+            commands.append(m.group(2))
+    return "\n".join(commands) if commands else None
+
+
+_SSH = _spec("46AaCfGgKkMNnqsTtVvXxYy", "BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _ssh(words: list[Word]) -> Runs:
+    got = _getopt(words, "ssh", _SSH)
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    end = i
+    if i < len(words):
+        # ssh reads options after the destination too (ssh host -p 22 cmd)
+        again = _getopt(words, "ssh", _SSH, i + 1)
+        if isinstance(again, Undecidable):
+            return again
+        end, more = again
+        seen.update(more)
+    local = _ssh_local_commands([w for k, w in enumerate(words[1:end], 1) if k != i])
+    if local is not None:
+        return local
+    if i >= len(words) or seen.keys() & {"V", "G", "O"}:
+        return None  # no connection, or a control command
+    remote = words[end:]
+    if not remote:
+        if seen.keys() & {"N", "s", "W"}:
+            return None
+        return Undecidable("ssh without a command starts a remote shell reading standard input")
+    if "s" in seen:
+        return None  # a subsystem name, not a command
+    if any(w.value is None for w in remote):
+        return Undecidable("the remote command of ssh is not a literal")
+    return " ".join(w.value or "" for w in remote)  # the remote shell parses it
+
+
+_PARALLEL_SEPARATORS = frozenset({":::", "::::", ":::+", "::::+"})
+
+
+def _parallel(words: list[Word]) -> Runs:
+    got = _getopt(
+        words,
+        "parallel",
+        _spec(
+            "0kmqruvXxtphV",
+            "aCdEIjLNnPSsW",
+            "eil",
+            long_flags="keep-order group ungroup line-buffer lb null tag verbose dry-run bar "
+            "progress eta no-notice will-cite quote no-run-if-empty pipe pipepart xargs "
+            "citation version help semaphore fg bg shuf plus files nonall onall cleanup "
+            "transfer halt-on-error",
+            long_values="arg-file colsep delimiter eof replace jobs max-lines max-args "
+            "max-replace-args max-procs sshlogin max-chars workdir wd joblog results res "
+            "tmpdir tempdir delay timeout retries env tag-string tagstring halt memfree load "
+            "nice basefile bf return transfer-file tf sshloginfile slf termseq header block "
+            "block-size rpl limit id semaphorename",
+        ),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    command: list[Word] = []
+    for w in words[i:]:
+        if w.value in _PARALLEL_SEPARATORS:
+            break
+        command.append(w)
+    if not command:
+        if seen.keys() & {"h", "help", "V", "version", "citation"}:
+            return None
+        return Undecidable("parallel without a command runs its arguments as commands")
+    if any(w.value is None for w in command):
+        return Undecidable("the command run by parallel is not a literal")
+    template = " ".join(w.value or "" for w in command)  # run by a shell
+    # without a replacement string, parallel appends its arguments
+    return template if "{" in template else template + " {}"
+
+
+def _fakeroot(words: list[Word]) -> Runs:
+    got = _getopt(
+        words,
+        "fakeroot",
+        _spec("uhv", "lisb", long_flags="unknown-is-real help version", long_values="lib faked"),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    if seen.keys() & {"h", "help", "v", "version"}:
+        return None
+    return words[i:] or Undecidable("fakeroot without a command starts a shell")
+
+
+def _strace(words: list[Word]) -> Runs:
+    got = _getopt(words, "strace", _spec("cCdDfFhiknqrtTvVwxyzZ", "abeEIoOpPsSuUX"))
+    if isinstance(got, Undecidable):
+        return got
+    i, _ = got
+    return words[i:] or None  # -p PID: traces a running process
+
+
+def _systemd_run(words: list[Word]) -> Runs:
+    got = _getopt(
+        words,
+        "systemd-run",
+        _spec(
+            "dtPqGrhS",
+            "upEHM",
+            long_flags="user system scope wait no-block no-ask-password send-sighup "
+            "slice-inherit pty pipe quiet collect remain-after-exit same-dir shell help "
+            "version ignore-failure background",
+            long_values="unit property setenv host machine description slice service-type "
+            "uid gid nice working-directory on-active on-boot on-startup on-unit-active "
+            "on-unit-inactive on-calendar path-property socket-property timer-property "
+            "expand-environment json",
+        ),
+    )
+    if isinstance(got, Undecidable):
+        return got
+    i, seen = got
+    if seen.keys() & {"S", "shell"}:
+        return Undecidable("systemd-run --shell starts a shell reading standard input")
+    if seen.keys() & {"h", "help", "version"}:
+        return None
+    return words[i:] or None
+
+
+FOREIGN_SHELLS = frozenset({"fish", "csh", "tcsh", "nu", "elvish", "xonsh", "pwsh", "powershell"})
+"""Shells whose language is not bash's: a command string they run is undecidable."""
+
+
+def _foreign_shell(words: list[Word]) -> Runs:
+    name = basename(words[0].text)
+    operands = 0
+    for w in words[1:]:
+        v = w.value
+        if v is None:
+            return Undecidable(f"an argument of {name} is not a literal: {w.raw}")
+        low = v.lower()
+        if low.startswith("-") and (
+            re.fullmatch(r"-[a-z]*c", low)
+            or low.startswith(("--command", "-command", "-encodedcommand", "-ec", "-e"))
+        ):
+            return Undecidable(
+                f"{name} runs a command string in a language the policy does not parse"
+            )
+        if not v.startswith("-"):
+            operands += 1
+    if operands == 0:
+        return Undecidable(f"{name} without a script reads its commands from standard input")
+    return None  # a script file: not inspected
+
+
+_PYTHON = re.compile(r"python[0-9.]*")
+
+
+def _python(words: list[Word]) -> Runs:
+    """``python -m pip ...`` runs pip (``-m`` ends python's options); other code (``-c``,
+    ``-m MODULE``, a script) is out of scope."""
+    i = 1
+    while i < len(words):
+        v = words[i].value
+        if v is None or not v.startswith("-") or v == "-" or v.startswith(("-c", "--")):
+            return None
+        if v in ("-m", "-W", "-X"):
+            if v == "-m" and i + 1 < len(words) and words[i + 1].value in ("pip", "pip3"):
+                return words[i + 1 :]
+            if v == "-m":
+                return None
+            i += 2
+            continue
+        if v.startswith("-m"):
+            if v[2:] in ("pip", "pip3"):
+                return [Word(raw=v[2:], value=v[2:], prefix=v[2:]), *words[i + 1 :]]
+            return None
+        i += 1
+    return None
+
+
+_GIT_COMMAND_KEYS = re.compile(
+    r"core\.(pager|editor|sshcommand|askpass|fsmonitor|gitproxy)|sequence\.editor"
+    r"|diff\.external|gpg\.(.+\.)?program|pager\..+|diff\..+\.(textconv|command)"
+    r"|merge\..+\.driver|filter\..+\.(clean|smudge|process)|remote\..+\.(uploadpack|receivepack)"
+    r"|uploadpack\.packobjectshook|interactive\.difffilter|web\.browser|browser\..+\.cmd"
+    r"|man\..+\.cmd|(merge|diff)tool\..+\.cmd|sendemail\.(sendmailcmd|tocmd|cccmd)"
+    r"|credential(\..+)?\.helper|core\.hookspath"
+)
+"""Configuration keys whose value git runs as a command (through the shell)."""
+
+
+def _git_runs_key(key: str) -> bool:
+    """Whether git runs the value of the configuration ``key`` as a command (or, for an
+    alias, as git's arguments)."""
+    name = key.lower()
+    return (
+        name.startswith(("alias.", "include.", "includeif."))
+        or _GIT_COMMAND_KEYS.fullmatch(name) is not None
+    )
+
+
+def _git_setting(setting: str) -> Runs:
+    key, eq, value = setting.partition("=")
+    name = key.lower()
+    if name == "include.path" or (name.startswith("includeif.") and name.endswith(".path")):
+        return Undecidable(f"git -c {key} loads settings the policy cannot see")
+    if name.startswith("alias."):
+        if not eq:
+            return None
+        if value.startswith("!"):
+            return value[1:]  # a shell alias
+        return f"git {value}"  # an alias of git's own commands
+    if not _GIT_COMMAND_KEYS.fullmatch(name) or not eq or not value:
+        return None
+    if value.lower() in ("true", "false", "yes", "no", "on", "off", "0", "1"):
+        return None
+    if name == "core.hookspath":
+        return Undecidable(f"git -c {key} runs the hooks of another directory")
+    if name.endswith(".helper") and not value.startswith("!") and " " not in value:
+        return None  # a helper program (git credential-NAME)
+    return value.removeprefix("!")
+
+
+_GIT_VALUE_OPTIONS = BUILTIN_GRAMMARS["git"].value_options - {"--exec-path"}
+
+
+def _git(words: list[Word]) -> list[Runs]:
+    """What ``git -c KEY=VALUE`` makes git run: a shell alias (``alias.x=!cmd``), an alias of
+    git's commands (``alias.p=push``) and the keys whose value is a command (``core.pager``,
+    ``core.sshCommand``, ...). ``--config-env`` with such a key is undecidable."""
+    runs: list[Runs] = []
+    i = 1
+    while i < len(words):
+        w = words[i]
+        v = w.value
+        if v in ("-c", "--config-env") and i + 1 < len(words):
+            setting = words[i + 1]
+            if setting.value is None:
+                if v == "-c":
+                    runs.append(Undecidable(f"the git -c setting is not a literal: {setting.raw}"))
+            elif v == "-c":
+                runs.append(_git_setting(setting.value))
+            elif _git_runs_key(setting.value.split("=", 1)[0]):
+                runs.append(Undecidable(f"git --config-env {setting.value} runs a command"))
+            i += 2
+            continue
+        if v is not None and v.startswith("--config-env="):
+            if _git_runs_key(v.split("=", 2)[1]):
+                runs.append(Undecidable(f"git {v} runs a command from the environment"))
+            i += 1
+            continue
+        if v is not None and v.startswith("-"):
+            i += 2 if v in _GIT_VALUE_OPTIONS else 1
+            continue
+        break
+    return runs
+
+
 Wrapper = Callable[[list[Word]], Runs]
 
 WRAPPERS: dict[str, Wrapper] = {
@@ -639,6 +1283,31 @@ WRAPPERS: dict[str, Wrapper] = {
     "watch": _watch,
     "chroot": _chroot,
     "trap": _trap,
+    "ionice": _ionice,
+    "chrt": _chrt,
+    "flock": _flock,
+    "taskset": _taskset,
+    "script": _script,
+    "busybox": _busybox,
+    "toybox": _busybox,
+    "runuser": _runuser,
+    "nsenter": _nsenter,
+    "unshare": _unshare,
+    "ssh": _ssh,
+    "parallel": _parallel,
+    "sem": _parallel,
+    **{shell: _foreign_shell for shell in FOREIGN_SHELLS},
+    "fakeroot": _fakeroot,
+    "strace": _strace,
+    "systemd-run": _systemd_run,
+    "chronic": _plain("chronic"),
+    "unbuffer": _plain("unbuffer"),
+    "pkexec": _plain("pkexec", long_arg=frozenset({"user"})),
+    "proxychains": _plain("proxychains", "f"),
+    "proxychains4": _plain("proxychains4", "f"),
+    "dbus-run-session": _plain(
+        "dbus-run-session", long_arg=frozenset({"config-file", "dbus-daemon"})
+    ),
 }
 """Wrappers by basename: each returns what it runs (find is handled on its own)."""
 
@@ -876,7 +1545,7 @@ class _Walker:
 
     # --- wrappers -----------------------------------------------------------------------------
 
-    def analyze(self, words: list[Word], depth: int) -> None:
+    def analyze(self, words: list[Word], depth: int, fill: _Fill | None = None) -> None:
         if not words:
             return
         first = words[0]
@@ -885,7 +1554,15 @@ class _Walker:
                 Undecidable(f"the command line does not parse: unexpected {first.raw!r}")
             )
             return
-        self.items.append(SimpleCommand(tuple(words)))
+        if fill is None:
+            self.items.append(SimpleCommand(tuple(words)))
+        else:
+            self.items.append(SimpleCommand(tuple(words), fill.by, fill.appends, fill.placeholder))
+            if fill.placeholder and fill.placeholder in (first.value or ""):
+                self.items.append(
+                    Undecidable(f"the program is filled in by {fill.by} at run time: {first.raw}")
+                )
+                return
         if first.value is None:
             self.items.append(Undecidable(f"the program name is not a literal: {first.raw}"))
             return
@@ -898,6 +1575,14 @@ class _Walker:
             return
         if name == "find":
             runs = _find(words)
+            fill = _Fill("find", False, "{}")
+        elif name == "xargs":
+            runs = [_xargs(words)]
+            fill = _xargs_fill(words)
+        elif name == "git":
+            runs = _git(words)
+        elif _PYTHON.fullmatch(name):
+            runs = [_python(words)]
         elif name in WRAPPERS:
             runs = [WRAPPERS[name](words)]
         else:
@@ -908,9 +1593,18 @@ class _Walker:
             if isinstance(run, Undecidable):
                 self.items.append(run)
             elif isinstance(run, str):
-                self.items.extend(_extract(run, depth + 1))
+                found = _extract(run, depth + 1)
+                if name in ("parallel", "sem"):
+                    marked = _Fill("parallel", False, "{")
+                    found = [
+                        SimpleCommand(i.words, marked.by, marked.appends, marked.placeholder)
+                        if isinstance(i, SimpleCommand)
+                        else i
+                        for i in found
+                    ]
+                self.items.extend(found)
             else:
-                self.analyze(run, depth)
+                self.analyze(run, depth, fill)
 
 
 _HEREDOC_OPERATOR = re.compile(
@@ -1146,6 +1840,7 @@ def parse_command_line(source: str) -> ParseResult:
 
 
 __all__ = [
+    "FOREIGN_SHELLS",
     "MAX_DEPTH",
     "SHELLS",
     "UNDECIDABLE_PROGRAMS",

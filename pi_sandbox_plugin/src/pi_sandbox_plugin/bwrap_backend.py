@@ -1,5 +1,4 @@
-"""The bubblewrap backend: bash commands and file tools in a ``bwrap`` sandbox (issue 6 item 5;
-DESIGN §2; seed §十五).
+"""The bubblewrap backend: bash commands and file tools in a ``bwrap`` sandbox.
 
 What a sandboxed process sees (:meth:`BwrapBackend.sandbox_args`)::
 
@@ -13,7 +12,9 @@ What a sandboxed process sees (:meth:`BwrapBackend.sandbox_args`)::
 plus new PID, IPC, UTS (and cgroup) namespaces, no network unless ``network=True``
 (``--unshare-net``: only a loopback of its own), ``--die-with-parent`` and ``--new-session``.
 
-**Commands** run as ``bwrap ... -- SHELL -c COMMAND``, one sandbox per command. bwrap's own init
+**Commands** run as ``bwrap ... -- SHELL -c COMMAND``, one sandbox per command (a command longer
+than one argument may be, 128 KiB, is handed over as an inherited descriptor of an anonymous
+temporary file: ``SHELL -c ". /dev/fd/N"``). bwrap's own init
 is PID 1 of the sandbox: when the shell exits, bwrap exits with its code (``128 + N`` for signal
 ``N``) and the kernel kills everything left in the PID namespace, so background jobs
 (``server &``) end with the command that started them (unlike the local backend). On timeout or
@@ -34,6 +35,7 @@ with its text as an error result) naming the reason; nothing ever runs unsandbox
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -43,9 +45,12 @@ import trio
 
 from pi_core.backends import (
     CommandOutput,
+    command_fits_argv,
     find_rg,
     kill_process_group,
+    long_command_file,
     missing_cwd_error,
+    sourcing_command,
     stream_process,
 )
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
@@ -184,14 +189,22 @@ class BwrapBackend(ShellFileOperations):
         if not await trio.to_thread.run_sync(self.cwd_usable, cwd):
             raise missing_cwd_error(cwd)
         await self.check_available()
-        process = await trio.lowlevel.open_process(
-            [*self.sandbox_args(), "--chdir", cwd, "--", self.shell, "-c", command],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=dict(env) if env is not None else None,
-            start_new_session=True,
-        )
+        script = None if command_fits_argv(command) else long_command_file(command)
+        if script is not None:
+            command = sourcing_command(script.fileno())
+        try:
+            process = await trio.lowlevel.open_process(
+                [*self.sandbox_args(), "--chdir", cwd, "--", self.shell, "-c", command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,
+                pass_fds=() if script is None else (script.fileno(),),
+            )
+        finally:
+            if script is not None:
+                script.close()
 
         async def kill() -> None:
             await kill_process_group(process)
@@ -207,6 +220,23 @@ class BwrapBackend(ShellFileOperations):
         )
 
     # -- FileOperations (ShellFileOperations) ---------------------------------------------------
+
+    def _refuse_masked(self, path: str) -> None:
+        """A denied file shows in the sandbox as ``/dev/null`` on a ``nodev`` mount: reading or
+        replacing it is ``PermissionError`` (``EACCES``), not the special-file ``EINVAL``."""
+        real = os.path.realpath(path)
+        if any(_under(real, denied) for denied in self.deny_paths):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+    async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        """:meth:`ShellFileOperations.read_bytes`; ``PermissionError`` for a denied path."""
+        self._refuse_masked(path)
+        return await super().read_bytes(path, offset, length)
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        """:meth:`ShellFileOperations.write_bytes`; ``PermissionError`` for a denied path."""
+        self._refuse_masked(path)
+        await super().write_bytes(path, data)
 
     async def run_script(
         self, script: str, args: Sequence[str], *, stdin: bytes | None = None

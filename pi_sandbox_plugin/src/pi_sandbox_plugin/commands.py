@@ -1,4 +1,4 @@
-"""``pi policy check "COMMAND" [--json]``: the sandbox plugin's subcommand (issue 6, item 3),
+"""``pi policy check "COMMAND" [--json]``: the sandbox plugin's subcommand,
 added to the ``pi`` command line through ``pi_register_commands``."""
 
 from __future__ import annotations

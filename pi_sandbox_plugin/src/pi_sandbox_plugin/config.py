@@ -1,4 +1,5 @@
-"""The ``[sandbox]`` table of ``pi.toml``, validated with pydantic (issue 6: configuration).
+"""The ``[sandbox]`` table of ``pi.toml``, validated with pydantic (see
+``docs/reference/configuration.md``).
 
 ::
 
@@ -8,6 +9,10 @@
     mode = "deny"                # or "allow": only listed programs/prefixes may run
     deny = [["rm"], ["git", "push"]]   # argv prefixes; a program matches by basename
     allow = []                   # used when mode = "allow"
+    prefix_match = "grammar"     # or "literal": no option skipping before a subcommand
+    [sandbox.policy.grammars.mytool]   # a program grammar (extends a built-in one of that name)
+    value_options = ["-C", "--root"]
+    flag_options = ["-q"]
     read_roots = ["."]
     write_roots = ["."]
     deny_paths = [".env", "**/.ssh/**"]
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -46,8 +52,9 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import StrictBool, StrictInt, StrictStr
 
-from pi_core import ConfigError
+from pi_core import ConfigError, config_file, format_config_error
 from pi_sandbox_plugin.command_policy import CommandPolicy
+from pi_sandbox_plugin.grammars import BUILTIN_GRAMMARS, grammar_from_table, merged
 
 SANDBOX_TABLE = "sandbox"
 DEFAULT_CONFIG_NAME = "pi.toml"
@@ -80,13 +87,62 @@ RuleWords = Annotated[list[StrictStr], pydantic.AfterValidator(_check_rule)]
 """One rule: an argv prefix whose first word is a program basename."""
 
 
+class GrammarConfig(_Model):
+    """``[sandbox.policy.grammars.NAME]``: a program grammar (see
+    :mod:`pi_sandbox_plugin.grammars`); ``extend = true`` adds to the built-in entry."""
+
+    value_options: list[StrictStr] = []
+    flag_options: list[StrictStr] = []
+    stop_options: list[StrictStr] = []
+    optional_numeric: list[StrictStr] = []
+    attached: StrictBool | None = None
+    clusters: StrictBool | None = None
+    plus_words: StrictBool | None = None
+    assignments: StrictBool | None = None
+    interspersed: StrictBool | None = None
+    any_operand: StrictBool | None = None
+    dashed: StrictBool | None = None
+    operand_pattern: StrictStr | None = None
+    extend: StrictBool = True
+
+    @pydantic.field_validator("value_options", "flag_options", "stop_options", "optional_numeric")
+    @classmethod
+    def _options(cls, options: list[str]) -> list[str]:
+        for option in options:
+            if not option.startswith(("-", "+")) or option in ("-", "--"):
+                raise ValueError(f"an option starts with '-': {option!r}")
+        return options
+
+    @pydantic.field_validator("operand_pattern")
+    @classmethod
+    def _pattern(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ValueError(f"not a regular expression: {e}") from None
+        return pattern
+
+
 class PolicyConfig(_Model):
-    """``[sandbox.policy]``: the command policy (``mode``, ``deny``, ``allow``), the path policy
-    (``read_roots``, ``write_roots``, ``deny_paths``) and the ``tests``."""
+    """``[sandbox.policy]``: the command policy (``mode``, ``deny``, ``allow``, ``prefix_match``,
+    ``grammars``), the path policy (``read_roots``, ``write_roots``, ``deny_paths``) and the
+    ``tests``."""
 
     mode: Literal["deny", "allow"] = "deny"
     deny: list[RuleWords] = []
     allow: list[RuleWords] = []
+    prefix_match: Literal["grammar", "literal"] = "grammar"
+    grammars: dict[StrictStr, GrammarConfig] = {}
+
+    @pydantic.field_validator("grammars")
+    @classmethod
+    def _grammar_names(cls, grammars: dict[str, GrammarConfig]) -> dict[str, GrammarConfig]:
+        for name in grammars:
+            if not name or "/" in name:
+                raise ValueError(f"a grammar is named by the program's basename, not {name!r}")
+        return grammars
+
     read_roots: list[StrictStr] = ["."]
     write_roots: list[StrictStr] = ["."]
     deny_paths: list[StrictStr] = []
@@ -94,10 +150,16 @@ class PolicyConfig(_Model):
 
     def command_policy(self) -> CommandPolicy:
         """The :class:`~pi_sandbox_plugin.command_policy.CommandPolicy` of these rules."""
+        extra = {
+            name: grammar_from_table(name, table.model_dump(exclude_none=True))
+            for name, table in self.grammars.items()
+        }
         return CommandPolicy(
             mode=self.mode,
             deny=tuple(tuple(r) for r in self.deny),
             allow=tuple(tuple(r) for r in self.allow),
+            prefix_match=self.prefix_match,
+            grammars=merged(extra) if extra else BUILTIN_GRAMMARS,
         )
 
 
@@ -113,7 +175,8 @@ class BwrapConfig(_Model):
 
 class SshConfig(_Model):
     """``[sandbox.ssh]``: where and how to connect; ``remote_cwd`` is what the session cwd maps
-    to; ``options`` are ``-o`` options of the OpenSSH client."""
+    to; ``options`` are ``-o`` options of the OpenSSH client; ``env`` names local variables
+    sent to the remote command (nothing else of this machine's environment is sent)."""
 
     host: StrictStr = ""
     port: StrictInt = pydantic.Field(default=22, ge=1, le=65535)
@@ -122,12 +185,14 @@ class SshConfig(_Model):
     remote_cwd: StrictStr = ""
     options: list[StrictStr] = []
     shell: StrictStr = ""
+    env: list[StrictStr] = []
 
 
 class ContainerConfig(_Model):
     """``[sandbox.container]``: a docker-compatible ``cli``; exec into ``container`` or start one
     from ``image`` with the workspace mounted at ``workdir``; ``cli_args`` are global flags of the
-    CLI, ``run_args`` extra flags of ``run``."""
+    CLI, ``run_args`` extra flags of ``run``; ``env`` names local variables passed into the
+    container (nothing else of this machine's environment is)."""
 
     cli: StrictStr = "podman"
     container: StrictStr = ""
@@ -135,6 +200,7 @@ class ContainerConfig(_Model):
     workdir: StrictStr = "/work"
     cli_args: list[StrictStr] = []
     run_args: list[StrictStr] = []
+    env: list[StrictStr] = []
 
 
 class SandboxConfig(_Model):
@@ -146,21 +212,6 @@ class SandboxConfig(_Model):
     bwrap: BwrapConfig = BwrapConfig()
     ssh: SshConfig = SshConfig()
     container: ContainerConfig = ContainerConfig()
-
-
-def _key(loc: tuple[int | str, ...]) -> str:
-    key = SANDBOX_TABLE
-    for part in loc:
-        key += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return key
-
-
-def _value_message(file: str, error: pydantic.ValidationError) -> str:
-    first = error.errors()[0]
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = "unknown key"
-    return f"{file}: {_key(tuple(first['loc']))}: {message}"
 
 
 def _backend_problem(config: SandboxConfig) -> tuple[str, str] | None:
@@ -202,7 +253,7 @@ def _validate(table: Mapping[str, Any], file: str) -> SandboxConfig:
     try:
         config = SandboxConfig.model_validate(table)
     except pydantic.ValidationError as e:
-        raise ConfigError(_value_message(file, e)) from None
+        raise ConfigError(format_config_error(file, SANDBOX_TABLE, e, show_value=False)) from None
     problem = _backend_problem(config)
     if problem is not None:
         raise ConfigError(f"{file}: {SANDBOX_TABLE}.{problem[0]}: {problem[1]}")
@@ -217,7 +268,8 @@ def load_sandbox_config(
     """The validated ``[sandbox]`` table of ``config`` (the loaded TOML dict), or ``None``
     without one (then the plugin changes nothing).
 
-    ``path`` is the file the dict came from, for messages (``pi.toml`` when unknown). Raises
+    ``path`` is the file the dict came from, for messages (default: the file ``pi`` loaded it
+    from, :func:`pi_core.config_file`; ``pi.toml`` when unknown). Raises
     :class:`~pi_core._errors.ConfigError` (``FILE: sandbox.KEY: problem``) for a bad value, an
     unknown key, a backend table the chosen backend cannot use, or a line of
     ``[sandbox.policy.tests]`` that the policy does not decide as listed. Results are cached by
@@ -225,7 +277,7 @@ def load_sandbox_config(
     """
     if SANDBOX_TABLE not in config:
         return None
-    file = os.fspath(path) if path is not None else DEFAULT_CONFIG_NAME
+    file = os.fspath(path) if path is not None else config_file(config)
     table = config[SANDBOX_TABLE]
     if not isinstance(table, Mapping):
         raise ConfigError(f"{file}: {SANDBOX_TABLE}: must be a table ([{SANDBOX_TABLE}])")
@@ -274,6 +326,7 @@ def load_session_sandbox_config(
 __all__ = [
     "BwrapConfig",
     "ContainerConfig",
+    "GrammarConfig",
     "PolicyConfig",
     "PolicyTests",
     "SandboxConfig",

@@ -1,5 +1,5 @@
 """The container backend: bash commands and file tools inside a container, through a
-docker-compatible CLI (``podman``, ``docker``, ``nerdctl``) (issue 6 item 7; DESIGN §2; seed §十五).
+docker-compatible CLI (``podman``, ``docker``, ``nerdctl``).
 
 Two modes:
 
@@ -16,8 +16,13 @@ machine-specific is built in.
 
 **Commands** run as ``CLI exec -w CWD -e K=V ... -e PI_EXEC_ID=TOKEN CONTAINER bash -c 'exec
 2>&1; exec bash -c "$1"' bash COMMAND``: stderr joins stdout inside the container (one stream,
-arrival order), stdin is closed, the exit code is ``exec``'s (``128 + N`` for signal ``N``).
-``env`` is added to the container's environment (``None``: the container's own). Every process
+arrival order), stdin is closed, the exit code is ``exec``'s (``128 + N`` for signal ``N``). A
+command longer than one argument may be (128 KiB) goes over ``exec -i``'s stdin instead
+(:data:`LONG_EXEC_WRAPPER`).
+The container's own environment is kept; of ``env`` (the environment the bash tool built on this
+machine) only what :func:`pi_core.backends.remote_environment` selects is added with ``-e``: the
+variables pi set or changed (``PI_*``, ``[env] set``, spawn-hook changes) and those named in
+``pass_env``; never the rest of this machine's environment (its API keys...). Every process
 the command starts inherits ``PI_EXEC_ID``; on timeout or cancellation a second ``exec`` finds
 them by that variable in ``/proc/*/environ`` (whatever process group or session they moved to,
 orphans included), sends SIGTERM, waits ``kill_grace`` seconds, then SIGKILLs until none is
@@ -46,12 +51,25 @@ from types import TracebackType
 
 import trio
 
-from pi_core.backends import CommandOutput, kill_process_group, missing_cwd_error, stream_process
+from pi_core.backends import (
+    CommandOutput,
+    command_fits_argv,
+    kill_process_group,
+    long_command_file,
+    missing_cwd_error,
+    remote_environment,
+    stream_process,
+)
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.shell_files import ShellFileOperations
 
 EXEC_WRAPPER = 'exec 2>&1; exec bash -c "$1"'
 """Run as ``bash -c EXEC_WRAPPER bash COMMAND``: merge stderr into stdout, then run COMMAND."""
+
+LONG_EXEC_WRAPPER = "exec 2>&1 3<&0 </dev/null; . /dev/fd/3"
+"""Run as ``exec -i ... bash -c LONG_EXEC_WRAPPER bash`` with a command too long for one
+argument (128 KiB) on stdin: merge stderr into stdout, take the command from stdin, give it
+``/dev/null`` as stdin, and source it (``$0`` is ``bash``, ``"$@"`` empty, as above)."""
 
 PID1_LOOP = "trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"
 """PID 1 of a container started from an image: sleeps, reaps orphans, exits on SIGTERM."""
@@ -121,8 +139,10 @@ class ContainerBackend(ShellFileOperations):
         drain_idle: float = 0.1,
         drain_max: float = 1.0,
         start_timeout: float = 120.0,
+        pass_env: Sequence[str] = (),
     ) -> None:
         super().__init__(rg=rg)
+        self.pass_env = tuple(pass_env)
         if bool(container) == bool(image):
             raise ValueError("give exactly one of container (to exec into) and image (to run)")
         if image and not workspace:
@@ -252,22 +272,30 @@ class ContainerBackend(ShellFileOperations):
         await self.start()
         self._check_cli()
         token = secrets.token_hex(12)
-        args = self._cli("exec", "-w", cwd)
-        for key, value in (env or {}).items():
+        script = None if command_fits_argv(command) else long_command_file(command)
+        args = self._cli("exec", *([] if script is None else ["-i"]), "-w", cwd)
+        for key, value in remote_environment(env, self.pass_env).items():
             args += ["-e", f"{key}={value}"]
-        args += ["-e", f"PI_EXEC_ID={token}", self.container, "bash", "-c", EXEC_WRAPPER]
-        args += ["bash", command]
+        if script is None:
+            args += ["-e", f"PI_EXEC_ID={token}", self.container, "bash", "-c", EXEC_WRAPPER]
+            args += ["bash", command]
+        else:
+            args += ["-e", f"PI_EXEC_ID={token}", self.container, "bash", "-c"]
+            args += [LONG_EXEC_WRAPPER, "bash"]
         with tempfile.TemporaryFile() as cli_errors:
             try:
                 process = await trio.lowlevel.open_process(
                     args,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.DEVNULL if script is None else script,
                     stdout=subprocess.PIPE,
                     stderr=cli_errors,
                     start_new_session=True,
                 )
             except OSError as exc:
                 raise SandboxUnavailable(f"{self.cli} cannot start: {exc}") from exc
+            finally:
+                if script is not None:
+                    script.close()
 
             async def kill() -> None:
                 await self._kill_tree(token)

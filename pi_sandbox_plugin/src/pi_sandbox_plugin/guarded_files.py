@@ -1,5 +1,5 @@
 """A :class:`~pi_core._backend_kit.operations.FileOperations` wrapper that enforces the path policy at the
-moment of each operation (issue 6 item 4).
+moment of each operation.
 
 :class:`GuardedFileOperations` resolves the path with the wrapped backend's own ``realpath``
 right before each operation, checks the resolved path (and the path as named) with the
@@ -20,7 +20,8 @@ mkdir          write
 realpath       none (it reads no file content)
 run_rg         read on ``cwd`` and on every search path; ``--glob=!PATTERN`` exclusions for
                the denied globs; the output is filtered so no denied file (and no file outside
-               the read roots) is reported: ``--json`` events, ``--files`` lists
+               the read roots) is reported: ``--json`` events, ``--null --line-number``
+               records, ``--files`` lists
 =============  ==============================================================================
 
 **pi's full-output files** (:meth:`PathPolicy.is_output_file`: the bash tool's
@@ -52,7 +53,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from pi_core import FileOperations
-from pi_core.backends import CommandOutput, FileStat, LocalFileOperations
+from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, iter_rg_records
 from pi_sandbox_plugin.path_policy import PathDecision, PathPolicy
 
 T = TypeVar("T")
@@ -253,6 +254,8 @@ class GuardedFileOperations:
         stdout = output.stdout
         if "--json" in args:
             stdout = await _filter_json(stdout, allowed)
+        elif "--null" in args and "--line-number" in args:
+            stdout = await _filter_lines(stdout, allowed)
         elif _FILES_FLAG in args:
             separator = b"\0" if ("--null" in args or "-0" in args) else b"\n"
             kept = [
@@ -262,6 +265,18 @@ class GuardedFileOperations:
             ]
             stdout = b"".join(record + separator for record in kept)
         return CommandOutput(exit_code=output.exit_code, stdout=stdout, stderr=output.stderr)
+
+
+async def _filter_lines(stdout: bytes, allowed: Callable[[str], Awaitable[bool]]) -> bytes:
+    """``rg --null --line-number`` output (grep's ``PATH\\0LINE:TEXT`` records) without the
+    records of refused files, and without ripgrep's own notices (they name files too)."""
+    kept = bytearray()
+    for record in iter_rg_records(stdout):
+        if record.path is not None and await allowed(
+            record.path.decode("utf-8", "surrogateescape")
+        ):
+            kept += stdout[record.start : record.end]
+    return bytes(kept)
 
 
 async def _filter_json(stdout: bytes, allowed: Callable[[str], Awaitable[bool]]) -> bytes:

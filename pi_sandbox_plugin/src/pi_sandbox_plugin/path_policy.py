@@ -1,4 +1,4 @@
-"""The path policy of the file tools (issue 6 item 4): allowed roots for reading and for writing,
+"""The path policy of the file tools: allowed roots for reading and for writing,
 and denied globs.
 
 ::
@@ -25,7 +25,8 @@ and denied globs.
   under that name passes.
 
 :class:`PathPolicy` decides; the enforcement is :mod:`pi_sandbox_plugin.guarded_files` (at the
-moment of each operation, on the realpath) and the before-hook (an early, clear error).
+moment of each operation, on the realpath) and the before-hook (an early, clear error) for every
+tool that declares its path arguments (:func:`declared_path_reason`), built-in or not.
 """
 
 from __future__ import annotations
@@ -35,10 +36,14 @@ import posixpath
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pathspec
+
+from pi_core import PathArgument
+from pi_core.backends import resolve_to_cwd
 
 OUTPUT_FILE_NAME = re.compile(r"pi-bash-[0-9a-f]{16}\.log")
 """The name of a full-output file of the bash tool (``output_accumulator``)."""
@@ -251,6 +256,43 @@ class PathPolicy:
         return paths
 
 
+def declared_path_reason(
+    path_arguments: Sequence[PathArgument],
+    args: Any,
+    cwd: str,
+    policy: PathPolicy,
+    resolve: Callable[[str], str] = os.path.realpath,
+) -> str | None:
+    """The before-hook's early check of a call: the reason to block it, or ``None``.
+
+    Each of the tool's declared path arguments (``AgentTool.path_arguments``; the argument's
+    ``default`` when it is absent, e.g. ``"."`` for ls/find/grep) is resolved against ``cwd``
+    as the tools do (:func:`pi_core.backends.resolve_to_cwd`), then with ``resolve``
+    (``os.path.realpath`` locally; a remote backend passes ``posixpath.normpath``), and checked
+    for reading and/or writing as declared. Any tool declaring its paths gets the same check
+    and the same texts as the built-in file tools; a value that is not a string is left to the
+    tool's own validation."""
+    for declared in path_arguments:
+        raw = args.get(declared.name) if isinstance(args, Mapping) else None
+        if raw is None and not isinstance(args, Mapping):
+            raw = getattr(args, declared.name, None)
+        if raw is None:
+            raw = declared.default
+        if not isinstance(raw, str):
+            continue
+        named = resolve_to_cwd(raw, cwd)
+        real = resolve(named)
+        decisions = []
+        if declared.read:
+            decisions.append(policy.check_read(real, named))
+        if declared.write:
+            decisions.append(policy.check_write(real, named))
+        for decision in decisions:
+            if not decision.allowed:
+                return decision.reason
+    return None
+
+
 __all__ = [
     "ALLOWED",
     "OUTPUT_FILE_NAME",
@@ -258,4 +300,5 @@ __all__ = [
     "PathDecision",
     "PathPolicy",
     "compile_deny_pattern",
+    "declared_path_reason",
 ]

@@ -1,15 +1,19 @@
-"""The ``sandbox`` plugin (issue 6). Without a ``[sandbox]`` section in the config it changes
+"""The ``sandbox`` plugin. Without a ``[sandbox]`` section in the config it changes
 nothing: every hook returns ``None``.
 
 * ``pi_register_tools``: registers no tool; validates ``[sandbox]`` when the session is built,
   so a bad table (or a failing ``[sandbox.policy.tests]`` line) is a
   :class:`~pi_core._errors.ConfigError` before any call.
-* ``pi_before_tool_call``: the command policy for the ``bash`` tool; a denied command is
-  blocked with a reason naming the rule that matched. The path policy for read, write, edit,
-  ls, find and grep (:func:`~pi_sandbox_plugin.backends.before_hook_path_reason`).
+* ``pi_before_tool_call``: the command policy for every tool that declares a
+  ``command_argument`` (bash); a denied command is blocked with a reason naming the rule that
+  matched. The path policy for every tool that declares ``path_arguments`` (read, write, edit,
+  ls, find, grep and any third-party file tool;
+  :func:`~pi_sandbox_plugin.backends.before_hook_path_reason`).
 * ``pi_bash_operations`` / ``pi_file_operations``: the ``[sandbox] backend``'s objects
-  (:func:`~pi_sandbox_plugin.backends.sandbox_session`); the file backend is guarded by the path
-  policy when ``[sandbox.policy]`` exists. ``None`` (the built-in local ones) otherwise.
+  (:func:`~pi_sandbox_plugin.backends.sandbox_session`, kept in the session's
+  ``state["sandbox"]``); the file backend is guarded by the path policy when
+  ``[sandbox.policy]`` exists. ``None`` (the built-in local ones) otherwise.
+* ``pi_session_end``: closes the SSH connection or removes the container the session started.
 """
 
 from __future__ import annotations
@@ -24,13 +28,16 @@ from pi_core import (
     BeforeToolCallResult,
     FileOperations,
     RegisterToolsContext,
+    SessionContext,
     hookimpl,
 )
-from pi_sandbox_plugin.backends import before_hook_path_reason, sandbox_session
+from pi_sandbox_plugin.backends import (
+    before_hook_path_reason,
+    close_sandbox_sessions,
+    sandbox_session,
+)
 from pi_sandbox_plugin.commands import POLICY_COMMAND
 from pi_sandbox_plugin.config import load_sandbox_config, load_session_sandbox_config
-
-BASH_TOOL = "bash"
 
 
 def session_config(context: BeforeToolCallContext) -> Mapping[str, Any] | None:
@@ -51,15 +58,19 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
 
 @hookimpl
 def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult | None:
-    """Block a ``bash`` call whose command the ``[sandbox.policy]`` rules deny (issue 6 items
-    1-2). ``None`` for other tools, without ``[sandbox]`` or ``[sandbox.policy]``, and for
-    allowed commands."""
-    if context.tool.name != BASH_TOOL:
+    """Block a call whose command (the tool's declared ``command_argument``) the
+    ``[sandbox.policy]`` rules deny, or whose declared path arguments the
+    path policy refuses. ``None`` without ``[sandbox]`` or ``[sandbox.policy]``, for other
+    tools, and for allowed calls."""
+    command_argument = getattr(context.tool, "command_argument", None)
+    if command_argument is None:
         config = session_config(context)
         reason = (
             None
             if config is None
-            else before_hook_path_reason(context.tool.name, context.args, config)
+            else before_hook_path_reason(
+                context.tool, context.args, config, _state(context.session)
+            )
         )
         return None if reason is None else BeforeToolCallResult(block=True, reason=reason)
     config = session_config(context)
@@ -69,7 +80,11 @@ def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult 
     if sandbox is None or sandbox.policy is None:
         return None
     args = context.args
-    command = args.get("command") if isinstance(args, Mapping) else getattr(args, "command", None)
+    command = (
+        args.get(command_argument)
+        if isinstance(args, Mapping)
+        else getattr(args, command_argument, None)
+    )
     if not isinstance(command, str):
         return BeforeToolCallResult(
             block=True, reason="Command blocked by the sandbox command policy: no command string"
@@ -80,10 +95,15 @@ def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult 
     return BeforeToolCallResult(block=True, reason=decision.block_reason())
 
 
+def _state(session: SessionContext | None) -> dict[str, Any] | None:
+    return None if session is None else session.state
+
+
 @hookimpl
 def pi_bash_operations(context: BackendContext) -> BashOperations | None:
-    """The bash backend of ``[sandbox] backend`` (``None`` for ``local`` or no ``[sandbox]``)."""
-    session = sandbox_session(context.config, context.cwd)
+    """The bash backend of ``[sandbox] backend`` (``None`` for ``local`` or no ``[sandbox]``),
+    kept in the pi session's ``state`` with the file backend."""
+    session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.bash
 
 
@@ -91,8 +111,15 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
 def pi_file_operations(context: BackendContext) -> FileOperations | None:
     """The file backend of ``[sandbox] backend``, guarded by the path policy when
     ``[sandbox.policy]`` exists (``None`` for ``local`` without a policy, or no ``[sandbox]``)."""
-    session = sandbox_session(context.config, context.cwd)
+    session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.files
+
+
+@hookimpl
+async def pi_session_end(context: SessionContext) -> None:
+    """Release what the session's backends hold: stop the SSH control master (and remove its
+    socket directory), remove a container started from an image."""
+    await close_sandbox_sessions(context.state)
 
 
 @hookimpl

@@ -1,4 +1,4 @@
-"""``pi policy check "COMMAND" [--json]``: what the command policy decides (issue 6 item 3).
+"""``pi policy check "COMMAND" [--json]``: what the command policy decides.
 
 The logic of the command, without argument parsing (the ``pi`` CLI wires it in):
 :func:`run_policy_check` returns the exit code and the text for stdout.

@@ -1,4 +1,4 @@
-"""File operations done by short ``bash`` scripts inside a sandbox (DESIGN §2; seed §十一–§十四).
+"""File operations done by short ``bash`` scripts inside a sandbox.
 
 :class:`ShellFileOperations` implements :class:`pi_core._backend_kit.operations.FileOperations` with nothing
 but ``bash``, coreutils (``dd``, ``stat``, ``realpath``, ``mkdir``, ``mktemp``, ``chmod``,
@@ -31,10 +31,13 @@ _PRELUDE = "fail() { printf 'pi-errno:%s\\n' \"$1\" >&2; exit 111; }\n"
 
 READ_SCRIPT = _PRELUDE + (
     '[ -d "$1" ] && fail EISDIR\n'
-    'exec dd if="$1" bs=65536 iflag=skip_bytes,count_bytes,fullblock skip="$2" '
+    '[ -e "$1" ] && ! [ -f "$1" ] && fail EINVAL\n'
+    'exec dd if="$1" bs=65536 iflag=skip_bytes,count_bytes,fullblock,nonblock skip="$2" '
     '${3:+"count=$3"} status=none\n'
 )
-"""``$1`` path, ``$2`` byte offset, ``$3`` length (empty: to the end); the bytes on stdout."""
+"""``$1`` path, ``$2`` byte offset, ``$3`` length (empty: to the end); the bytes on stdout. A
+device, FIFO or socket is refused (``EINVAL``) and never opened; ``dd`` opens with
+``O_NONBLOCK``, so a FIFO swapped in after the check cannot block the read."""
 
 STAT_SCRIPT = "exec stat -L -c '%f %s %.9Y' -- \"$1\"\n"
 """``$1`` path; ``RAWMODE_HEX SIZE MTIME`` on stdout (symlinks followed)."""
@@ -68,6 +71,7 @@ WRITE_SCRIPT = _PRELUDE + (
     "target=$1\n"
     'if [ -L "$target" ]; then target=$(realpath -m -- "$1") || exit; fi\n'
     '[ -d "$target" ] && fail EISDIR\n'
+    '[ -e "$target" ] && ! [ -f "$target" ] && fail EINVAL\n'
     'dir=$(dirname -- "$target") && name=$(basename -- "$target") || exit\n'
     'tmp=$(mktemp -- "$dir/.$name.XXXXXXXXXXXX") || exit\n'
     'if [ -e "$target" ]; then\n'
@@ -83,8 +87,8 @@ WRITE_SCRIPT = _PRELUDE + (
     'sync -- "$dir" 2>/dev/null\n'
     "exit 0\n"
 )
-"""``$1`` path, the data on stdin: temporary file beside the (symlink-resolved) target, mode
-(and owner) copied, data written and synced, renamed over the target. Whatever happens, stdin is
+"""``$1`` path, the data on stdin: a device, FIFO or socket is refused (``EINVAL``) and left as
+it is; otherwise a temporary file beside the (symlink-resolved) target, mode (and owner) copied, data written and synced, renamed over the target. Whatever happens, stdin is
 read to its end before the script exits (``podman exec -i`` can lose the output of a process
 that exits before its stdin is consumed)."""
 
@@ -139,13 +143,15 @@ class ShellFileOperations(ABC):
 
     async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """``length`` bytes (``None``: to the end) from byte ``offset`` (``dd``, reading only that
-        range); ``IsADirectoryError`` for a directory."""
+        range); ``IsADirectoryError`` for a directory, ``OSError(EINVAL)`` for a device, FIFO or
+        socket."""
         size = "" if length is None else str(length)
         return await self._checked(READ_SCRIPT, [path, str(offset), size], path)
 
     async def write_bytes(self, path: str, data: bytes) -> None:
         """Atomic replace (temporary file, sync, ``mv``; mode, owner and symlink kept);
-        ``IsADirectoryError``, ``FileNotFoundError`` (missing directory), ``OSError`` ``EROFS``."""
+        ``IsADirectoryError``, ``OSError`` ``EINVAL`` (a device, FIFO or socket, left as it is),
+        ``FileNotFoundError`` (missing directory), ``OSError`` ``EROFS``."""
         await self._checked(WRITE_SCRIPT, [path], path, stdin=data)
 
     async def stat(self, path: str) -> FileStat:

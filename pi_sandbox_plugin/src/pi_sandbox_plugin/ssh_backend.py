@@ -1,18 +1,26 @@
 """The SSH backend of the sandbox plugin: bash commands and file tools on a remote host over the
-OpenSSH client (issue 6 items 6 and 8; DESIGN §2; seed §十五 "远程后端").
+OpenSSH client.
 
 * :class:`SshConnection` holds the ``[sandbox.ssh]`` settings and one OpenSSH *control master*
-  (``ControlMaster``/``ControlPersist``; the control socket lives in a private ``0700`` temporary
-  directory), so every command and file operation is a cheap multiplexed session of one
-  connection. ``BatchMode=yes`` always: a missing key or an unknown host key is an error, never a
+  (the control socket lives in a private ``0700`` temporary directory), so every command and
+  file operation is a cheap multiplexed session of one connection. The master is a child of
+  pi (``ssh -N -M``, no ``ControlPersist``) started with a parent-death signal: when pi dies,
+  even by ``kill -9``, the kernel sends it SIGTERM and it exits and removes its socket; sessions
+  use ``ControlMaster=no``, so none of them ever becomes a lingering master. ``BatchMode=yes`` always: a missing key or an unknown host key is an error, never a
   prompt. Close it with :meth:`SshConnection.aclose`.
 * :class:`SshBashOperations` (a :class:`~pi_core._backend_kit.operations.BashOperations`) and
   :class:`SshFileOperations` (a :class:`~pi_core._backend_kit.operations.FileOperations`) use it.
 
 **What the remote needs**: a POSIX ``sh`` (the login shell must parse POSIX quoting), coreutils
 (``tail``, ``head``, ``stat``, ``mktemp``, ``realpath``/``readlink``, ``sync``, ``env``), ``grep``,
-a Linux ``/proc``; ``setsid`` and ``bash`` when present (commands run with ``bash -c`` when the
-remote has bash, else ``sh -c``); ``rg`` for find and grep. No Python.
+``awk``, a Linux ``/proc``; ``setsid``, ``bash`` and ``python3`` when present (commands run with
+``bash -c`` when the remote has bash, else ``sh -c``; a ``python3`` in one of
+:data:`PYTHON_PATHS` makes the supervisor a child subreaper); ``rg`` for find and grep.
+
+**Environment.** The remote command keeps the remote environment (``SSH_CONNECTION``, its
+``HOME`` and ``PATH``); of the ``env`` pi passes it gets only what
+:func:`pi_core.backends.remote_environment` selects (what pi set or changed, and the names in
+``pass_env``): this machine's environment, with its credentials, is never sent.
 
 **Paths.** The tools see the session's paths; ``local_root`` (the session cwd) maps to the
 connection's ``remote_cwd``: a path equal to or below ``local_root`` is sent as the same
@@ -26,12 +34,14 @@ stdin, so their sizes add up without hitting the remote's limit of one argument,
 Linux): it ``cd``s to the mapped cwd, starts the command with stdin ``/dev/null``, stderr
 merged into stdout (one SSH channel stream, so arrival order is kept),
 in a session of its own (``setsid``) and with a random marker variable ``PI_SSH_RUN=<token>``
-in its environment; it reports the exit status (``128 + N`` for signal ``N``, as ``sh`` sees
+in its environment; with ``python3`` on the remote the supervisor is a child subreaper
+(:data:`_SUBREAPER`), so orphaned descendants are re-parented to it; it reports the exit status (``128 + N`` for signal ``N``, as ``sh`` sees
 it) on the SSH stderr stream, which carries only such control records. The ssh process's
 stdin is the *lifeline*: the supervisor watches it, and when it reaches end of file before the
 command finished (pi closed it on timeout or abort, the local ssh died, the connection dropped
 and sshd closed the session) it kills the command's tree — every process in the command's
-session or carrying the marker, so also descendants that left the session or were orphaned —
+session, carrying the marker or descending from the supervisor, so also descendants that left
+the session and cleared their environment (``env -i setsid …``, a double fork) —
 with SIGTERM, ``kill_grace`` seconds, then SIGKILL until none is left, and only then exits.
 pi waits (shielded, at most ``kill_timeout`` seconds) for that; if the ssh process does not
 end in time, it runs the same kill over a fresh, unmultiplexed connection and kills the local
@@ -50,14 +60,21 @@ cancellation). Failures raise ``OSError`` subclasses with ``errno`` set: the scr
 ``ENOENT``/``ENOTDIR``/``EISDIR``/``EACCES`` themselves, other failures are recognised from the
 tools' ``LC_ALL=C`` messages.
 
+Connection and authentication failures raise :class:`SshConnectionError`, a ``ToolError``
+reading ``cannot connect to HOST: <ssh's reason>`` in every tool. A missing ``remote_cwd`` is
+named as the remote path (``Remote working directory does not exist on HOST: PATH``) and never
+created: every file operation below it checks it first.
+
 **Known limits.** Each session starts the remote user's login shell, so its startup files
-(bash reads ``~/.bashrc`` under sshd) must not print; a process that both drops the marker
-variable from its environment and leaves the command's session escapes the tree kill.
+(bash reads ``~/.bashrc`` under sshd) must not print; without ``python3`` on the remote, a
+process that both drops the marker variable from its environment and leaves the command's
+session escapes the tree kill.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import json
 import os
@@ -66,6 +83,7 @@ import re
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -75,38 +93,66 @@ from typing import Any
 import trio
 
 from pi_core import CommandTimeout, ToolError
-from pi_core.backends import CommandOutput, FileStat, file_kind, missing_cwd_error
+from pi_core.backends import (
+    CommandOutput,
+    FileStat,
+    command_fits_argv,
+    file_kind,
+    missing_cwd_error,
+    remote_environment,
+)
 
 READ_SIZE = 256 * 1024
 """Bytes asked for per read of an ssh output pipe."""
 
-KEEP_REMOTE_ENV = ("HOME", "USER", "LOGNAME", "SHELL", "PATH")
-"""Variables whose remote values replace the caller's when an ``env`` is given: the caller's
-environment describes this machine, not the remote one."""
-
 _ENV_NAME = re.compile(r"[^=\0-][^=\0]*")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class SshConnectionError(ConnectionError):
-    """ssh could not connect, or the connection dropped (``errno`` ``EIO`` or ``ETIMEDOUT``;
-    ``strerror`` carries ssh's own message)."""
+class SshConnectionError(ToolError):
+    """ssh could not connect (``cannot connect to HOST: <ssh's reason>``), or the connection
+    dropped. A :class:`~pi_core.ToolError`, not an ``OSError``: every tool reports its message
+    as it is (never as a file error such as ``EIO`` or ``Path not found``). ``errno``
+    (``EIO``, ``ETIMEDOUT``, ``ENOENT`` for a missing client) and ``strerror`` (the message)
+    are kept for callers that classify it."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.errno = code
+        self.strerror = message
 
 
 # -- remote scripts ------------------------------------------------------------------------
 
 _KILL_FUNCTIONS = r"""
 pi_scan() {
-  if [ -n "$sid" ]; then
+  {
     for f in /proc/[0-9]*/stat; do
       read -r l <"$f" 2>/dev/null || continue
       r=${l##*) }
       set -- $r
-      if [ "$1" != Z ] && [ "$4" = "$sid" ]; then p=${f#/proc/}; echo "${p%/stat}"; fi
+      p=${f#/proc/}
+      echo "${p%/stat} $2 $4 $1"
     done
-  fi
-  grep -l -a -F "PI_SSH_RUN=$tok" /proc/[0-9]*/environ 2>/dev/null |
-    while IFS=/ read -r _ _ p _; do echo "$p"; done
+    echo M
+    grep -l -a -F "PI_SSH_RUN=$tok" /proc/[0-9]*/environ 2>/dev/null |
+      while IFS=/ read -r _ _ p _; do echo "$p"; done
+  } | awk -v sup="${sup:-0}" -v sid="${sid:-0}" -v me="${me:-0}" '
+    $1 == "M" { m = 1; next }
+    m { mark[$1] = 1; next }
+    { pp[$1] = $2; ss[$1] = $3; st[$1] = $4 }
+    END {
+      for (p in pp) {
+        if (st[p] == "Z" || p == sup || p == me) continue
+        q = p; under = 0; n = 0
+        while (q in pp && q > 1 && n < 4096) {
+          q = pp[q]; n++
+          if (q == me) { under = -1; break }
+          if (q == sup) { under = 1; break }
+        }
+        if (under < 0) continue
+        if (under > 0 || (sid > 0 && ss[p] == sid) || (p in mark)) print p
+      }
+    }'
 }
 pi_kill() {
   ps_=$(pi_scan)
@@ -135,7 +181,8 @@ SUPERVISOR_SCRIPT = (
 tok=$1 cwd=$2 merge=$3 ticks=$4 envmode=$5 keep=$6 shell=$7 hdrlen=$8
 shift 8
 pi_mark() { printf '\036PI-SSH:%s:%s\036' "$tok" "$1" >&2; }
-sid= cmd= ok=
+sid= cmd= ok= long=
+read -r sup _ </proc/self/stat
 hdr=$(head -c "$hdrlen") && eval "$hdr"
 [ "$ok" = "$tok" ] || exit 0
 """
@@ -145,11 +192,11 @@ cd -- "$cwd" 2>/dev/null || { pi_mark NOCWD; exit 0; }
 if [ -z "$shell" ]; then
   if command -v bash >/dev/null 2>&1; then shell=bash; else shell=sh; fi
 fi
-if [ "$envmode" = replace ]; then
-  for n in $keep; do
-    eval "if [ -n \"\${$n+x}\" ]; then set -- \"\$@\" \"$n=\${$n}\"; fi"
-  done
-  set -- -i "$@"
+if [ -n "$long" ]; then
+  exec 3<<PI_SSH_COMMAND
+$cmd
+PI_SSH_COMMAND
+  cmd='. /dev/fd/3'
 fi
 set -- env "$@" "PI_SSH_RUN=$tok" "$shell" -c "$cmd"
 if command -v setsid >/dev/null 2>&1; then set -- setsid "$@"; usesid=1; else usesid=; fi
@@ -162,8 +209,10 @@ fi
 pid=$!
 [ -n "$usesid" ] && sid=$pid
 pi_mark "SID=$sid"
+pi_mark "SUP=$sup"
 (
   trap '' HUP PIPE
+  read -r me _ </proc/self/stat
   while read -r _ <&4; do :; done
   trap '' TERM
   pi_kill
@@ -180,17 +229,36 @@ exit 0
 """Runs one command on the remote (see the module docstring). Arguments: token, cwd, merge
 (``1``: stderr into stdout), grace in tenths of a second, env mode (``replace``/``inherit``),
 names of kept remote variables, shell (empty: bash if present, else sh), the byte length of
-the header that starts its stdin: shell code setting ``cmd`` (the command), appending the
+the header that starts its stdin: shell code setting ``cmd`` (the command; with ``long=1``, a
+command too long for one argument, it reaches the shell as a here-document on descriptor 3 that
+it sources: ``SHELL -c ". /dev/fd/3"``), appending the
 ``NAME=value`` pairs to ``"$@"`` and setting ``ok`` to the token (the rest of stdin is the
 lifeline). Control records on stderr: ``\\036PI-SSH:<token>:NOCWD\\036``,
 ``…:SID=<n>\\036``, ``…:EXIT=<code>\\036``."""
 
+PYTHON_PATHS = ("/usr/bin/python3", "/bin/python3", "/usr/local/bin/python3")
+"""Where the remote's ``python3`` is looked for (to start :data:`_SUBREAPER`)."""
+
+_SUBREAPER = """import ctypes, os, sys
+try:
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+except Exception:
+    pass
+os.execvp(sys.argv[1], sys.argv[1:])
+"""
+"""Run as ``python3 -c _SUBREAPER sh -c SUPERVISOR_SCRIPT ...`` when the remote has
+``python3``: marks the process a child subreaper (``PR_SET_CHILD_SUBREAPER``, kept across
+``execve``) and becomes the supervisor, so every orphaned descendant of the command — one that
+called ``setsid``, cleared its environment (``env -i``) and forked twice — is re-parented to
+the supervisor and found by walking ``/proc`` from it."""
+
 _KILL_SCRIPT = (
     r"""
-tok=$1 sid=$2 ticks=$3
+tok=$1 sid=$2 ticks=$3 sup=$4
 """
     + _KILL_FUNCTIONS
     + r"""
+read -r me _ </proc/self/stat
 pi_kill
 """
 )
@@ -210,12 +278,14 @@ pi_missing() {
   done
 }
 p=$1
+if [ -n "${PI_ROOT-}" ] && [ ! -d "$PI_ROOT" ]; then pi_fail NOROOT; fi
 """
 
 _READ_SCRIPT = r"""
 off=$2 len=$3
 [ -d "$p" ] && pi_fail EISDIR
 [ -e "$p" ] || pi_missing "$p"
+[ -f "$p" ] || pi_fail EINVAL
 [ -r "$p" ] || pi_fail EACCES
 if [ "$len" = - ]; then exec tail -c "+$((off + 1))" -- "$p"; fi
 tail -c "+$((off + 1))" -- "$p" | head -c "$len"
@@ -226,6 +296,7 @@ n=$2
 t=$p
 if [ -L "$p" ]; then t=$(readlink -f -- "$p") && [ -n "$t" ] || pi_fail ENOENT; fi
 [ -d "$t" ] && pi_fail EISDIR
+if [ -e "$t" ] && [ ! -f "$t" ]; then pi_fail EINVAL; fi
 case $t in */*) d=${t%/*} ;; *) d=. ;; esac
 [ -n "$d" ] || d=/
 b=${t##*/}
@@ -360,7 +431,8 @@ class SshConnection:
     (they win over pi's defaults, not over ``BatchMode``, ``ControlMaster``/``ControlPath``).
     ``ssh_binary``: the client. ``connect_timeout``, ``server_alive_interval`` (seconds) and
     ``server_alive_count_max``: how soon a dead connection is noticed. ``control_persist``:
-    seconds the idle master stays up. All times are in seconds.
+    unused (kept for compatibility: the master lives as long as this object and pi). All times
+    are in seconds.
     """
 
     host: str
@@ -375,6 +447,7 @@ class SshConnection:
     server_alive_count_max: int = 3
     control_persist: float = 600
     _control_dir: str | None = field(default=None, init=False, repr=False)
+    _master: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _lock: trio.Lock | None = field(default=None, init=False, repr=False)
     _master_up: bool = field(default=False, init=False, repr=False)
 
@@ -399,8 +472,7 @@ class SshConnection:
         command. ``multiplex=False``: a fresh connection that ignores the control master."""
         argv = [self.ssh_binary, "-T", "-o", "BatchMode=yes"]
         if multiplex:
-            argv += ["-o", f"ControlPath={self.control_path}", "-o", "ControlMaster=auto"]
-            argv += ["-o", f"ControlPersist={max(1, int(self.control_persist))}"]
+            argv += ["-o", f"ControlPath={self.control_path}", "-o", "ControlMaster=no"]
         else:
             argv += ["-o", "ControlPath=none", "-o", "ControlMaster=no"]
         for option in self.options:
@@ -417,68 +489,81 @@ class SshConnection:
         return argv
 
     async def ensure_master(self) -> None:
-        """Start the control master once (later sessions re-create it if it died).
+        """Start the control master once (again when it died): ``ssh -N -M`` as a child of pi
+        with a parent-death signal (SIGTERM), ready when its socket exists.
 
-        Raises :class:`SshConnectionError` with ssh's message when it cannot connect."""
-        if self._master_up:
+        Raises :class:`SshConnectionError` (``cannot connect to HOST: <ssh's reason>``)."""
+        if self._master_up and self._master is not None and self._master.poll() is None:
             return
         if self._lock is None:
             self._lock = trio.Lock()
         async with self._lock:
-            if self._master_up:
+            if self._master_up and self._master is not None and self._master.poll() is None:
                 return
+            self._stop_master()
             argv = self.ssh_argv()
-            argv[1:1] = ["-N", "-o", "ControlMaster=yes"]
-            with trio.move_on_after(self.connect_timeout + 10) as scope:
-                try:
-                    result = await trio.run_process(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        capture_stdout=True,
-                        capture_stderr=True,
-                        check=False,
-                    )
-                except FileNotFoundError:
+            argv[1:1] = ["-N", "-o", "ControlMaster=yes", "-o", "ControlPersist=no"]
+            errors = tempfile.TemporaryFile()
+            try:
+                master = _spawn_master(argv, errors)
+            except FileNotFoundError:
+                errors.close()
+                raise SshConnectionError(
+                    errno.ENOENT,
+                    f"cannot connect to {self.host}: "
+                    f"the OpenSSH client {self.ssh_binary!r} is not installed",
+                ) from None
+            self._master = master
+            try:
+                with trio.move_on_after(self.connect_timeout + 10) as scope:
+                    while not self._master_started(master):  # noqa: ASYNC110 (polls a file)
+                        await trio.sleep(0.01)
+                if master.poll() is not None or scope.cancelled_caught:
+                    self._stop_master()
+                    errors.seek(0)
+                    message = errors.read().decode("utf-8", "replace").strip()
+                    if scope.cancelled_caught:
+                        message = f"no answer in {self.connect_timeout + 10:g}s"
                     raise SshConnectionError(
-                        errno.ENOENT,
-                        f"ssh: the OpenSSH client {self.ssh_binary!r} is not installed",
-                    ) from None
-            if scope.cancelled_caught:
-                raise SshConnectionError(
-                    errno.ETIMEDOUT, f"ssh: timed out connecting to {self.destination}"
-                )
-            if result.returncode != 0:
-                message = result.stderr.decode("utf-8", "replace").strip()
-                raise SshConnectionError(
-                    errno.EIO,
-                    f"ssh: cannot connect to {self.destination}: "
-                    f"{message or f'exit code {result.returncode}'}",
-                )
+                        errno.ETIMEDOUT if scope.cancelled_caught else errno.EIO,
+                        f"cannot connect to {self.host}: "
+                        f"{message or f'ssh exit code {master.returncode}'}",
+                    )
+            except BaseException:
+                self._stop_master()
+                raise
+            finally:
+                errors.close()
             self._master_up = True
 
+    def _master_started(self, master: subprocess.Popen[bytes]) -> bool:
+        """The master exited, or its control socket exists."""
+        return master.poll() is not None or os.path.exists(self.control_path)
+
+    def _stop_master(self) -> None:
+        """Stop the master child (SIGTERM, then SIGKILL) and reap it."""
+        master, self._master = self._master, None
+        self._master_up = False
+        if master is None:
+            return
+        if master.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                master.terminate()
+            try:
+                master.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    master.kill()
+                master.wait()
+
     async def aclose(self) -> None:
-        """Stop the control master (``ssh -O exit``) and remove the socket directory."""
-        with trio.CancelScope(shield=True):
-            if self._control_dir is not None:
-                argv = self.ssh_argv()
-                argv[1:1] = ["-O", "exit"]
-                with trio.move_on_after(10), contextlib.suppress(OSError):
-                    await trio.run_process(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        capture_stdout=True,
-                        capture_stderr=True,
-                        check=False,
-                    )
-            self._forget()
+        """Stop the control master and remove the socket directory."""
+        self._stop_master()
+        self._forget()
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous callers (at exit)."""
-        if self._control_dir is not None and os.path.exists(self.control_path):
-            argv = self.ssh_argv()
-            argv[1:1] = ["-O", "exit"]
-            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+        self._stop_master()
         self._forget()
 
     def _forget(self) -> None:
@@ -492,6 +577,36 @@ class SshConnection:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _spawn_master(argv: list[str], errors: Any) -> subprocess.Popen[bytes]:
+    """Start the control master in this thread (not a worker thread: the parent-death signal
+    fires when the thread that forked the child ends), in a session of its own."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=errors,
+        start_new_session=True,
+        preexec_fn=_death_signal_setter(),
+    )
+
+
+def _death_signal_setter() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks for SIGTERM when the parent (pi) dies (Linux ``prctl``; libc
+    is loaded here, in the parent, as a forked child must not load libraries)."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def set_death_signal() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+    return set_death_signal
 
 
 # -- paths ---------------------------------------------------------------------------------
@@ -519,6 +634,18 @@ class RemotePathMap:
             return new + rest if new.endswith("/") else f"{new}/{rest}"
         return path
 
+    def maps(self, path: str) -> bool:
+        """``path`` is ``local_root`` or below it (and both roots are set)."""
+        if not self.local_root or not self.remote_root:
+            return False
+        root = self.local_root.rstrip("/") or "/"
+        return path == root or path.startswith(root if root.endswith("/") else root + "/")
+
+    def missing_root_error(self, host: str) -> ToolError:
+        """The error when ``remote_root`` does not exist on ``host`` (named as the remote path;
+        never created implicitly)."""
+        return ToolError(f"Remote working directory does not exist on {host}: {self.remote_root}")
+
     def to_remote(self, path: str) -> str:
         """The remote path of the session path ``path``."""
         return self._move(path, self.local_root, self.remote_root)
@@ -530,13 +657,16 @@ class RemotePathMap:
     def rg_output_to_local(self, stdout: bytes, args: Sequence[str]) -> bytes:
         """The output of ``rg ARGS`` run on the remote side with the remote file names (at the
         start of each ``\\0``/``\\n``-separated record, followed by end, ``/`` or ``:``, and
-        in ``--json`` events) rewritten to the session's paths."""
+        in ``--json`` events) rewritten to the session's paths. With ``--null --line-number``
+        (grep's ``PATH\\0LINE:TEXT\\n`` records) a name also follows the newline that ends the
+        previous line."""
         if not self.local_root or not self.remote_root or self.local_root == self.remote_root:
             return stdout
         remote_root = self.remote_root.rstrip("/").encode("utf-8", "surrogateescape")
         local_root = self.local_root.rstrip("/").encode("utf-8", "surrogateescape")
         separator = b"\0" if ("--null" in args or "-0" in args) else b"\n"
         json_mode = "--json" in args
+        line_mode = separator == b"\0" and not json_mode and "--line-number" in args
         records = stdout.split(separator)
         for index, record in enumerate(records):
             if json_mode and record.startswith(b"{"):
@@ -545,6 +675,10 @@ class RemotePathMap:
                 rest = record[len(remote_root) :]
                 if rest == b"" or rest.startswith(b"/") or rest.startswith(b":"):
                     records[index] = local_root + rest
+            elif line_mode and (at := record.find(b"\n" + remote_root)) >= 0:
+                rest = record[at + 1 + len(remote_root) :]
+                if rest == b"" or rest.startswith(b"/"):
+                    records[index] = record[: at + 1] + local_root + rest
         return separator.join(records)
 
     def _json_event_to_local(self, record: bytes) -> bytes:
@@ -584,8 +718,10 @@ class _Supervised:
         drain_idle: float,
         drain_max: float,
         shell: str,
+        pass_env: Sequence[str] = (),
     ) -> None:
         self.connection = connection
+        self.pass_env = tuple(pass_env)
         self.kill_grace = kill_grace
         self.kill_timeout = kill_timeout
         self.drain_idle = drain_idle
@@ -599,20 +735,22 @@ class _Supervised:
         stdin, so their size is not limited by the remote's ``MAX_ARG_STRLEN``)."""
         ticks = str(max(0, round(self.kill_grace * 10)))
         lines = [f"cmd={shlex.quote(command)}"]
-        if env is None:
-            mode = "inherit"
-        else:
-            mode = "replace"
-            lines += [
-                f'set -- "$@" {shlex.quote(f"{key}={value}")}'
-                for key, value in env.items()
-                if _ENV_NAME.fullmatch(key) and key not in KEEP_REMOTE_ENV and "\0" not in value
-            ]
+        if not command_fits_argv(command):
+            lines.append("long=1")  # too long for `-c`: sourced from a here-document
+        lines += [
+            f'set -- "$@" {shlex.quote(f"{key}={value}")}'
+            for key, value in remote_environment(env, self.pass_env).items()
+            if _ENV_NAME.fullmatch(key) and "\0" not in value
+        ]
         lines.append(f"ok={token}\n")
         header = "\n".join(lines).encode("utf-8", "surrogateescape")
-        keep = " ".join(name for name in KEEP_REMOTE_ENV if _IDENTIFIER.fullmatch(name))
-        args = [token, cwd, "1" if merge else "0", ticks, mode, keep, self.shell, str(len(header))]
-        return shlex.join(["sh", "-c", SUPERVISOR_SCRIPT, "pi-ssh", *args]), header
+        args = [token, cwd, "1" if merge else "0", ticks, "add", "", self.shell, str(len(header))]
+        supervisor = shlex.join(["sh", "-c", SUPERVISOR_SCRIPT, "pi-ssh", *args])
+        reaper = shlex.join(["-I", "-S", "-c", _SUBREAPER])
+        # the system's python3 only: a PATH lookup may find a slow wrapper (pyenv's shims)
+        find = f"for py in {' '.join(PYTHON_PATHS)}; do [ -x $py ] && break; py=; done"
+        use = f'[ -n "$py" ] && set -- "$py" {reaper} "$@"'
+        return f'set -- {supervisor}; {find}; {use}; exec "$@"', header
 
     async def run(
         self,
@@ -644,7 +782,7 @@ class _Supervised:
         marker = re.compile(b"\x1ePI-SSH:" + token.encode() + rb":([A-Z]+)(?:=(-?\d*))?\x1e")
         err = bytearray()
         scanned = 0
-        state: dict[str, Any] = {"exit": None, "sid": "", "nocwd": False}
+        state: dict[str, Any] = {"exit": None, "sid": "", "sup": "", "nocwd": False}
         finished = trio.Event()  # EXIT or NOCWD record, or the stderr stream ended
         out_eof = trio.Event()
         last_data = trio.current_time()
@@ -667,6 +805,8 @@ class _Supervised:
                     finished.set()
                 elif kind == b"SID":
                     state["sid"] = (value or b"").decode()
+                elif kind == b"SUP":
+                    state["sup"] = (value or b"").decode()
 
         async def pump_out() -> None:
             nonlocal last_data
@@ -721,7 +861,7 @@ class _Supervised:
                 if done:
                     await self._finish(process, out_eof.is_set())
                 else:
-                    await self._abort(process, token, state["sid"])
+                    await self._abort(process, token, state["sid"], state["sup"])
                 for stream in (process.stdin, stdout, stderr):
                     with contextlib.suppress(Exception):
                         await stream.aclose()
@@ -748,7 +888,7 @@ class _Supervised:
                 await process.wait()
         await self._stop_local(process)
 
-    async def _abort(self, process: trio.Process, token: str, sid: str) -> None:
+    async def _abort(self, process: trio.Process, token: str, sid: str, sup: str) -> None:
         """Kill the remote tree: close the lifeline and wait for ssh to end (the supervisor
         exits only after the kill); else kill by token over a fresh connection. Shielded."""
         with trio.CancelScope(shield=True):
@@ -760,7 +900,7 @@ class _Supervised:
                 with trio.move_on_after(self.kill_timeout):
                     await process.wait()
                 if process.returncode is None:
-                    await self._remote_kill(token, sid)
+                    await self._remote_kill(token, sid, sup)
                     await self._stop_local(process)
                 nursery.cancel_scope.cancel()
 
@@ -770,9 +910,9 @@ class _Supervised:
             while await stream.receive_some(READ_SIZE):
                 pass
 
-    async def _remote_kill(self, token: str, sid: str) -> None:
+    async def _remote_kill(self, token: str, sid: str, sup: str) -> None:
         ticks = str(max(0, round(self.kill_grace * 10)))
-        command = shlex.join(["sh", "-c", _KILL_SCRIPT, "pi-ssh-kill", token, sid, ticks])
+        command = shlex.join(["sh", "-c", _KILL_SCRIPT, "pi-ssh-kill", token, sid, ticks, sup])
         argv = [*self.connection.ssh_argv(multiplex=False), command]
         with trio.move_on_after(self.kill_timeout), contextlib.suppress(OSError):
             await trio.run_process(
@@ -805,7 +945,11 @@ class SshBashOperations:
     for each cleanup step. ``drain_idle``/``drain_max``: how long output is still read after
     the command exited while a background child holds the stream (as the local backend; the
     idle time is longer, as the exit record and the last output travel on different streams).
-    ``env``: the command's whole environment, except :data:`KEEP_REMOTE_ENV` (remote values).
+    ``pass_env``: names of local variables sent to the remote command as they are (the
+    ``[sandbox.ssh] env`` list). The ``env`` of :meth:`exec` is never sent whole: the remote
+    command keeps the remote environment (``SSH_CONNECTION``, its ``HOME`` and ``PATH``...) and
+    gets only what :func:`pi_core.backends.remote_environment` selects — the variables pi set
+    or changed (``PI_*``, ``[env] set``, spawn-hook changes) and those named in ``pass_env``.
     """
 
     def __init__(
@@ -818,6 +962,7 @@ class SshBashOperations:
         kill_timeout: float = 8.0,
         drain_idle: float = 0.25,
         drain_max: float = 1.0,
+        pass_env: Sequence[str] = (),
     ) -> None:
         self.connection = connection
         self.paths = RemotePathMap(local_root, connection.remote_cwd)
@@ -828,6 +973,7 @@ class SshBashOperations:
             drain_idle=drain_idle,
             drain_max=drain_max,
             shell=shell,
+            pass_env=pass_env,
         )
 
     async def exec(
@@ -842,9 +988,10 @@ class SshBashOperations:
         """Run ``command`` in the remote directory of ``cwd``; see
         :class:`pi_core.BashOperations`.
 
-        Errors: ``ToolError`` ``Working directory does not exist: {cwd}\\nCannot execute bash
-        commands.``; ``ToolError`` ``ssh: ...`` when ssh cannot connect or the connection
-        drops; :class:`~pi_core.CommandTimeout` past ``timeout`` seconds (tree killed).
+        Errors: ``ToolError`` ``Working directory does not exist: {remote cwd}\\nCannot
+        execute bash commands.`` (the remote path); :class:`SshConnectionError` (``cannot
+        connect to HOST: ...``) when ssh cannot connect, ``ssh: lost the connection ...`` when
+        it drops; :class:`~pi_core.CommandTimeout` past ``timeout`` seconds (tree killed).
         """
         try:
             result = await self._runner.run(
@@ -856,9 +1003,7 @@ class SshBashOperations:
                 timeout=timeout,
             )
         except _NoCwd:
-            raise missing_cwd_error(cwd) from None
-        except SshConnectionError as error:
-            raise ToolError(error.strerror or str(error)) from None
+            raise missing_cwd_error(self.paths.to_remote(cwd)) from None
         return result.exit_code
 
 
@@ -903,6 +1048,8 @@ class SshFileOperations:
         await self.connection.ensure_master()
         remote = self.paths.to_remote(path)
         command = shlex.join(["sh", "-c", _FILE_PRELUDE + script, "pi-ssh", remote, *args])
+        if self.paths.maps(path):
+            command = f"PI_ROOT={shlex.quote(self.paths.remote_root or '/')} {command}"
         argv = [*self.connection.ssh_argv(), command]
         with trio.move_on_after(self.op_timeout) as scope:
             result = await trio.run_process(
@@ -922,6 +1069,8 @@ class SshFileOperations:
                 errno.EIO, f"ssh: lost the connection to {self.connection.destination}: {message}"
             )
         found = re.search(r"PI-SSH-ERRNO ([A-Z]+)", message)
+        if code == 97 and found and found.group(1) == "NOROOT":
+            raise self.paths.missing_root_error(self.connection.host)
         if code == 97 and found and hasattr(errno, found.group(1)):
             raise _os_error(getattr(errno, found.group(1)), path)
         if code == 98:
@@ -1003,6 +1152,9 @@ class SshFileOperations:
                 timeout=None,
             )
         except _NoCwd:
+            root = (self.paths.remote_root or "").rstrip("/") or "/"
+            if self.paths.maps(cwd) and self.paths.to_remote(cwd).rstrip("/") == root.rstrip("/"):
+                raise self.paths.missing_root_error(self.connection.host) from None
             raise _os_error(errno.ENOENT, cwd) from None
         code = result.exit_code if result.exit_code is not None else 2
         if code == 127:
@@ -1016,7 +1168,6 @@ class SshFileOperations:
 
 
 __all__ = [
-    "KEEP_REMOTE_ENV",
     "SUPERVISOR_SCRIPT",
     "RemotePathMap",
     "SshBashOperations",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,29 @@ class Result:
 
     def json_lines(self) -> list[Any]:
         return [json.loads(line) for line in self.out.splitlines()]
+
+
+def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    """A ``toolCall`` content block as JSON."""
+    return {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
+
+
+def start_waiting(argv: list[str], marker: Path, never: str | None = None) -> subprocess.Popen[str]:
+    """Start ``pi ARGV`` (text pipes, no stdin) and wait up to 30 s until ``marker`` exists (the
+    tool under test writes it once it runs); fails with ``never`` when it does not appear."""
+    proc = subprocess.Popen(
+        [str(PI), *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, never
+        time.sleep(0.02)
+    return proc
 
 
 def write_jsonl(path: Path, objects: list[Any]) -> Path:

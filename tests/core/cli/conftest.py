@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_helpers import PI, Result
 
 from pi_core._cli import main
 
 HERE = Path(__file__).resolve().parent
-# pytest runs with --import-mode=importlib, which leaves sys.path alone: put this folder on it
-# so the tests import their helpers (cli_helpers) and pi -p loads the test plugin (cli_plugin).
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-from cli_helpers import PI, Result  # noqa: E402
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import PI
+from cli_helpers import PI, start_waiting
 
 
 @pytest.mark.parametrize(
@@ -172,19 +172,7 @@ def test_tools_never_read_the_terminal_stdin(plugin_env: Path) -> None:
 
 
 def _start_waiting(args: list[str], marker: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [str(PI), "-p", "cli_plugin", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the wait tool never started"
-        time.sleep(0.02)
-    return proc
+    return start_waiting(["-p", "cli_plugin", *args], marker, "the wait tool never started")
 
 
 def test_ctrl_c_during_call_exits_130_with_the_aborted_result(plugin_env: Path) -> None:

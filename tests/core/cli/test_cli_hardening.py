@@ -11,9 +11,10 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from cli_helpers import PI, Result, write_jsonl
+from cli_helpers import PI, Result, start_waiting, write_jsonl
 
 from pi_core._cli.render import Renderer, call_summary, shorten_arguments
 from pi_core._wire.messages import TextContent, ToolResultMessage
@@ -168,18 +169,7 @@ def test_ctrl_c_soon_after_start_never_shows_a_traceback_in_pi(
 def test_a_second_ctrl_c_on_call_exits_130_printing_nothing(plugin_env: Path) -> None:
     marker = plugin_env / "started"
     arguments = json.dumps({"marker": str(marker), "seconds": 60})
-    proc = subprocess.Popen(
-        [str(PI), "-p", "run_plugin", "call", "stubborn", arguments],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    proc = start_waiting(["-p", "run_plugin", "call", "stubborn", arguments], marker)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     assert proc.poll() is None  # the tool ignores the abort
@@ -264,7 +254,7 @@ def test_replay_rendering_shortens_a_long_write_content(
     shown = "0123456789" * 20 + "… (500000 chars)"
     assert r.out == (
         f'write {{"path":"big.txt","content":"{shown}"}}\n'
-        "Successfully wrote 500000 bytes to big.txt\n"
+        "Successfully wrote to big.txt\n"
     )
     (plugin_env / "big.txt").unlink()
     r = pi(*BUILTINS, "replay", str(script), "--json")
@@ -272,6 +262,15 @@ def test_replay_rendering_shortens_a_long_write_content(
     r = pi(*BUILTINS, "replay", str(script), "--events")
     start = [e for e in r.json_lines() if e["type"] == "tool_execution_start"]
     assert start[0]["args"]["content"] == content  # JSON output stays complete
+
+
+def builtin_session_tools() -> list[Any]:
+    import pi_builtin_tools.plugin
+    from pi_core import build_session, make_plugin_manager
+
+    pm = make_plugin_manager(autoload=False)
+    pm.register(pi_builtin_tools.plugin, name="builtin_tools")
+    return list(build_session(pm, ".", {}).tools)
 
 
 def test_call_header_and_run_summary_shorten_long_arguments() -> None:
@@ -283,7 +282,10 @@ def test_call_header_and_run_summary_shorten_long_arguments() -> None:
     )
     Renderer(out, styled=False).tool_result(message, {"path": "p", "content": "c" * 250})
     assert out.getvalue() == 'write {"path":"p","content":"' + "c" * 200 + '… (250 chars)"}\nok\n'
-    assert call_summary("bash", {"command": "e" * 201}) == "bash $ " + "e" * 200 + "… (201 chars)"
+    bash = next(t for t in builtin_session_tools() if t.name == "bash")
+    assert call_summary("bash", {"command": "e" * 201}, bash) == (
+        "bash $ " + "e" * 200 + "… (201 chars)"
+    )
     assert call_summary("grep", {"pattern": "g" * 201}) == (
         'grep {"pattern":"' + "g" * 200 + '… (201 chars)"}'
     )

@@ -7,15 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import without_timestamps, write_jsonl
+from cli_helpers import call, without_timestamps, write_jsonl
 
 from pi_core._wire.session_files import read_session_file
 
 SESSIONS = Path("/work/shared/sessions")
-
-
-def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
 
 
 def assistant(*calls: dict[str, Any], stop_reason: str | None = "toolUse") -> dict[str, Any]:

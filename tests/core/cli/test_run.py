@@ -194,7 +194,8 @@ def test_tools_selects_a_subset_and_max_turns_stops_the_loop(
     body, closing = split_closing(r.out)
     assert body.split("\n", 3)[3] == (
         "I'll run the tests first to see what fails.\n"
-        "• bash $ python3 test_stats.py\n"
+        # bash is not among the run's tools: nothing says how its calls look
+        '• bash {"command":"python3 test_stats.py"}\n'
         "  Tool bash not found\n"
         "\n"
         "`mean` is wrong for every input. Let me find it.\n"

@@ -4,14 +4,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from cli_helpers import Result
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/core: protocol_servers
 from protocol_servers import (
     ProtocolServer,
     Reply,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from pi_core import AgentTool, build_session, make_plugin_manager
 from pi_core._cli.render import RunView, call_summary, closing_line
 from pi_core._wire.events import (
     MessageEndEvent,
@@ -15,6 +16,18 @@ from pi_core._wire.events import (
     TurnEndEvent,
 )
 from pi_core._wire.messages import AgentToolResult, AssistantMessage, TextContent, ThinkingContent
+
+
+def builtin_tools() -> list[AgentTool]:
+    """The built-in tools, as a session registers them (their declarations say how they look)."""
+    import pi_builtin_tools.plugin
+
+    pm = make_plugin_manager(autoload=False)
+    pm.register(pi_builtin_tools.plugin, name="builtin_tools")
+    return list(build_session(pm, ".", {}).tools)
+
+
+BUILTINS = {t.name: t for t in builtin_tools()}
 
 
 def text_result(text: str) -> AgentToolResult:
@@ -39,12 +52,12 @@ def update(call_id: str, text: str) -> ToolExecutionUpdateEvent:
 
 def test_a_long_result_is_cut_to_eight_lines_and_keeps_its_truncation_notice() -> None:
     out = io.StringIO()
-    view = RunView(out)
+    view = RunView(out, tools=BUILTINS.values())
     lines = "\n".join(f"line {i}" for i in range(1, 13))
     view.event(start("c1", "read", {"path": "big.txt", "limit": 12}))
     view.event(end("c1", "read", lines + "\n\n[88 more lines in file. Use offset=13 to continue.]"))
     assert out.getvalue() == (
-        '• read {"path":"big.txt","limit":12}\n'
+        "• read big.txt:1-12\n"
         + "".join(f"  line {i}\n" for i in range(1, 9))
         + "  … 4 more lines\n"
         "  [88 more lines in file. Use offset=13 to continue.]\n"
@@ -53,7 +66,7 @@ def test_a_long_result_is_cut_to_eight_lines_and_keeps_its_truncation_notice() -
 
 def test_bash_output_from_a_rolling_window_is_shown_once() -> None:
     out = io.StringIO()
-    view = RunView(out)
+    view = RunView(out, tools=BUILTINS.values())
     view.event(start("b", "bash", {"command": "seq 5"}))
     view.event(update("b", "1\n2\n"))
     view.event(update("b", "1\n2\n3"))  # a partial line waits
@@ -73,7 +86,7 @@ def test_bash_output_from_a_rolling_window_is_shown_once() -> None:
 
 def test_parallel_results_come_in_call_order_with_a_pointer_to_their_call() -> None:
     out = io.StringIO()
-    view = RunView(out)
+    view = RunView(out, tools=BUILTINS.values())
     view.event(start("a", "ls", {"path": "."}))
     view.event(start("b", "find", {"pattern": "*.py"}))
     view.event(end("b", "find", "x.py"))  # finished first, shown second
@@ -91,7 +104,7 @@ def test_parallel_results_come_in_call_order_with_a_pointer_to_their_call() -> N
 
 def test_streamed_text_and_thinking_then_a_message_that_did_not_stream() -> None:
     out = io.StringIO()
-    view = RunView(out)
+    view = RunView(out, tools=BUILTINS.values())
     partial = AssistantMessage(content=[])
     view.event(MessageStartEvent(message=partial))
     for kind, delta in [("thinking_start", None), ("thinking_delta", "hmm"),
@@ -129,7 +142,7 @@ def test_styled_output_colours_errors_and_diff_lines() -> None:
             return True
 
     out = Tty()
-    view = RunView(out)
+    view = RunView(out, tools=BUILTINS.values())
     assert view.styled
     view.event(start("e", "edit", {"path": "a.py"}))
     result = AgentToolResult(
@@ -145,14 +158,15 @@ def test_styled_output_colours_errors_and_diff_lines() -> None:
         "\x1b[2m  Successfully replaced 1 block(s) in a.py.\x1b[0m\n"
         "\x1b[31m  -1 old\x1b[0m\n"
         "\x1b[32m  +1 new\x1b[0m\n"
-        '\x1b[1;36m• read {"path":"x"}\x1b[0m\n'
+        "\x1b[1;36m• read x\x1b[0m\n"
         "\x1b[31m  ENOENT\x1b[0m\n"
     )
 
 
 def test_call_summary_and_closing_line() -> None:
-    assert call_summary("bash", {"command": "ls -l"}) == "bash $ ls -l"
-    assert call_summary("write", {"path": "a", "content": "x"}) == "write a"
+    assert call_summary("bash", {"command": "ls -l"}, BUILTINS["bash"]) == "bash $ ls -l"
+    assert call_summary("write", {"path": "a", "content": "x"}, BUILTINS["write"]) == "write a"
+    assert call_summary("bash", {"command": "ls -l"}) == 'bash {"command":"ls -l"}'
     assert call_summary("grep", {"pattern": "é"}) == 'grep {"pattern":"é"}'
     assert call_summary("x", None) == "x"
     assert closing_line(1, 1, 1, 0.04) == "1 turn, 1 tool call, 1 error, 0.0s"
@@ -166,14 +180,20 @@ def test_a_tools_render_call_names_its_header_and_a_failing_one_falls_back() -> 
     def broken(args: object) -> str:
         raise RuntimeError("renderer bug")
 
+    async def execute(tool_call_id: str, params: object, on_update: object = None) -> object:
+        raise AssertionError("not called")
+
+    def stub(name: str, render_call: object) -> AgentTool:
+        return AgentTool(name, "", {}, execute, render_call=render_call)  # type: ignore[arg-type]
+
     out = io.StringIO()
     view = RunView(
         out,
-        render_calls={
-            "read": lambda args: f"read {args['path']}",
-            "grep": broken,
-            "ls": lambda a: "",
-        },
+        tools=[
+            stub("read", lambda args: f"read {args['path']}"),
+            stub("grep", broken),
+            stub("ls", lambda a: ""),
+        ],
     )
     for index, (name, args) in enumerate(
         [("read", {"path": "a.txt"}), ("grep", {"pattern": "x"}), ("ls", {})]

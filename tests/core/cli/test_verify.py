@@ -8,16 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import Result, write_jsonl
+from cli_helpers import Result, call, write_jsonl
 
 from pi_core._cli.verify import normalise
 
 REC = "/rec/ws"
 BUILTINS = ("-p", "pi_builtin_tools.plugin")
-
-
-def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
 
 
 def assistant(*calls: dict[str, Any], stop: str = "toolUse") -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Atomic file replacement (port decision 8; seed §十二).
+"""Atomic file replacement (``docs/explanation/differences.md``).
 
 :func:`atomic_write_bytes` writes a temporary file in the same directory as the target, fsyncs
 it, and renames it over the target, so a concurrent reader sees the old or the new content and
@@ -12,6 +12,8 @@ import errno
 import os
 import secrets
 import stat
+
+from pi_core._backend_kit.interprocess import register_temp_file, unregister_temp_file
 
 
 def _target_of(path: str) -> str:
@@ -29,6 +31,11 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
     * an existing file keeps its permission bits (and owner when running as root); a new file
       gets ``0o666`` minus the umask, as ``open(path, "w")`` would;
     * a symlink is followed: its (final) target is replaced and the link stays a link;
+    * only a regular file is replaced: an existing device, FIFO or socket raises
+      ``OSError(EINVAL)`` and is left as it is (``/dev/full`` stays a device);
+    * the temporary file is recorded in pi's state directory while it exists, so a process
+      killed mid-write leaves nothing the next session does not remove
+      (:mod:`pi_core._backend_kit.interprocess`);
     * on any failure the temporary file is removed and the ``OSError`` is raised with
       ``filename`` = ``path``: ``IsADirectoryError`` when ``path`` is a directory,
       ``FileNotFoundError`` when its directory is missing, ``PermissionError``, ...
@@ -42,11 +49,16 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
         raise type(exc)(exc.errno, exc.strerror, path) from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), path)
     directory, name = os.path.split(target)
-    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+    token = secrets.token_hex(6)
+    tmp = os.path.join(directory, f".{name}.{token}.tmp")
+    record = register_temp_file(token, tmp)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     except OSError as exc:
+        unregister_temp_file(record)
         raise type(exc)(exc.errno, exc.strerror, path) from None
     replaced = False
     try:
@@ -71,6 +83,7 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
         if not replaced:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+        unregister_temp_file(record)
     with contextlib.suppress(OSError):
         dir_fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY)
         try:

@@ -1,9 +1,16 @@
-"""The file mutation queue: edits and writes of one file run one after another (spec §6).
+"""The file mutation queue: edits and writes of one file run one after another.
 
 ``await with_file_mutation_queue(path, fn)`` runs ``await fn()`` once every earlier call for the
 same file has finished, and returns its result (or raises its exception). Calls for different
-files run in parallel. The queue is process-local (not an OS lock); edit and write use it, and a
-third-party tool that modifies files can join it the same way.
+files run in parallel. Edit and write use it, and a third-party tool that modifies files can
+join it the same way.
+
+Across processes: the shared :data:`default_queue` also holds an OS advisory lock on the key
+while ``fn`` runs (:func:`pi_core._backend_kit.interprocess.path_lock`: ``flock`` on a lock file
+in pi's per-user state directory, never beside the file), so several pi processes on one
+machine editing one file run one after another and lose no update. Limits: only pi processes of
+this machine take it (not two machines sharing a network file system or a remote backend's
+host, not an editor).
 
 Key: ``os.path.realpath`` of the absolute path: the real path for an existing file (a symlink
 and its target share one queue) and the resolved absolute path otherwise. A backend whose files
@@ -23,7 +30,7 @@ contains U+00A0) always share one queue.
 Cancellation: a call still waiting leaves the queue at once. A call whose ``fn`` is running
 keeps the queue until ``fn`` returns or raises; steps that must finish even on abort (the write
 in flight) run under :func:`run_shielded`, so an aborted write settles before the next caller of
-the same file starts (seed §十二; spec §6, scenarios 168–169).
+the same file starts (``docs/explanation/mutation-queue.md``).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from typing import Any, TypeVar
 
 import trio
 
+from pi_core._backend_kit.interprocess import path_lock
 from pi_core._backend_kit.operations import FileOperations
 from pi_core._backend_kit.paths import resolve_existing_path
 
@@ -56,12 +64,14 @@ class FileMutationQueue:
     """Per-key FIFO serialisation of async callables. :data:`default_queue` is the shared one.
 
     Each key holds a chain of entries; an entry runs when every entry registered before it on
-    the same key has finished or given up waiting (cancelled before its turn).
+    the same key has finished or given up waiting (cancelled before its turn). With
+    ``interprocess=True`` an entry also holds the key's OS lock while it runs (see the module).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, interprocess: bool = False) -> None:
         self._tails: dict[str, _Entry] = {}
         self._registration = trio.Lock()
+        self._interprocess = interprocess
 
     @staticmethod
     def key_for(path: str) -> str:
@@ -91,7 +101,10 @@ class FileMutationQueue:
         try:
             while entry.prev is not None:
                 await entry.prev.done.wait()
-            return await fn()
+            if not self._interprocess:
+                return await fn()
+            async with path_lock(entry.key):
+                return await fn()
         finally:
             self._unlink(entry)
 
@@ -132,14 +145,14 @@ class FileMutationQueue:
         return {"keys": len(self._tails), "registered": registered}
 
 
-default_queue = FileMutationQueue()
-"""The process-wide queue that edit, write and third-party tools share."""
+default_queue = FileMutationQueue(interprocess=True)
+"""The process-wide queue that edit, write and third-party tools share (with the OS lock)."""
 
 
 async def with_file_mutation_queue(
     path: str, fn: Callable[[], Awaitable[T]], *, key: str | None = None
 ) -> T:
-    """Run ``await fn()`` serialised with every other mutation of the same file (spec §6).
+    """Run ``await fn()`` serialised with every other mutation of the same file.
 
     ``path``: the file (absolute, or relative to the process cwd); ``key`` overrides the queue
     key (backends whose files are not local). Returns ``fn``'s result; raises its exception.
@@ -164,7 +177,7 @@ async def with_tool_path_mutation_queue(
     operations: FileOperations,
     fn: Callable[[str], Awaitable[T]],
 ) -> T:
-    """Run ``await fn(path)`` in the queue of the file a tool's ``path`` argument names (spec §6).
+    """Run ``await fn(path)`` in the queue of the file a tool's ``path`` argument names.
 
     ``path`` is ``resolve_existing_path(raw_path, cwd, operations, for_read=False)`` (port
     decision 9); the key is ``operations.realpath(path)`` (symlinks resolved, the missing rest
@@ -187,7 +200,7 @@ async def with_tool_path_mutation_queue(
 async def run_shielded(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """``await fn(*args)`` shielded from cancellation, then raise ``Cancelled`` if the caller was
     cancelled meanwhile: the step finishes (a write lands whole) and the abort is still seen
-    right after it (seed §十二: abort is checked after every awaited file-system step)."""
+    right after it (as Pi, abort is checked after every awaited file-system step)."""
     with trio.CancelScope(shield=True):
         result = await fn(*args)
     await trio.lowlevel.checkpoint_if_cancelled()

@@ -1,4 +1,4 @@
-"""Backend protocols: where bash commands run and where file tools do their I/O (DESIGN §2).
+"""Backend protocols: where bash commands run and where file tools do their I/O.
 
 A backend plugin (SSH, containers, bubblewrap) implements these and returns an instance from
 ``pi_bash_operations`` / ``pi_file_operations``; it depends on ``pi_core`` alone. Both are shaped
@@ -14,7 +14,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 @runtime_checkable
 class BashOperations(Protocol):
-    """Runs one shell command (seed §十五).
+    """Runs one shell command.
 
     ``exec(command, cwd, *, on_data, env, timeout)`` runs ``command`` in ``cwd`` with ``env``
     (``None``: the backend's own environment), stdin closed, and streams stdout and stderr,
@@ -62,11 +62,14 @@ class CommandOutput:
 
 @runtime_checkable
 class FileOperations(Protocol):
-    """The file I/O of read, write, edit, ls, find and grep (seed §十一–§十四).
+    """The file I/O of read, write, edit, ls, find and grep.
 
     Paths are absolute paths on the backend's file system. Failures raise ``OSError``
     subclasses with ``errno`` set (``FileNotFoundError``, ``IsADirectoryError``,
     ``NotADirectoryError``, ``PermissionError``), so tools can word Pi's Node-style errors.
+    ``read_bytes`` and ``write_bytes`` of a device, FIFO or socket (symlinks followed) raise
+    ``OSError`` with ``errno.EINVAL`` at once: it is never opened for a blocking read and never
+    replaced (``pi_core.testing.file_contract`` checks it).
     """
 
     async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:

@@ -1,4 +1,4 @@
-"""Path resolution of the file tools (seed §十一; spec §3; port decision 9).
+"""Path resolution of the file tools (the exact path first: ``docs/explanation/differences.md``).
 
 A tool's ``path`` argument is resolved against the session cwd: one leading ``@`` is dropped,
 ``~`` and ``~/rest`` expand to the home directory, ``file://`` URLs become local paths, and the
@@ -39,7 +39,7 @@ def _home() -> str:
 
 def expand_path(p: str, *, normalize_spaces: bool = True) -> str:
     """Drop one leading ``@``, turn special spaces into U+0020 (unless ``normalize_spaces`` is
-    false), expand ``~``/``~/rest`` and ``file://`` URLs (spec §3.1). ``~user`` is not expanded.
+    false), expand ``~``/``~/rest`` and ``file://`` URLs. ``~user`` is not expanded.
     """
     if p.startswith("@"):
         p = p[1:]
@@ -59,7 +59,7 @@ def resolve_to_cwd(p: str, cwd: str, *, normalize_spaces: bool = True) -> str:
 
     This is Pi's ``resolveToCwd`` (special spaces normalised first). A tool that must find an
     existing file whose name really contains such a space uses :func:`resolve_existing_path`,
-    which tries the path as given first (port decision 9).
+    which tries the path as given first.
     """
     expanded = expand_path(p, normalize_spaces=normalize_spaces)
     joined = expanded if posixpath.isabs(expanded) else posixpath.join(cwd, expanded)
@@ -81,7 +81,7 @@ def path_candidates(p: str, cwd: str, *, for_read: bool = True) -> list[str]:
     """Every path :func:`resolve_existing_path` tries, in order, without duplicates.
 
     The first is the path as given; the second the space-normalised one (the answer when none
-    exists). With ``for_read`` the §3.2 variants of the space-normalised path follow.
+    exists). With ``for_read`` Pi's read fallbacks of the space-normalised path follow.
     """
     exact = resolve_to_cwd(p, cwd, normalize_spaces=False)
     spaced = resolve_to_cwd(p, cwd)
@@ -113,7 +113,7 @@ async def path_exists(path: str, ops: FileOperations) -> bool:
 async def resolve_existing_path(
     p: str, cwd: str, ops: FileOperations, *, for_read: bool = True
 ) -> str:
-    """The absolute path a tool should use for its ``path`` argument (port decision 9).
+    """The absolute path a tool should use for its ``path`` argument.
 
     Returns the first candidate of :func:`path_candidates` that exists on ``ops``; when none
     does (a new file for write, a missing file for read), the space-normalised path, so the

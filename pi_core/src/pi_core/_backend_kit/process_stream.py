@@ -1,6 +1,6 @@
 """Streaming one local process's output pipe, for every :class:`~pi_core._backend_kit.operations.BashOperations`
 backend that runs a local process (the local bash backend; the sandbox's ``bwrap`` and
-``podman exec`` clients) (DESIGN §1, §2; seed §十五).
+``podman exec`` clients).
 
 :func:`stream_process` reads the process's merged output pipe, hands each chunk to ``on_data``
 as raw bytes, waits for the exit, applies the timeout, and calls the backend's ``kill`` (shielded)

@@ -1,4 +1,4 @@
-"""The ``pi`` command (DESIGN §5).
+"""The ``pi`` command (``docs/reference/cli.md``).
 
 ::
 
@@ -6,7 +6,7 @@
 
     pi plugins [--json]
     pi tools [--cwd DIR] [--json]
-    pi call TOOL ARGS_JSON [--cwd DIR] [--id ID] [--json]
+    pi call TOOL ARGS_JSON|-|@FILE [--cwd DIR] [--id ID] [--json]
     pi replay FILE [--cwd DIR] [--json] [--events] [--sequential]
     pi replay FILE --verify [--cwd DIR] [--json] [--seed-from-reads] [--bash run|recorded]
               [--map-cwd OLD=NEW]...
@@ -30,7 +30,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, cast
 
 from pi_core._cli.commands import cmd_call, cmd_plugins, cmd_tools
 from pi_core._cli.context import CommandContext
@@ -41,6 +41,7 @@ from pi_core._cli.parser import (
     build_parser,
     global_options,
 )
+from pi_core._cli.terminal import SanitisedStream
 from pi_core._errors import PiError
 from pi_core._plugins.contexts import CommandInvocation, PluginCommand
 from pi_core._plugins.facade import PluginHooks
@@ -88,8 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     if argv is not None:
         return run(list(argv))
-    _prepare_process()
-    status = run(sys.argv[1:])
+    stdin = _prepare_process()
+    try:
+        status = run(sys.argv[1:], stdin=stdin)
+    finally:
+        if stdin is not None:
+            stdin.close()
     try:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):
@@ -98,14 +103,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(
-    argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] | None = None
+    argv: Sequence[str],
+    *,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+    stdin: IO[bytes] | None = None,
 ) -> int:
-    """Parse ``argv``, run the command, and map every failure to its exit status."""
+    """Parse ``argv``, run the command, and map every failure to its exit status. ``stdin``:
+    what ``pi call TOOL -`` reads (default: the process's standard input)."""
     out = stdout if stdout is not None else sys.stdout
-    err = stderr if stderr is not None else sys.stderr
+    # every message on stderr (errors, plugin failure reports, tracebacks) is sanitised
+    err = cast(IO[str], SanitisedStream(stderr if stderr is not None else sys.stderr))
     try:
         options, word = global_options(argv)
-        ctx = CommandContext(args=options, stdout=out, stderr=err)
+        ctx = CommandContext(args=options, stdout=out, stderr=err, stdin=stdin)
         extra: dict[str, PluginCommand] = {}
         if word is None:
             # no command (bare ``pi``, ``pi --help``): list the plugins' commands too, if the
@@ -168,23 +179,31 @@ def _error(err: IO[str], message: str) -> int:
     return EXIT_USAGE
 
 
-def _prepare_process() -> None:
+def _prepare_process() -> IO[bytes] | None:
     """UTF-8 output whatever the locale; stdin from /dev/null (a replayed command must not
-    read the terminal, spec'd by ``../cases``)."""
+    read the terminal, spec'd by ``../cases``). Returns the original stdin (a duplicate, closed
+    on exec so no child inherits it) for ``pi call TOOL -``, ``None`` if there was none."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(encoding="utf-8", errors="backslashreplace")
+    # what plugins and warnings write to sys.stderr is sanitised too (pi's stderr is plain text)
+    sys.stderr = SanitisedStream(sys.stderr)
+    try:
+        original: IO[bytes] | None = os.fdopen(os.dup(0), "rb")  # os.dup: not inheritable
+    except OSError:
+        original = None
     try:
         devnull = os.open(os.devnull, os.O_RDONLY)
     except OSError:
-        return
+        return original
     try:
         os.dup2(devnull, 0)
     except OSError:
         pass
     finally:
         os.close(devnull)
+    return original
 
 
 def _silence_stdout() -> None:

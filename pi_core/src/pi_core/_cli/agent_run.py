@@ -1,5 +1,5 @@
 """``pi run [PROMPT] [--model PROVIDER:MODEL] [--tools a,b] [--max-turns N] [--cwd DIR] [--json]
-[--session FILE] [--base-url URL]``: the full agent loop against a model (issue 5 item 2).
+[--session FILE] [--base-url URL]``: the full agent loop against a model.
 
 * The model comes from the providers plugins register (``pi_register_providers``; built in:
   ``scripted:FILE``, ``openai:MODEL``, ``anthropic:MODEL``); ``--base-url`` is passed to the
@@ -28,7 +28,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pi_core._cli.context import CommandContext
-from pi_core._cli.interrupt import run_interruptible
+from pi_core._cli.interrupt import run_in_session
 from pi_core._cli.output import write_json_line
 from pi_core._cli.parser import UsageError
 from pi_core._cli.session_writer import SessionWriter, open_session_file
@@ -107,7 +107,7 @@ def cmd_run(ctx: CommandContext) -> int:
         if args.model is None:
             cwd = prepare_workspace(project, target)
         provider = resolve_provider(ctx, spec)
-        session = ctx.session(cwd)
+        session = ctx.session(cwd, "run")
         tools = select_tools(session.tools, args.tools)
         config = ctx.loop_config(session)
     except BaseException:
@@ -118,12 +118,7 @@ def cmd_run(ctx: CommandContext) -> int:
     config.provider = provider
     provider_name, _, model_id = spec.partition(":")
     writer.model_change(provider_name, model_id)
-    render_calls = {
-        tool.name: tool.definition.render_call
-        for tool in tools
-        if tool.definition is not None and tool.definition.render_call is not None
-    }
-    view = None if args.json else RunView(ctx.stdout, render_calls=render_calls)
+    view = None if args.json else RunView(ctx.stdout, tools=tools)
     if args.json:
         write_json_line(ctx.stdout, writer.header)
     else:
@@ -161,10 +156,14 @@ def cmd_run(ctx: CommandContext) -> int:
 
     async def run(abort: Abort) -> None:
         await run_agent_loop([prompt], context, config, emit, abort=abort)
+        if last_stop == ["error"]:
+            session.outcome = "error"
+        elif last_stop == ["aborted"]:
+            session.outcome = "aborted"
 
     started = time.monotonic()
     try:
-        interrupted = run_interruptible(run)
+        interrupted = run_in_session(session, run)
     finally:
         writer.close()
     if view is not None:

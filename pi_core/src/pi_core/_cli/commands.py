@@ -5,11 +5,12 @@ returns the exit status; unusable input raises :class:`~pi_core._cli.parser.Usag
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import IO, TYPE_CHECKING, Any
 
 from pi_core._abort import Abort
 from pi_core._cli.context import CommandContext
-from pi_core._cli.interrupt import run_interruptible
+from pi_core._cli.interrupt import run_in_session
 from pi_core._cli.output import write_json, write_json_line
 from pi_core._cli.parser import UsageError
 from pi_core._pipeline.config import AgentContext
@@ -62,8 +63,13 @@ def cmd_tools(ctx: CommandContext) -> int:
 
     ``--json``: a JSON list of :func:`tool_info` objects.
     """
-    session = ctx.session(ctx.cwd())
+    session = ctx.session(ctx.cwd(), "tools")
     infos = [tool_info(tool) for tool in session.tools]
+
+    async def nothing(abort: Abort) -> None:
+        pass
+
+    run_in_session(session, nothing)  # the backends may hold something to release
     if ctx.args.json:
         write_json(ctx.stdout, infos)
     else:
@@ -76,29 +82,63 @@ def cmd_tools(ctx: CommandContext) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def parse_arguments_json(text: str) -> Any:
+MAX_ARGS_JSON_BYTES = 64 * 1024 * 1024
+"""The most ``pi call`` reads of an ARGS_JSON file or of stdin (64 MiB)."""
+
+
+def parse_arguments_json(text: str, source: str = "ARGS_JSON") -> Any:
     """The ``ARGS_JSON`` of ``pi call``: any JSON value (the pipeline validates it); invalid
-    JSON is a usage error."""
+    JSON is a usage error (``SOURCE is not valid JSON: ...``)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise UsageError(
-            f"ARGS_JSON is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
+            f"{source} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
         ) from None
+
+
+def read_arguments_json(argument: str, stdin: IO[bytes] | None) -> Any:
+    """``pi call``'s ARGS_JSON: the JSON text itself, ``-`` (read from ``stdin``, default the
+    process's standard input) or ``@FILE`` (read from FILE). Each is UTF-8 JSON of at most
+    :data:`MAX_ARGS_JSON_BYTES`; anything else is a usage error of one line."""
+    if argument == "-":
+        source = "ARGS_JSON - (stdin)"
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        data = stream.read(MAX_ARGS_JSON_BYTES + 1)
+    elif argument.startswith("@"):
+        source = f"ARGS_JSON {argument}"
+        name = argument[1:]
+        if not name:
+            raise UsageError(f"{source}: a file name must follow '@'")
+        try:
+            with open(name, "rb") as file:
+                data = file.read(MAX_ARGS_JSON_BYTES + 1)
+        except OSError as e:
+            raise UsageError(f"{source}: cannot read: {e.strerror or e}") from None
+    else:
+        return parse_arguments_json(argument)
+    if len(data) > MAX_ARGS_JSON_BYTES:
+        raise UsageError(f"{source}: larger than {MAX_ARGS_JSON_BYTES // (1024 * 1024)} MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{source} is not valid UTF-8") from None
+    return parse_arguments_json(text, source)
 
 
 def cmd_call(ctx: CommandContext) -> int:
     """``pi call TOOL ARGS_JSON [--cwd DIR] [--id ID] [--json]``: one call through the whole
-    pipeline (prepare, validate, before hooks, execute, after hooks), no events.
+    pipeline (prepare, validate, before hooks, execute, after hooks), no events. ARGS_JSON may
+    be ``-`` (JSON on stdin) or ``@FILE`` (:func:`read_arguments_json`).
 
     Prints the ToolResultMessage (one compact JSON line with ``--json``; otherwise its content,
     after a call header on a terminal).
     Exit status 1 when it ``isError`` (an unknown tool is the error result
     ``Tool NAME not found``), else 0.
     """
-    arguments = parse_arguments_json(ctx.args.arguments)
+    arguments = read_arguments_json(ctx.args.arguments, ctx.stdin)
     cwd = ctx.cwd()
-    session = ctx.session(cwd)
+    session = ctx.session(cwd, "call")
     config = ctx.loop_config(session)
     tool_call = ToolCall(id=ctx.args.id, name=ctx.args.tool, arguments=arguments)
 
@@ -113,7 +153,7 @@ def cmd_call(ctx: CommandContext) -> int:
             await run_tool_call(tool_call, context, config, assistant_message=message, abort=abort)
         )
 
-    interrupted = run_interruptible(call)
+    interrupted = run_in_session(session, call)
     if not outcomes:
         return 130
     outcome = outcomes[0]
@@ -121,7 +161,8 @@ def cmd_call(ctx: CommandContext) -> int:
     if ctx.args.json:
         write_json_line(ctx.stdout, message.to_json_dict())
     else:
-        ctx.renderer.call_result(message, arguments)
+        by_name = {t.name: t for t in session.tools}
+        ctx.renderer.call_result(message, arguments, by_name.get(tool_call.name))
     if interrupted:
         return 130
     return 1 if message.is_error else 0
@@ -132,5 +173,6 @@ __all__ = [
     "cmd_plugins",
     "cmd_tools",
     "parse_arguments_json",
+    "read_arguments_json",
     "tool_info",
 ]

@@ -31,6 +31,10 @@ class CommandContext:
     stdout: IO[str]
     stderr: IO[str]
     _renderer: Any = field(default=None, repr=False)
+    stdin: IO[bytes] | None = None
+    """The standard input ``pi`` started with, for ``pi call TOOL -`` (``None``: the process's
+    own): the console script points the process's stdin at ``/dev/null`` so no tool reads the
+    terminal, and keeps the original here."""
 
     @cached_property
     def config(self) -> PiConfig:
@@ -41,7 +45,12 @@ class CommandContext:
     def plugin_manager(self) -> PiPluginManager:
         """Installed plugins minus ``--no-plugin``, plus ``-p MODULE``."""
         self.config  # noqa: B018 - load (and validate) the config before importing plugins
-        return make_plugin_manager(block=self.args.no_plugin, plugins=self.args.plugins)
+        return make_plugin_manager(
+            block=self.args.no_plugin,
+            plugins=self.args.plugins,
+            trace_hooks=bool(getattr(self.args, "trace_hooks", False)),
+            trace_stream=self.stderr,
+        )
 
     @property
     def renderer(self) -> Renderer:
@@ -64,13 +73,14 @@ class CommandContext:
             raise UsageError(f"--cwd {given}: {reason}")
         return os.path.abspath(given)
 
-    def session(self, cwd: str) -> Session:
-        """The session (tools and hooks) of ``cwd`` from the loaded plugins."""
+    def session(self, cwd: str, host: str) -> Session:
+        """The session (tools and hooks) of ``cwd`` from the loaded plugins, for the command
+        ``host`` (``"call"``, ``"replay"``, ``"run"``, ``"tools"``)."""
         from pi_core._plugins.session import build_session
 
         pm = self.plugin_manager
         try:
-            return build_session(pm, cwd, self.config.data)
+            return build_session(pm, cwd, self.config.data, host=host)
         except PiError:
             raise
         except Exception as e:  # a plugin's hook raised while setting the session up
@@ -79,9 +89,12 @@ class CommandContext:
             ) from e
 
     def loop_config(self, session: Session) -> LoopConfig:
-        """A :class:`LoopConfig` with the ``[pi]`` settings and the session's hooks."""
+        """A :class:`LoopConfig` with the ``[pi]`` settings, the session's hooks and tool set
+        (system messages declare tool changes)."""
         config = self.config.apply_to(LoopConfig())
         session.hooks.apply_to(config)
+        config.tool_set = session.tool_set
+        config.declare_tool_changes = True
         return config
 
 

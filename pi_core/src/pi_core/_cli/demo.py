@@ -1,4 +1,4 @@
-"""The embedded default of ``pi run`` (issue 5 item 6): without ``--model``, ``pi run`` plays
+"""The embedded default of ``pi run``: without ``--model``, ``pi run`` plays
 ``docs/examples/demo-session.jsonl`` (``scripted:``) in a copy of the example project
 ``docs/examples/demo/`` -- a fresh temporary folder, or ``--cwd DIR`` (the project's files are
 copied into it; the demo never overwrites a file: when one it would copy exists already, nothing

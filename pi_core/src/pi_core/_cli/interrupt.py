@@ -13,11 +13,14 @@ import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
 from pi_core._abort import Abort
+
+if TYPE_CHECKING:
+    from pi_core._plugins.session import Session
 
 T = TypeVar("T")
 
@@ -74,4 +77,20 @@ def run_interruptible(work: Callable[[Abort], Awaitable[T]]) -> bool:
     return interrupted
 
 
-__all__ = ["run_interruptible"]
+def run_in_session(session: Session, work: Callable[[Abort], Awaitable[None]]) -> bool:
+    """:func:`run_interruptible` of ``work`` inside ``async with session:`` (``pi_session_start``
+    before it, ``pi_session_end`` after it on every exit path); a Ctrl-C makes the session's
+    end reason ``"interrupted"``. Returns whether SIGINT arrived."""
+
+    async def in_session(abort: Abort) -> None:
+        async with session:
+            try:
+                await work(abort)
+            finally:
+                if abort.aborted:
+                    session.outcome = "interrupted"
+
+    return run_interruptible(in_session)
+
+
+__all__ = ["run_in_session", "run_interruptible"]

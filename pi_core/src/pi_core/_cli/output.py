@@ -4,19 +4,29 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import IO, Any
+
+from pi_core._cli.terminal import BIDI_CONTROLS
+
+_RAW_CONTROLS = re.compile("[\u007f-\u009f" + "".join(chr(c) for c in BIDI_CONTROLS) + "]")
 
 
 def json_text(value: Any, *, indent: int | None = None) -> str:
     """``value`` as JSON: compact (``{"a":1}``) without ``indent``; non-ASCII characters kept,
-    except when the text holds lone surrogates (not encodable as UTF-8), which are escaped."""
+    except when the text holds lone surrogates (not encodable as UTF-8), which are escaped.
+
+    No control character is written raw: ``json.dumps`` escapes C0 controls (``\\u001b``),
+    and DEL, C1 controls and bidi controls are escaped here (``\\u009b``, ``\\u202e``): the
+    same JSON value, safe on a terminal."""
     separators = (",", ":") if indent is None else (",", ": ")
     text = json.dumps(value, ensure_ascii=False, separators=separators, indent=indent)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = json.dumps(value, ensure_ascii=True, separators=separators, indent=indent)
-    return text
+    # outside strings JSON holds no such character, so each one found is inside a string
+    return _RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def write_json_line(out: IO[str], value: Any) -> None:

@@ -1,4 +1,4 @@
-"""The argument parser of ``pi`` (DESIGN §5): global options, then a command.
+"""The argument parser of ``pi``: global options, then a command.
 
 Usage errors never print a usage block or a traceback: :class:`PiArgumentParser` raises
 :class:`UsageError` with argparse's one-line message, which ``main`` prints as
@@ -50,8 +50,16 @@ class PiArgumentParser(argparse.ArgumentParser):
         raise ParserExit(status)
 
     def print_help(self, file: Any = None) -> None:
-        """Help goes to the stdout ``main`` was given."""
-        super().print_help(file if file is not None else self._stdout)
+        """Help goes to the stdout ``main`` was given, sanitised (plugin commands add their
+        own help texts)."""
+        from pi_core._cli.terminal import sanitise
+
+        out = file if file is not None else self._stdout
+        if out is None:
+            import sys
+
+            out = sys.stdout
+        out.write(sanitise(self.format_help()))
 
 
 DESCRIPTION = (
@@ -99,6 +107,13 @@ def build_parser(
         dest="plugins",
         help="load the plugin MODULE (an entry-point name or an import path; repeatable)",
     )
+    parser.add_argument(
+        "--trace-hooks",
+        action="store_true",
+        dest="trace_hooks",
+        help="print every hook implementation call to stderr: hook, plugin, duration, result "
+        "(also PI_DEBUG_HOOKS=1)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
     def command(name: str, help: str) -> PiArgumentParser:
@@ -116,7 +131,11 @@ def build_parser(
 
     call = command("call", "run one tool call through the whole pipeline")
     call.add_argument("tool", metavar="TOOL", help="tool name")
-    call.add_argument("arguments", metavar="ARGS_JSON", help="the call's arguments as JSON")
+    call.add_argument(
+        "arguments",
+        metavar="ARGS_JSON",
+        help="the call's arguments as JSON; - reads them from stdin, @FILE from FILE",
+    )
     call.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
     call.add_argument("--id", metavar="ID", default="call-1", help="tool call id (default: call-1)")
     call.add_argument(
@@ -138,7 +157,36 @@ def build_parser(
         action="store_true",
         help="print every agent event as JSON Lines (from the first tool execution on)",
     )
-    replay.add_argument("--sequential", action="store_true", help="run every batch sequentially")
+    replay.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run every batch sequentially (nested calls too)",
+    )
+    replay.add_argument(
+        "--exposure",
+        metavar="NAME=LEVEL,...",
+        action="append",
+        default=[],
+        help="set tools' exposure (direct, model-only, codemode, deferred, hidden; repeatable)",
+    )
+    replay.add_argument(
+        "--tool-search",
+        action="store_true",
+        dest="tool_search",
+        help="activate the tool_search tool (it loads deferred tools)",
+    )
+    replay.add_argument(
+        "--codemode",
+        action="store_true",
+        help="activate the codemode tool (not available yet: an error)",
+    )
+    replay.add_argument(
+        "--respect-replay-policy",
+        action="store_true",
+        dest="respect_replay_policy",
+        help='do not re-execute tools declared replay="never" (bash, write, edit): report the '
+        "recorded result instead (a notice on stderr)",
+    )
     replay.add_argument(
         "--verify",
         action="store_true",
@@ -201,12 +249,13 @@ def global_options(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]
     pre.add_argument("--config")
     pre.add_argument("--no-plugin", action="append", default=[], dest="no_plugin")
     pre.add_argument("-p", action="append", default=[], dest="plugins")
+    pre.add_argument("--trace-hooks", action="store_true", dest="trace_hooks")
     pre.add_argument("command", nargs="?")
     pre.add_argument("rest", nargs=argparse.REMAINDER)
     try:
         options, _ = pre.parse_known_args(list(argv))
     except (argparse.ArgumentError, SystemExit):
-        return argparse.Namespace(config=None, no_plugin=[], plugins=[]), None
+        return argparse.Namespace(config=None, no_plugin=[], plugins=[], trace_hooks=False), None
     command = options.command
     del options.command, options.rest
     return options, command

@@ -1,4 +1,4 @@
-"""What ``pi`` prints when it is not asked for JSON (DESIGN §5).
+"""What ``pi`` prints when it is not asked for JSON (``docs/reference/cli.md``).
 
 On a terminal the output is styled with rich (tool call header in bold, errors in red); when
 stdout is not a terminal it is plain text, exactly as below, so it can be piped and tested.
@@ -35,9 +35,11 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from pi_core._cli.terminal import TerminalWriter, is_terminal
+from pi_core._tools.format import format_size
 from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,
@@ -48,22 +50,7 @@ from pi_core._wire.messages import (
 )
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
-
-def format_size(n: int) -> str:
-    """Pi's ``formatSize``: ``512B``, ``1.3KB``, ``2.0MB`` (one decimal, half up)."""
-    if n < 1024:
-        return f"{n}B"
-    if n < 1024 * 1024:
-        return f"{_half_up(n / 1024)}KB"
-    return f"{_half_up(n / (1024 * 1024))}MB"
-
-
-def _half_up(value: float) -> str:
-    from decimal import ROUND_HALF_UP, Decimal
-
-    return str(Decimal(value).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+    from pi_core._tools.definition import AgentTool
 
 
 def compact_json(value: Any) -> str:
@@ -100,111 +87,127 @@ def _with_newline(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
+def _render_with(render: Callable[[Any], Any] | None, value: Any) -> str | None:
+    """``render(value)`` when it is a non-empty string; ``None`` when there is no renderer, it
+    raises or returns anything else (a plugin's renderer must not break pi's output)."""
+    if render is None:
+        return None
+    try:
+        text = render(value)
+    except Exception:
+        return None
+    return text if isinstance(text, str) and text else None
+
+
+def call_header(tool: AgentTool | None, name: str, args: Any) -> str:
+    """A call as one line: the tool's ``render_call`` (on shortened arguments) when it has one
+    that works, else ``NAME {compact JSON arguments}`` (``NAME`` alone without arguments)."""
+    shown = shorten_arguments(args)
+    rendered = _render_with(tool.render_call if tool is not None else None, shown)
+    if rendered is not None:
+        return rendered
+    return name if args is None else f"{name} {compact_json(shown)}"
+
+
+def rendered_result(tool: AgentTool | None, result: AgentToolResult) -> str | None:
+    """The tool's ``render_result`` of ``result``, or ``None`` (no renderer, or it failed)."""
+    return _render_with(tool.render_result if tool is not None else None, result)
+
+
 class Renderer:
-    """Writes human-readable output to ``file``: rich styling when ``styled`` (default: when
-    ``file`` is a terminal), plain text otherwise."""
+    """Writes human-readable output to ``file`` through one
+    :class:`~pi_core._cli.terminal.TerminalWriter`: every text sanitised, rich styling when
+    ``styled`` (default: ``file`` is a terminal and ``NO_COLOR`` is unset), plain text
+    otherwise."""
 
     def __init__(self, file: IO[str], *, styled: bool | None = None) -> None:
         self.file = file
-        if styled is None:
-            isatty = getattr(file, "isatty", None)
-            styled = bool(isatty and isatty())
-        self.styled = styled
-        self.console: Console | None = None
-        if styled:  # rich is imported only when it is used (start-up time of JSON output)
-            from rich.console import Console
-
-            self.console = Console(
-                file=file,
-                force_terminal=True,
-                highlight=False,
-                soft_wrap=True,
-                emoji=False,
-                markup=False,
-            )
+        self.out = TerminalWriter(file, styled=styled)
+        self.styled = self.out.styled
+        self.console = self.out.console
+        #: a person reads the output (a terminal, styled or not): ``pi call`` shows the header
+        self.terminal = self.styled or is_terminal(file)
         self._results = 0
 
     # -- tool results ----------------------------------------------------------------------
 
-    def call_result(self, message: ToolResultMessage, arguments: Any = None) -> None:
-        """``pi call``: on a terminal the result with its call header; in plain text only the
-        result's content (what the model sees), so ``pi call ... > file`` keeps just that
-        (``isError`` is the exit status)."""
-        self.tool_result(message, arguments, header=self.styled)
+    def call_result(
+        self, message: ToolResultMessage, arguments: Any = None, tool: AgentTool | None = None
+    ) -> None:
+        """``pi call``: on a terminal the call header (the tool's ``render_call``) and the
+        result (its ``render_result``); in plain text only the result's content (what the
+        model sees), so ``pi call ... > file`` keeps just that (``isError`` is the exit
+        status)."""
+        self.tool_result(message, arguments, header=self.terminal, tool=tool)
 
     def tool_result(
-        self, message: ToolResultMessage, arguments: Any = None, *, header: bool = True
+        self,
+        message: ToolResultMessage,
+        arguments: Any = None,
+        *,
+        header: bool = True,
+        tool: AgentTool | None = None,
     ) -> None:
         """Print one tool result, after its call header unless ``header`` is false
-        (``arguments``: the call's raw arguments; ``None`` when unknown)."""
+        (``arguments``: the call's raw arguments; ``None`` when unknown). With ``tool`` its
+        ``render_call`` gives the header and its ``render_result`` the body."""
         if self._results:
-            self._write("\n")
+            self.out.write("\n")
         self._results += 1
-        shown = shorten_arguments(arguments)
-        header_args = "" if arguments is None else " " + compact_json(shown)
-        if self.console is None:
-            mark = " [error]" if message.is_error else ""
-            if header:
-                self._write(f"{message.tool_name}{header_args}{mark}\n")
+        error = bool(message.is_error)
+        if header:
+            if tool is not None:
+                title = call_header(tool, message.tool_name, arguments)
+                self.out.pieces((title, "bold red" if error else "bold cyan"))
+            else:
+                shown = shorten_arguments(arguments)
+                self.out.pieces(
+                    (message.tool_name, "bold red" if error else "bold cyan"),
+                    ("" if arguments is None else " " + compact_json(shown), "dim"),
+                )
+            self.out.pieces((" [error]" if error else "", "bold red"), ("\n", ""))
+        body_style = "red" if error else ""
+        rendered = None
+        if tool is not None:
+            result = AgentToolResult(
+                content=list(message.content), details=message.details, is_error=error
+            )
+            rendered = rendered_result(tool, result)
+        if rendered is not None:
+            self.out.pieces((_with_newline(rendered), body_style))
+        else:
             for block in message.content:
                 if isinstance(block, TextContent):
-                    self._write(_with_newline(block.text))
+                    self.out.pieces((_with_newline(block.text), body_style))
                 else:
-                    self._write(_image_label(block) + "\n")
-            self.file.flush()
-            return
-        from rich.text import Text
-
-        if header:
-            title = Text()
-            title.append(message.tool_name, style="bold red" if message.is_error else "bold cyan")
-            title.append(header_args, style="dim")
-            if message.is_error:
-                title.append(" [error]", style="bold red")
-            self.console.print(title)
-        for block in message.content:
-            if isinstance(block, TextContent):
-                body = block.text[:-1] if block.text.endswith("\n") else block.text
-                self.console.print(Text(body, style="red" if message.is_error else ""))
-            else:
-                self.console.print(Text(_image_label(block), style="magenta"))
-        self.file.flush()
+                    self.out.pieces((_image_label(block), "magenta"), ("\n", ""))
+        self.out.flush()
 
     # -- pi tools ----------------------------------------------------------------------------
 
     def tools(self, tools: Sequence[dict[str, Any]]) -> None:
         """Print tool descriptions; each item has the keys of ``pi tools --json``."""
         if not tools:
-            self._write("no tools registered\n")
+            self.out.write("no tools registered\n")
             return
         for index, info in enumerate(tools):
             if index:
-                self._write("\n")
+                self.out.write("\n")
             description = info["description"].strip("\n")
             parameters = compact_json(info["parameters"])
-            if self.console is None:
-                self._write(f"{info['name']} [{info['executionMode']}]\n")
-                for line in description.splitlines():
-                    self._write(f"  {line}\n" if line else "\n")
-                self._write(f"  parameters: {parameters}\n")
-                continue
-            from rich.text import Text
-
-            title = Text(info["name"], style="bold cyan")
-            title.append(f" [{info['executionMode']}]", style="dim")
-            self.console.print(title)
+            self.out.pieces(
+                (info["name"], "bold cyan"), (f" [{info['executionMode']}]", "dim"), ("\n", "")
+            )
             for line in description.splitlines():
-                self.console.print(Text("  " + line if line else ""))
-            params = Text("  parameters: ", style="dim")
-            params.append(parameters)
-            self.console.print(params)
+                self.out.write(f"  {line}\n" if line else "\n")
+            self.out.pieces(("  parameters: ", "dim"), (parameters, ""), ("\n", ""))
 
     # -- pi plugins --------------------------------------------------------------------------
 
     def plugins(self, plugins: Sequence[dict[str, Any]]) -> None:
         """Print the plugin table; each item has the keys of ``pi plugins --json``."""
         if not plugins:
-            self._write("no plugins loaded\n")
+            self.out.write("no plugins loaded\n")
             return
         rows = [
             [
@@ -215,24 +218,7 @@ class Renderer:
             ]
             for p in plugins
         ]
-        headers = ["name", "distribution", "version", "hooks"]
-        if self.console is None:
-            widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(3)]
-            for row in [headers, *rows]:
-                cells = [row[i].ljust(widths[i]) for i in range(3)]
-                self._write("  ".join([*cells, row[3]]) + "\n")
-            return
-        from rich.table import Table
-
-        table = Table(show_edge=False, box=None, header_style="bold")
-        for name in headers:
-            table.add_column(name)
-        for row in rows:
-            table.add_row(*row)
-        self.console.print(table)
-
-    def _write(self, text: str) -> None:
-        self.file.write(text)
+        self.out.table(["name", "distribution", "version", "hooks"], rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,21 +264,15 @@ def closing_line(turns: int, tool_calls: int, errors: int, seconds: float) -> st
     )
 
 
-def call_summary(name: str, args: Any) -> str:
-    """How ``pi run`` shows a call as it starts: ``bash $ COMMAND``; ``edit PATH`` and
-    ``write PATH`` (the diff or the result follows); other tools ``NAME {compact args}``; long
-    strings shortened by :func:`shorten_arguments`."""
-    args = shorten_arguments(args)
-    if isinstance(args, dict):
-        if name == "bash" and isinstance(args.get("command"), str):
-            return f"bash $ {args['command']}"
-        if name in ("edit", "write") and isinstance(args.get("path"), str):
-            return f"{name} {args['path']}"
-    return name if args is None else f"{name} {compact_json(args)}"
+def call_summary(name: str, args: Any, tool: AgentTool | None = None) -> str:
+    """How ``pi run`` shows a call as it starts: the tool's ``render_call`` (``bash $
+    COMMAND``, ``edit PATH``), else ``NAME {compact args}``; long strings shortened by
+    :func:`shorten_arguments` (:func:`call_header`)."""
+    return call_header(tool, name, args)
 
 
 class RunView:
-    """Renders the agent events of ``pi run`` on ``file`` as they come (issue 5 item 3).
+    """Renders the agent events of ``pi run`` on ``file`` as they come.
 
     Plain text (stdout not a terminal), each piece on its own lines::
 
@@ -323,11 +303,11 @@ class RunView:
         file: IO[str],
         *,
         styled: bool | None = None,
-        render_calls: Mapping[str, Callable[[Any], str]] | None = None,
+        tools: Iterable[AgentTool] = (),
     ) -> None:
-        #: a tool's own ``ToolDefinition.render_call`` by tool name, used for its header
-        #: instead of :func:`call_summary`
-        self.render_calls = dict(render_calls or {})
+        #: the run's tools by name: their declarations (``render_call``, ``render_result``,
+        #: ``streaming``) say how their calls and results look
+        self.tools = {t.name: t for t in tools}
         self.base = Renderer(file, styled=styled)
         self.file = file
         self.styled = self.base.styled
@@ -350,12 +330,7 @@ class RunView:
         if not text:
             return
         self._blank = text == "\n" and self._column0
-        if self.console is None:
-            self.file.write(text)
-        else:
-            from rich.text import Text
-
-            self.console.print(Text(text, style=style), end="")
+        self.base.out.write(text, style)
         self.file.flush()
         self._column0 = text.endswith("\n")
 
@@ -414,7 +389,8 @@ class RunView:
             self._running.append(event.tool_call_id)
             self._header(event.tool_call_id, event.tool_name, "• ")
         elif kind == "tool_execution_update":
-            if event.tool_name == "bash":
+            tool = self.tools.get(event.tool_name)
+            if tool is not None and tool.streaming:
                 self._bash_output(event.tool_call_id, event.tool_name, event.partial_result)
         elif kind == "tool_execution_end":
             if event.is_error:
@@ -434,16 +410,8 @@ class RunView:
 
     def _summary(self, name: str, args: Any) -> str:
         """The tool's ``render_call`` (on shortened arguments) when it has one and it works,
-        else :func:`call_summary`."""
-        render = self.render_calls.get(name)
-        if render is not None:
-            try:
-                text = render(shorten_arguments(args))
-            except Exception:  # a plugin's renderer must not break the run's display
-                text = None
-            if isinstance(text, str) and text:
-                return text
-        return call_summary(name, args)
+        else the generic summary (:func:`call_header`)."""
+        return call_header(self.tools.get(name), name, args)
 
     def _owner(self, call_id: str, name: str) -> None:
         if self._last_header != call_id:
@@ -506,20 +474,20 @@ class RunView:
         images = [b for b in result.content if isinstance(b, ImageContent)]
         error_style = "red" if event.is_error else ""
         self._owner(event.tool_call_id, event.tool_name)
-        if event.tool_name == "bash" and event.tool_call_id in self._shown:
+        tool = self.tools.get(event.tool_name)
+        streaming = tool is not None and tool.streaming
+        if streaming and event.tool_call_id in self._shown:
             shown = self._shown.pop(event.tool_call_id)
             start = _continuation(shown, text)
             rest = text[start:] if start is not None else text
             if rest.strip("\n"):
                 self._block(rest.strip("\n"), error_style)
             return
-        details = result.details if isinstance(result.details, dict) else {}
-        diff = details.get("diff")
-        if event.tool_name == "edit" and not event.is_error and isinstance(diff, str):
-            self._line(_indent(text.strip("\n")), "dim")
-            for line in diff.split("\n"):
+        rendered = rendered_result(tool, result)
+        if rendered is not None:
+            for line in rendered.strip("\n").split("\n"):
                 style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
-                self._line(_indent(line), style or "dim")
+                self._line(_indent(line), error_style or style or "dim")
             return
         for image in images:
             self._line("  " + _image_label(image), "magenta")
@@ -531,7 +499,7 @@ class RunView:
             notices.insert(0, lines.pop())
         while lines and not lines[-1]:
             lines.pop()
-        limit = len(lines) if event.tool_name == "bash" else RESULT_PREVIEW_LINES
+        limit = len(lines) if streaming else RESULT_PREVIEW_LINES
         for line in lines[:limit]:
             self._line(_indent(line), error_style)
         if len(lines) > limit:
@@ -544,9 +512,11 @@ __all__ = [
     "ARGUMENT_LIMIT",
     "Renderer",
     "RunView",
+    "call_header",
     "call_summary",
     "closing_line",
     "compact_json",
     "format_size",
+    "rendered_result",
     "shorten_arguments",
 ]

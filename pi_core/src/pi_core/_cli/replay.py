@@ -27,18 +27,27 @@ still printed; a second one cancels it).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pi_core._cli.context import CommandContext
-from pi_core._cli.interrupt import run_interruptible
+from pi_core._cli.interrupt import run_in_session
 from pi_core._cli.output import write_json_line
 from pi_core._pipeline.config import AgentContext
-from pi_core._wire.messages import AssistantMessage, TextContent, UserMessage
+from pi_core._tools.definition import AgentTool
+from pi_core._wire.messages import (
+    AgentToolResult,
+    AssistantMessage,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+)
 from pi_core._wire.session_files import read_session_file
 
 if TYPE_CHECKING:
     from pi_core._abort import Abort
     from pi_core._plugins.facade import PluginHooks
+    from pi_core._plugins.session import Session
 
 REPLAY_PROMPT = "replay"
 """Text of the user message each replay run starts with."""
@@ -79,27 +88,138 @@ def plan_runs(recorded: list[AssistantMessage]) -> list[list[AssistantMessage]]:
     return runs
 
 
+TOOL_SEARCH_TOOL = "tool_search"
+"""The tool ``--tool-search`` activates."""
+
+CODEMODE_TOOL = "codemode"
+"""The tool ``--codemode`` activates."""
+
+
+def apply_tool_flags(ctx: CommandContext, session: Session) -> None:
+    """``--exposure NAME=LEVEL,...`` (overrides, then the default active set again: ``direct``
+    and ``model-only`` tools), ``--tool-search`` and ``--codemode`` (activate that tool).
+    Unknown names and levels are usage errors."""
+    from pi_core._cli.parser import UsageError
+    from pi_core._tools.exposure import parse_exposure_list
+
+    tool_set = session.tool_set
+    assert tool_set is not None
+    exposures: dict[str, Any] = {}
+    for text in ctx.args.exposure:
+        try:
+            exposures.update(parse_exposure_list(text))
+        except ValueError as e:
+            raise UsageError(f"--exposure: {e}") from None
+    for name in exposures:
+        if tool_set.get(name) is None:
+            known = ", ".join(t.name for t in tool_set.registered)
+            raise UsageError(f"--exposure: unknown tool {name!r} (registered tools: {known})")
+    extra: list[str] = []
+    if ctx.args.codemode:
+        if tool_set.get(CODEMODE_TOOL) is None:
+            raise UsageError("--codemode: the codemode tool is not available yet")
+        extra.append(CODEMODE_TOOL)
+    if ctx.args.tool_search:
+        if tool_set.get(TOOL_SEARCH_TOOL) is None:
+            raise UsageError("--tool-search: no plugin registers the tool_search tool")
+        extra.append(TOOL_SEARCH_TOOL)
+    if exposures:
+        tool_set.set_exposures(exposures)
+    if extra:
+        tool_set.activate(extra)
+
+
+NOT_REEXECUTED_NOTICE = '{id}: {name} not re-executed (replay policy "never"): {what}'
+"""The stderr line (after ``pi replay: ``) for each call ``--respect-replay-policy`` answers;
+``what`` is ``recorded result reported`` or ``no recorded result``."""
+
+NO_RECORDED_RESULT_TEXT = (
+    'Tool {name} was not re-executed (replay policy "never") and the replay input holds no '
+    "recorded result for call {id}"
+)
+"""Error result of a ``never`` call the replay input has no result for."""
+
+
+def recorded_results(messages: list[Any]) -> dict[str, ToolResultMessage]:
+    """The recorded ToolResultMessages of a replay input by ``toolCallId`` (the last wins)."""
+    return {m.tool_call_id: m for m in messages if isinstance(m, ToolResultMessage)}
+
+
+def respect_replay_policy(
+    tools: Sequence[AgentTool],
+    recorded: dict[str, ToolResultMessage],
+    notify: Callable[[str], None],
+) -> None:
+    """``--respect-replay-policy``: each of the session's tools declared ``replay="never"``
+    keeps its name, schema and declarations (hooks and validation run as usual) but its
+    ``execute`` is replaced (on this session's own ``AgentTool`` objects) by one that reports
+    the recorded result of the call instead of running it (``content``, ``details``,
+    ``isError``, ``usage`` of the recorded ToolResultMessage), or the error
+    :data:`NO_RECORDED_RESULT_TEXT` when the input holds none; ``notify`` gets the notice."""
+    for tool in tools:
+        if tool.replay != "never":
+            continue
+
+        async def execute(
+            tool_call_id: str, params: Any, on_update: Any = None, *, name: str = tool.name
+        ) -> AgentToolResult:
+            message = recorded.get(tool_call_id)
+            if message is None:
+                notify(
+                    NOT_REEXECUTED_NOTICE.format(
+                        id=tool_call_id, name=name, what="no recorded result"
+                    )
+                )
+                missing = AgentToolResult.error(
+                    NO_RECORDED_RESULT_TEXT.format(name=name, id=tool_call_id)
+                )
+                missing.is_error = True
+                return missing
+            notify(
+                NOT_REEXECUTED_NOTICE.format(
+                    id=tool_call_id, name=name, what="recorded result reported"
+                )
+            )
+            return AgentToolResult(
+                content=list(message.content),
+                details=message.details,
+                usage=message.usage,
+                is_error=message.is_error,
+            )
+
+        tool.execute = execute
+
+
 def cmd_replay(ctx: CommandContext) -> int:
-    """``pi replay FILE [--cwd DIR] [--json] [--events] [--sequential]``."""
+    """``pi replay FILE [--cwd DIR] [--json] [--events] [--sequential] [--exposure N=L,...]
+    [--tool-search] [--codemode]``."""
     from pi_core._cli.parser import UsageError
     from pi_core._loop.loop import run_agent_loop
     from pi_core._providers.base import ScriptedProvider
     from pi_core._wire.session_files import SessionFileError
 
     try:
-        recorded = read_session_file(ctx.args.file).assistant_messages
+        parsed = read_session_file(ctx.args.file)
+        recorded = parsed.assistant_messages
     except SessionFileError as e:
         raise UsageError(str(e)) from None
     cwd = ctx.cwd()
-    session = ctx.session(cwd)
+    session = ctx.session(cwd, "replay")
     config = ctx.loop_config(session)
     if ctx.args.sequential:
         config.tool_execution = "sequential"
+    apply_tool_flags(ctx, session)
+    if ctx.args.respect_replay_policy:
+        respect_replay_policy(
+            session.tool_set.registered if session.tool_set else session.tools,
+            recorded_results(parsed.messages),
+            lambda text: print(f"pi replay: {text}", file=ctx.stderr, flush=True),
+        )
     runs = plan_runs(recorded)
     sink = _Sink(ctx, session.hooks)
 
     async def replay(abort: Abort) -> None:
-        context = AgentContext(tools=list(session.tools))
+        context = AgentContext(tools=session.tool_set.active if session.tool_set else [])
         for answers in runs:
             config.provider = ScriptedProvider(answers, when_exhausted="stop")
             prompt = UserMessage(content=[TextContent(text=REPLAY_PROMPT)])
@@ -108,7 +228,7 @@ def cmd_replay(ctx: CommandContext) -> int:
             if abort.aborted:
                 break
 
-    interrupted = run_interruptible(replay)
+    interrupted = run_in_session(session, replay)
     return 130 if interrupted else 0
 
 

@@ -1,6 +1,9 @@
-"""The system prompt of ``pi run`` (issue 5 item 2), built the way Pi's ``buildSystemPrompt``
+"""The system prompt of ``pi run``, built the way Pi's ``buildSystemPrompt``
 builds its default prompt (coding-agent ``core/system-prompt.ts``), from the tools' own
-``prompt_snippet`` and ``prompt_guidelines`` (:class:`~pi_core._tools.definition.ToolDefinition`).
+``prompt_snippet``, ``prompt_guidelines`` and ``prompt_guidelines_for``
+(:class:`~pi_core._tools.definition.ToolDefinition`): the guidelines that depend on the session's
+other tools (``prompt_guidelines_for(tool_names)``, e.g. bash's file-exploration guideline) come
+first, then each tool's own ``prompt_guidelines``.
 
 Layout (``{...}`` filled in)::
 
@@ -40,10 +43,6 @@ CUSTOM_TOOLS = (
     "In addition to the tools above, you may have access to other custom tools depending on "
     "the project."
 )
-BASH_ONLY_GUIDELINE = "Use bash for file operations like ls, rg, find"
-PREFER_TOOLS_GUIDELINE = (
-    "Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)"
-)
 ALWAYS_GUIDELINES = (
     "Be concise in your responses",
     "Show file paths clearly when working with files",
@@ -64,11 +63,12 @@ def build_system_prompt(
         if text and text not in guidelines:
             guidelines.append(text)
 
-    if "bash" in names:
-        if not {"grep", "find", "ls"} & set(names):
-            add(BASH_ONLY_GUIDELINE)
-        else:
-            add(PREFER_TOOLS_GUIDELINE)
+    # guidelines that depend on the other tools come first (Pi's file-exploration guideline)
+    for agent_tool in tools:
+        definition = agent_tool.definition
+        if definition is not None and definition.prompt_guidelines_for is not None:
+            for guideline in definition.prompt_guidelines_for(list(names)):
+                add(guideline)
     for agent_tool in tools:
         definition = agent_tool.definition
         if definition is None:

@@ -1,5 +1,5 @@
 """``pi replay SESSION --verify``: execute every recorded tool call of a Pi session again and
-compare each result with the recorded one (issue 5 item 4).
+compare each result with the recorded one.
 
 1. SESSION is read with :mod:`pi_core._wire.session_files` (v1 flat: every message; v2/v3 tree: the
    active branch). Each ``toolCall`` of an assistant message is paired with the recorded
@@ -7,29 +7,29 @@ compare each result with the recorded one (issue 5 item 4).
    ``aborted`` or ``error``, never executed by Pi) are not run.
 2. The recorded working directory (the session header's ``cwd``) is mapped to the workspace
    (``--cwd``, default ``.``); ``--map-cwd OLD=NEW`` (repeatable) gives the mapping instead.
-   ``OLD`` is replaced by ``NEW`` at the start of ``path`` arguments and anywhere in bash
-   commands.
-3. ``--seed-from-reads``: before anything runs, each file that a recorded ``read`` returned in
-   full (no ``offset``/``limit``, not an error, no truncation: no ``details.truncation`` and no
-   ``[... Use offset=N to continue]``/``[Showing lines ...]`` notice) and that is missing in
-   the workspace is created with the text of its first such read. Files outside the workspace
-   are never created.
+   ``OLD`` is replaced by ``NEW`` at the start of the tool's declared path arguments
+   (``path_arguments``) and anywhere in its declared ``command_argument`` (bash's ``command``).
+3. ``--seed-from-reads``: before anything runs, each file that a recorded call shows in full
+   (its tool's ``seed_file``; ``read``: no ``offset``/``limit``, not an error, no truncation)
+   and that is missing in the workspace is created with the text of its first such call.
+   Files outside the workspace are never created.
 4. The calls run one at a time, in recorded order, through the whole pipeline
-   (:func:`~pi_core._pipeline.pipeline.run_tool_call`: hooks included). An ``edit`` or ``write`` whose path
-   resolves outside the workspace (``~/.pi/...``) is never run: it counts as a disagreement
-   ``not run: edit outside the workspace (PATH)``. ``--bash recorded`` answers bash
-   calls from the recording instead (nothing runs; such calls are not verified, not printed
-   and not counted).
-5. Each result is compared with the recorded one:
+   (:func:`~pi_core._pipeline.pipeline.run_tool_call`: hooks included). A call whose declared
+   written path (a ``path_arguments`` entry with ``write=True``: ``edit``,
+   ``write``) resolves outside the workspace (``~/.pi/...``) is never run: it counts as a
+   disagreement ``not run: NAME outside the workspace (PATH)``. ``--bash recorded`` answers the
+   calls of tools with a ``command_argument`` (bash) from the recording instead (nothing runs;
+   such calls are not verified, not printed and not counted).
+5. Each result is compared with the recorded one by its tool's declared ``verify`` mode:
 
    * ``isError`` must be equal, for every tool;
-   * ``read``, ``ls``, ``find``, ``grep`` and executed ``bash``: the text (text blocks joined
-     by newlines; an image block counts as ``[image MIME]``) must be equal after the workspace
-     path and the recorded cwd are both written ``<cwd>`` and temporary paths
+   * ``"text"`` (``read``, ``ls``, ``find``, ``grep``, executed ``bash``): the text (text
+     blocks joined by newlines; an image block counts as ``[image MIME]``) must be equal after
+     the workspace path and the recorded cwd are both written ``<cwd>`` and temporary paths
      (``/tmp/...``, ``/var/folders/.../T/...``, the local temp dir) ``<tmp>``;
-   * ``edit`` and ``write``: only the outcome (``isError``) counts -- recorded Pi versions
-     worded their success messages differently;
-   * any other tool: only ``isError``.
+   * ``"outcome"`` (``edit``, ``write``): only the outcome (``isError``) counts -- recorded
+     Pi versions worded their success messages differently (``why``: ``same outcome``);
+   * ``"is_error"`` (the default, and any tool not registered): only ``isError``.
 
 Output: each disagreement (``ID TOOL: WHY`` and a unified diff recorded -> replayed of the
 normalised texts), then the agreement table (one row per tool in order of first appearance,
@@ -44,34 +44,32 @@ import difflib
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_core._cli.context import CommandContext
-from pi_core._cli.interrupt import run_interruptible
+from pi_core._cli.interrupt import run_in_session
 from pi_core._cli.output import write_json_line
 from pi_core._cli.parser import UsageError
 from pi_core._pipeline.config import AgentContext
-from pi_core._wire.messages import AssistantMessage, ImageContent, TextContent, ToolCall
+from pi_core._tools.definition import AgentTool, VerifyMode
+from pi_core._wire.messages import (
+    AgentToolResult,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolCall,
+)
 from pi_core._wire.session_files import SessionFile, SessionFileError, read_session_file
 
 if TYPE_CHECKING:
     from pi_core._abort import Abort
 
-TEXT_COMPARED = frozenset({"read", "ls", "find", "grep", "bash"})
-"""Tools whose result text is compared (bash only when it was executed)."""
-
-OUTCOME_ONLY = frozenset({"edit", "write"})
-"""Tools whose success text is not compared (only ``isError``)."""
-
 DIFF_LINES = 60
 """At most this many lines of a disagreement's diff are printed."""
 
-_TRUNCATION_NOTICE = re.compile(
-    r"\[(?:\d+ more lines in file\. Use offset=\d+ to continue|Showing lines \d+-\d+ of \d+)"
-    r"[^\]]*\]\s*$"
-)
 _TMP_PATH = re.compile(
     r"(?:/private)?/var/folders/[^\s/]+/[^\s/]+/T/[^\s\]\)'\",:‘’]*"
     r"|(?<![\w.])/tmp/[^\s\]\)'\",:‘’]*"
@@ -151,15 +149,20 @@ class CwdMap:
             value = value.replace(old, new)
         return value
 
-    def arguments(self, name: str, args: Any) -> Any:
-        """The call's arguments with the recorded cwd mapped (``path`` and bash ``command``)."""
+    def arguments(self, tool: AgentTool | None, args: Any) -> Any:
+        """The call's arguments with the recorded cwd mapped: in ``path`` and the tool's
+        declared path arguments (at their start), in its declared command argument
+        (anywhere)."""
         if not isinstance(args, dict):
             return args
         mapped = dict(args)
-        if isinstance(mapped.get("path"), str):
-            mapped["path"] = self.path(mapped["path"])
-        if name == "bash" and isinstance(mapped.get("command"), str):
-            mapped["command"] = self.text(mapped["command"])
+        names = {"path"} | {p.name for p in (tool.path_arguments if tool else ())}
+        for name in names:
+            if isinstance(mapped.get(name), str):
+                mapped[name] = self.path(mapped[name])
+        command = tool.command_argument if tool else None
+        if command is not None and isinstance(mapped.get(command), str):
+            mapped[command] = self.text(mapped[command])
         return mapped
 
 
@@ -174,8 +177,11 @@ def normalise(text: str, cwds: list[str]) -> str:
     return _TMP_PATH.sub("<tmp>", text)
 
 
-def compare(recorded: Any, replayed: Any, tool: str, cwds: list[str]) -> Verdict:
-    """Compare two ToolResultMessages of ``tool`` (module docstring, step 5)."""
+def compare(
+    recorded: Any, replayed: Any, tool: str, cwds: list[str], mode: VerifyMode = "is_error"
+) -> Verdict:
+    """Compare two ToolResultMessages of ``tool`` by its verify ``mode`` (module docstring,
+    step 5)."""
     call_id = recorded.tool_call_id
     if bool(recorded.is_error) != bool(replayed.is_error):
         diff = [
@@ -187,8 +193,8 @@ def compare(recorded: Any, replayed: Any, tool: str, cwds: list[str]) -> Verdict
             f"replayed {str(bool(replayed.is_error)).lower()})"
         )
         return Verdict(call_id, tool, False, why, diff)
-    if tool not in TEXT_COMPARED:
-        what = "same outcome" if tool in OUTCOME_ONLY else "same isError"
+    if mode != "text":
+        what = "same outcome" if mode == "outcome" else "same isError"
         return Verdict(call_id, tool, True, what)
     old = normalise(result_text(recorded.content), cwds)
     new = normalise(result_text(replayed.content), cwds)
@@ -220,38 +226,42 @@ def _diff_normalised(old: str, new: str) -> list[str]:
     return lines
 
 
-def full_read_text(item: RecordedCall) -> str | None:
-    """The file text of a recorded full-file read (module docstring, step 3), else ``None``."""
-    args = item.call.arguments
+def seeded_file(item: RecordedCall, tool: AgentTool | None) -> tuple[str, str] | None:
+    """``(path, text)`` of the file a recorded call shows in full, by its tool's ``seed_file``
+    (module docstring, step 3), else ``None``."""
+    if tool is None or tool.seed_file is None:
+        return None
     result = item.result
-    if item.call.name != "read" or not isinstance(args, dict) or result.is_error:
+    recorded = AgentToolResult(
+        content=list(result.content),
+        details=result.details,
+        is_error=bool(result.is_error),
+    )
+    try:
+        found = tool.seed_file(item.call.arguments, recorded)
+    except Exception:  # a plugin's seed_file must not stop the verification
         return None
-    if args.get("offset") is not None or args.get("limit") is not None:
+    if not (
+        isinstance(found, tuple) and len(found) == 2 and all(isinstance(x, str) for x in found)
+    ):
         return None
-    if not isinstance(args.get("path"), str):
-        return None
-    if not result.content or not all(isinstance(b, TextContent) for b in result.content):
-        return None
-    details = result.details if isinstance(result.details, dict) else {}
-    if details.get("truncation"):
-        return None
-    text = result_text(result.content)
-    if _TRUNCATION_NOTICE.search(text):
-        return None
-    return text
+    return found
 
 
-def seed_from_reads(calls: list[RecordedCall], cwd_map: CwdMap, cwd: str) -> list[str]:
-    """Create the missing files of full-file reads inside ``cwd``; returns the created
-    paths (absolute), in order."""
+def seed_from_reads(
+    calls: list[RecordedCall], cwd_map: CwdMap, cwd: str, tools: Mapping[str, AgentTool]
+) -> list[str]:
+    """Create the missing files that recorded calls show in full inside ``cwd``; returns the
+    created paths (absolute), in order."""
     created: list[str] = []
     seen: set[str] = set()
     root = os.path.realpath(cwd)
     for item in calls:
-        text = full_read_text(item)
-        if text is None:
+        found = seeded_file(item, tools.get(item.call.name))
+        if found is None:
             continue
-        raw = cwd_map.path(item.call.arguments["path"])
+        named, text = found
+        raw = cwd_map.path(named)
         path = os.path.normpath(os.path.join(cwd, os.path.expanduser(raw.removeprefix("@"))))
         if path in seen:
             continue
@@ -310,23 +320,25 @@ def cmd_verify(ctx: CommandContext) -> int:
     )
     cwds = [cwd, *(old for old, _ in cwd_map.pairs), *(new for _, new in cwd_map.pairs)]
     calls = recorded_calls(session_file)
-    if args.seed_from_reads:
-        seed_from_reads(calls, cwd_map, cwd)
-    session = ctx.session(cwd)
-    config = ctx.loop_config(session)
+    session = ctx.session(cwd, "replay")
     tools = list(session.tools)
+    by_name = {t.name: t for t in tools}
+    if args.seed_from_reads:
+        seed_from_reads(calls, cwd_map, cwd, by_name)
+    config = ctx.loop_config(session)
     verdicts: list[Verdict] = []
 
     async def verify(abort: Abort) -> None:
         for item in calls:
             if abort.aborted:
                 break
-            if item.call.name == "bash" and args.bash == "recorded":
+            tool = by_name.get(item.call.name)
+            if tool is not None and tool.command_argument is not None and args.bash == "recorded":
                 continue
             call = item.call.model_copy(
-                update={"arguments": cwd_map.arguments(item.call.name, item.call.arguments)}
+                update={"arguments": cwd_map.arguments(tool, item.call.arguments)}
             )
-            outside = _outside_target(call, cwd)
+            outside = _outside_target(call, tool, cwd)
             if outside is not None:
                 why = f"not run: {call.name} outside the workspace ({outside})"
                 verdict = Verdict(item.call.id, item.call.name, False, why)
@@ -341,14 +353,15 @@ def cmd_verify(ctx: CommandContext) -> int:
             outcome = await run_tool_call(
                 call, context, config, assistant_message=message, abort=abort
             )
-            verdict = compare(item.result, outcome.to_message(), item.call.name, cwds)
+            mode = tool.verify if tool is not None else "is_error"
+            verdict = compare(item.result, outcome.to_message(), item.call.name, cwds, mode)
             verdicts.append(verdict)
             if args.json:
                 write_json_line(ctx.stdout, verdict.to_json_dict())
             elif not verdict.agree:
                 _print_disagreement(ctx, verdict)
 
-    interrupted = run_interruptible(verify)
+    interrupted = run_in_session(session, verify)
     summary = summarise(verdicts)
     if args.json:
         write_json_line(ctx.stdout, {"summary": summary})
@@ -357,27 +370,25 @@ def cmd_verify(ctx: CommandContext) -> int:
     return 130 if interrupted else 0
 
 
-MUTATING = frozenset({"edit", "write"})
-"""Tools never run on a path outside the workspace."""
-
-
-def _outside_target(call: ToolCall, cwd: str) -> str | None:
-    """The path of an ``edit``/``write`` call that resolves outside ``cwd``, else ``None``."""
+def _outside_target(call: ToolCall, tool: AgentTool | None, cwd: str) -> str | None:
+    """The first declared written path of ``call`` (``path_arguments`` that ``tool`` writes)
+    that resolves outside ``cwd``, else ``None``."""
     args = call.arguments
-    if call.name not in MUTATING or not isinstance(args, dict):
+    if tool is None or not isinstance(args, dict):
         return None
-    raw = args.get("path")
-    if not isinstance(raw, str):
-        return None
-    path = os.path.realpath(os.path.join(cwd, os.path.expanduser(raw.removeprefix("@"))))
     root = os.path.realpath(cwd)
-    if path == root or path.startswith(root + os.sep):
-        return None
-    return raw
+    for declared in tool.path_arguments:
+        raw = args.get(declared.name, declared.default)
+        if not declared.write or not isinstance(raw, str):
+            continue
+        path = os.path.realpath(os.path.join(cwd, os.path.expanduser(raw.removeprefix("@"))))
+        if path != root and not path.startswith(root + os.sep):
+            return raw
+    return None
 
 
 def _print_disagreement(ctx: CommandContext, verdict: Verdict) -> None:
-    out = ctx.stdout
+    out = ctx.renderer.out  # sanitised: the diff shows recorded and replayed tool output
     out.write(f"{verdict.call_id} {verdict.tool}: {verdict.why}\n")
     for line in verdict.diff:
         out.write(f"  {line}\n")
@@ -396,7 +407,7 @@ def _print_table(ctx: CommandContext, summary: dict[str, dict[str, int]]) -> Non
         )
     )
     width = max(len("tool"), *(len(r[0]) for r in rows))
-    out = ctx.stdout
+    out = ctx.renderer.out
     out.write(f"{'tool'.ljust(width)}  agree  total\n")
     for tool, agree, total in rows:
         out.write(f"{tool.ljust(width)}  {agree:>5}  {total:>5}\n")
@@ -409,10 +420,10 @@ __all__ = [
     "Verdict",
     "cmd_verify",
     "compare",
-    "full_read_text",
     "normalise",
     "parse_map_cwd",
     "recorded_calls",
     "seed_from_reads",
+    "seeded_file",
     "summarise",
 ]

@@ -1,4 +1,4 @@
-"""``Agent``: a stateful host around the loop (spec §2.14).
+"""``Agent``: a stateful host around the loop.
 
 It owns the transcript (``messages``), tracks ``pending_tool_calls``, ``is_streaming``,
 ``streaming_message`` and ``error_message``, queues steering and follow-up messages, and passes
@@ -8,6 +8,11 @@ every event to its listeners in subscription order.
 :class:`~pi_core._pipeline.config.LoopConfig` (the plugin layer builds them from plugins); the
 agent supplies the config's ``provider``, ``get_steering_messages`` and
 ``get_follow_up_messages`` itself.
+
+A session's lifecycle comes in the same way, as a plain object (``session=``, anything with
+``async start()`` and ``async end(reason, error)``; the plugin layer's ``Session`` is one), so
+this module never sees the plugin layer: ``async with agent:`` starts the session and ends it
+on every exit path.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any, Literal, Protocol
 
 import trio
 
@@ -50,6 +56,22 @@ NO_MESSAGES_TEXT = "No messages to continue from"
 CONTINUE_FROM_ASSISTANT_TEXT = "Cannot continue from message role: assistant"
 
 
+class SessionLifecycle(Protocol):
+    """What ``Agent(session=...)`` takes: ``start()`` once when the session begins, then
+    ``end(reason, error)`` once when it ends (``reason``: ``"completed"``, ``"error"``,
+    ``"aborted"`` or ``"interrupted"``; ``error``: the exception behind ``"error"``, if any)."""
+
+    async def start(self) -> None: ...
+
+    async def end(self, reason: str = "completed", error: BaseException | None = None) -> None: ...
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
 class _Queue:
     """Pending messages; ``drain()`` takes the oldest (``one-at-a-time``) or all (``all``)."""
 
@@ -67,7 +89,7 @@ class _Queue:
 
 
 class Agent:
-    """A stateful agent: transcript, queues, listeners, one run at a time (spec §2.14).
+    """A stateful agent: transcript, queues, listeners, one run at a time.
 
     Args:
         provider: the model (:class:`~pi_core._providers.base.ModelProvider`); default
@@ -80,6 +102,13 @@ class Agent:
             replaced by the agent's queues.
         steering_mode, follow_up_mode: ``"one-at-a-time"`` (default: each poll takes the
             oldest queued message) or ``"all"``.
+        session: a :class:`SessionLifecycle` (the plugin layer's ``Session``:
+            ``session.agent(provider)`` builds the agent with it). ``async with agent:``
+            starts it and ends it on every exit path: ``"interrupted"`` after
+            ``KeyboardInterrupt``, ``"aborted"`` after cancellation, ``"error"`` after another
+            exception, else the outcome of the last run (``"aborted"`` after :meth:`abort`,
+            ``"error"`` when it failed, ``"completed"``). A run outside ``async with`` starts
+            the session too; :meth:`aclose` ends it then.
 
     State: ``messages`` (each ``message_end`` appends), ``pending_tool_calls`` (ids between
     ``tool_execution_start`` and ``tool_execution_end``), ``is_streaming`` (a run is active),
@@ -97,6 +126,7 @@ class Agent:
         config: LoopConfig | None = None,
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
+        session: SessionLifecycle | None = None,
     ) -> None:
         self.config = config or LoopConfig()
         self.provider = provider if provider is not None else self.config.provider
@@ -112,6 +142,45 @@ class Agent:
         self._listeners: list[tuple[Listener, bool]] = []
         self._abort: Abort | None = None
         self._idle: trio.Event | None = None
+        self.session = session
+        self._session_state: Literal["new", "started", "ended"] = "new"
+        self._last_outcome = "completed"
+
+    # -- session lifecycle ----------------------------------------------------------------
+
+    async def _start_session(self) -> None:
+        if self.session is not None and self._session_state == "new":
+            self._session_state = "started"
+            await self.session.start()
+
+    async def aclose(self, reason: str | None = None, error: BaseException | None = None) -> None:
+        """End the session (once; nothing without one or before it started): ``reason``
+        defaults to the outcome of the last run."""
+        if self.session is None or self._session_state != "started":
+            return
+        self._session_state = "ended"
+        await self.session.end(reason or self._last_outcome, error)
+
+    async def __aenter__(self) -> Agent:
+        await self._start_session()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            await self.aclose()
+            return
+        leaves = _leaves(exc)
+        if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+            await self.aclose("interrupted")
+        elif all(isinstance(leaf, trio.Cancelled) for leaf in leaves):
+            await self.aclose("aborted")
+        else:
+            await self.aclose("error", exc)
 
     # -- queues ---------------------------------------------------------------------------
 
@@ -201,7 +270,7 @@ class Agent:
     ) -> None:
         """Run the loop on a new prompt: text (plus ``images``), a message or a list of them.
 
-        ``RuntimeError`` while another run is active (spec §2.14 exact text).
+        ``RuntimeError`` while another run is active (Pi's exact text).
         """
         if self._abort is not None:
             raise RuntimeError(BUSY_PROMPT_TEXT)
@@ -281,6 +350,8 @@ class Agent:
         )
 
     async def _run(self, executor: Callable[[Abort], Awaitable[Any]]) -> None:
+        if self._session_state == "ended":
+            raise RuntimeError("the agent's session has ended")
         abort = Abort()
         self._abort = abort
         self._idle = trio.Event()
@@ -288,10 +359,21 @@ class Agent:
         self.streaming_message = None
         self.error_message = None
         try:
+            await self._start_session()
+            failed = False
             try:
                 await executor(abort)
             except Exception as exc:
+                failed = True
                 await self._handle_run_failure(exc, abort.aborted)
+            last = self.messages[-1] if self.messages else None
+            stop = getattr(last, "stop_reason", None) if last is not None else None
+            if abort.aborted or stop == "aborted":
+                self._last_outcome = "aborted"
+            elif failed or stop == "error":
+                self._last_outcome = "error"
+            else:
+                self._last_outcome = "completed"
         finally:
             self.is_streaming = False
             self.streaming_message = None
@@ -359,4 +441,5 @@ __all__ = [
     "Agent",
     "Listener",
     "QueueMode",
+    "SessionLifecycle",
 ]

@@ -35,6 +35,7 @@ This module knows nothing of pluggy: hooks reach it as the plain callbacks of
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ import trio
 
 from pi_core._abort import Abort, linked_scope
 from pi_core._pipeline.config import AgentContext, EventSink, LoopConfig, TurnInfo
+from pi_core._pipeline.nested import NestedCallRunner, combine_usage
 from pi_core._pipeline.pipeline import (
     PreparedCall,
     ToolCallOutcome,
@@ -78,19 +80,22 @@ from pi_core._wire.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from pi_core._tools.exposure import tool_declaration
 from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,
+    SystemMessage,
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    current_tools,
 )
 
 LENGTH_GUARD_TEXT = (
     'Tool call "{name}" was not executed: the response hit the output token limit, so its '
     "arguments may be truncated. Re-issue the tool call with complete arguments."
 )
-"""Error text of each call of a ``stopReason: "length"`` message (spec §2.4)."""
+"""Error text of each call of a ``stopReason: "length"`` message."""
 
 NO_MESSAGES_TEXT = "Cannot continue: no messages in context"
 CONTINUE_FROM_ASSISTANT_TEXT = "Cannot continue from message role: assistant"
@@ -106,7 +111,7 @@ class _Batch:
 
 
 def _terminates(outcomes: Sequence[ToolCallOutcome]) -> bool:
-    """§2.9: at least one finalized call, and every result says ``terminate`` is True."""
+    """At least one finalized call, and every result says ``terminate`` is True."""
     return bool(outcomes) and all(o.result.terminate is True for o in outcomes)
 
 
@@ -134,6 +139,7 @@ class _Runner:
         self.new_messages = new_messages
         limit = config.max_parallel_tools
         self.limiter = trio.CapacityLimiter(limit) if limit is not None else None
+        self.nested = NestedCallRunner(context, config, abort)
 
     @property
     def aborted(self) -> bool:
@@ -150,6 +156,11 @@ class _Runner:
 
     async def _emit_result_message(self, outcome: ToolCallOutcome) -> ToolResultMessage:
         message = outcome.to_message()
+        record, usage = self.nested.take_record(outcome.tool_call.id)
+        if record is not None:
+            message.nested_calls = record
+        if usage is not None:
+            message.usage = usage if message.usage is None else combine_usage(message.usage, usage)
         await self.emit(MessageStartEvent(message=message))
         await self.emit(MessageEndEvent(message=message))
         return message
@@ -191,8 +202,9 @@ class _Runner:
                     )
                     channel.send_nowait(event)
 
+                tool_context = self.nested.root_context(tool_call.id, channel.send_nowait)
                 result, is_error = await execute_call(
-                    prepared, self.abort, self.limiter, on_update, previous, ready
+                    prepared, self.abort, self.limiter, on_update, previous, ready, tool_context
                 )
                 outcome = await finalize_call(
                     prepared, result, is_error, self.context, assistant_message, self.config
@@ -213,6 +225,7 @@ class _Runner:
 
     async def execute_tool_calls(self, assistant_message: AssistantMessage) -> _Batch:
         tool_calls = assistant_message.tool_calls
+        self.nested.context = self.context
         sequential = self.config.tool_execution == "sequential" or any(
             (tool := find_tool(self.context.tools, call.name)) is not None
             and tool.execution_mode == "sequential"
@@ -225,7 +238,7 @@ class _Runner:
     async def _sequential(
         self, tool_calls: list[ToolCall], assistant_message: AssistantMessage
     ) -> _Batch:
-        """§2.6: each call completes (end event, result message) before the next starts."""
+        """Each call completes (end event, result message) before the next starts."""
         outcomes: list[ToolCallOutcome] = []
         messages: list[ToolResultMessage] = []
         for tool_call in tool_calls:
@@ -247,7 +260,7 @@ class _Runner:
     async def _parallel(
         self, tool_calls: list[ToolCall], assistant_message: AssistantMessage
     ) -> _Batch:
-        """§2.10: preflight in source order, execute together, messages in source order."""
+        """Preflight in source order, execute together, messages in source order."""
         slots: list[ToolCallOutcome | None] = []
         entries: list[tuple[int, PreparedCall]] = []
         for tool_call in tool_calls:
@@ -269,7 +282,7 @@ class _Runner:
         return _Batch(messages, _terminates(outcomes))
 
     async def fail_truncated_calls(self, assistant_message: AssistantMessage) -> _Batch:
-        """§2.4: a ``length`` message's calls are not run: one error result each, in order."""
+        """A ``length`` message's calls are not run: one error result each, in order."""
         messages: list[ToolResultMessage] = []
         for tool_call in assistant_message.tool_calls:
             await self._emit_start(tool_call)
@@ -291,17 +304,18 @@ class _Runner:
         return [_without_structured_content(m) for m in converted]
 
     async def stream_assistant_response(self) -> AssistantMessage:
-        """§2.3: ask the provider; ``message_start``/``message_update``/``message_end``."""
+        """Ask the provider; ``message_start``/``message_update``/``message_end``."""
         messages = self.context.messages
         partial: AssistantMessage | None = None
         final: AssistantMessage | None = None
         try:
             if self.provider is None:
                 raise ValueError("LoopConfig.provider is not set")
+            hidden = self._hidden_declarations()
             request = ModelRequest(
                 system_prompt=self.context.system_prompt,
                 messages=await self._llm_messages(),
-                tools=list(self.context.tools),
+                tools=[t for t in self.context.tools if t.name not in hidden],
             )
             stream = self.provider.stream(request, self.abort)
             async with _closing(stream):
@@ -351,10 +365,85 @@ class _Runner:
         await self.emit(MessageEndEvent(message=final))
         return final
 
+    # -- declared tools -------------------------------------------------------------------
+
+    def refresh_tools(self) -> None:
+        """Take the active tools from ``config.tool_set`` (when set) for the next request."""
+        if self.config.tool_set is not None:
+            self.context.tools = self.config.tool_set.model_tools()
+
+    def _hidden_declarations(self) -> set[str]:
+        if self.config.tool_set is None:
+            return set()
+        return set(self.config.tool_set.hidden_declarations)
+
+    async def declare_tool_changes(self, pending: list[Any]) -> list[Any]:
+        """Pi's ``declareToolChanges``: ``pending`` with a system message announcing the
+        tools added and removed since the transcript's (and ``pending``'s) system messages
+        last declared them; emitted with ``message_start``/``message_end`` by the caller.
+
+        A pending system message (the last one) gets the delta as its tool fields; otherwise,
+        when something changed, a new ``{role: "system", content: ""}`` message goes before
+        the first non-system pending message."""
+        if not self.config.declare_tool_changes:
+            return pending
+        last_system = None
+        for index in range(len(pending) - 1, -1, -1):
+            if getattr(pending[index], "role", None) == "system":
+                last_system = index
+                break
+        before = [*self.context.messages, *pending]
+        if last_system is not None:
+            without = pending[last_system].model_copy(
+                update={"tools_added": None, "tools_removed": None}
+            )
+            before = [*self.context.messages, *pending[:last_system], without]
+        previous = {t["name"]: t for t in current_tools(before)}
+        current = [tool_declaration(t) for t in self.context.tools]
+        current_by_name = {t["name"]: t for t in current}
+
+        def key(declaration: dict[str, Any]) -> str:
+            return json.dumps(declaration, sort_keys=True)
+
+        added = [
+            t for t in current if t["name"] not in previous or key(previous[t["name"]]) != key(t)
+        ]
+        removed = [
+            {"name": name}
+            for name, t in previous.items()
+            if name not in current_by_name or key(current_by_name[name]) != key(t)
+        ]
+        if last_system is not None:
+            message = pending[last_system]
+            had_fields = message.tools_added is not None or message.tools_removed is not None
+            if not had_fields and not added and not removed:
+                return pending
+            updated = message.model_copy(
+                update={"tools_added": added or None, "tools_removed": removed or None}
+            )
+            for name, value in (("tools_added", added), ("tools_removed", removed)):
+                if value:
+                    updated.__pydantic_fields_set__.add(name)
+                else:
+                    updated.__pydantic_fields_set__.discard(name)
+            return [*pending[:last_system], updated, *pending[last_system + 1 :]]
+        if not added and not removed:
+            return pending
+        system = SystemMessage(content="")
+        if added:
+            system.tools_added = added
+        if removed:
+            system.tools_removed = removed
+        at = next(
+            (i for i, m in enumerate(pending) if getattr(m, "role", None) != "system"),
+            len(pending),
+        )
+        return [*pending[:at], system, *pending[at:]]
+
     # -- the loop -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """§2.2 runLoop."""
+        """Pi's ``runLoop``: turns until no tool call is left and no message is queued."""
         config = self.config
         first_turn = True
         pending: list[Any] = await self._poll(config.get_steering_messages)
@@ -365,6 +454,8 @@ class _Runner:
                     first_turn = False
                 else:
                     await self.emit(TurnStartEvent())
+                self.refresh_tools()
+                pending = await self.declare_tool_changes(pending)
                 for message in pending:
                     await self.emit(MessageStartEvent(message=message))
                     await self.emit(MessageEndEvent(message=message))
@@ -472,10 +563,14 @@ def default_convert_to_llm(messages: Sequence[Any]) -> list[Any]:
 
 
 def _without_structured_content(message: Any) -> Any:
-    """``structuredContent`` is program-facing and never sent to the model (seed §三)."""
-    if isinstance(message, ToolResultMessage) and message.structured_content is not None:
-        copy = message.model_copy(update={"structured_content": None})
+    """``structuredContent`` and ``nestedCalls`` are program-facing and never sent to the
+    model."""
+    if isinstance(message, ToolResultMessage) and (
+        message.structured_content is not None or message.nested_calls is not None
+    ):
+        copy = message.model_copy(update={"structured_content": None, "nested_calls": None})
         copy.__pydantic_fields_set__.discard("structured_content")
+        copy.__pydantic_fields_set__.discard("nested_calls")
         return copy
     return message
 
@@ -510,12 +605,13 @@ async def run_agent_loop(
     *,
     abort: Abort | None = None,
 ) -> list[Any]:
-    """Run the agent loop on new ``prompts`` (spec §2.1, §2.2).
+    """Run the agent loop on new ``prompts``.
 
     ``prompts``: messages (a ``str`` is a user message, a ``dict`` is parsed by role). The
     working context is ``context`` plus the prompts; the caller's ``context.messages`` list is
     not changed. Emits ``agent_start``, ``turn_start``, ``message_start``/``message_end`` per
-    prompt, then runs turns until the model stops calling tools (or a batch terminates, a
+    prompt (preceded by a system message declaring the tools when they differ from what the
+    context's system messages declared, see :meth:`_Runner.declare_tool_changes`), then runs turns until the model stops calling tools (or a batch terminates, a
     provider error, ``should_stop_after_turn``), draining steering and follow-up messages.
     Every event is awaited through ``emit`` in order. Returns the new messages (prompts
     included), the same list ``agent_end.messages`` carries.
@@ -524,18 +620,22 @@ async def run_agent_loop(
     """
     _check_config(config)
     prompt_messages = [_normalize_message(p) for p in prompts]
-    new_messages: list[Any] = list(prompt_messages)
+    new_messages: list[Any] = []
     working = AgentContext(
         system_prompt=context.system_prompt,
-        messages=[*context.messages, *prompt_messages],
+        messages=list(context.messages),
         tools=list(context.tools),
     )
     runner = _Runner(working, config, emit, abort, new_messages)
+    runner.refresh_tools()
     await emit(AgentStartEvent())
     await emit(TurnStartEvent())
-    for prompt in prompt_messages:
-        await emit(MessageStartEvent(message=prompt))
-        await emit(MessageEndEvent(message=prompt))
+    pending = await runner.declare_tool_changes(prompt_messages)
+    working.messages.extend(pending)
+    new_messages.extend(pending)
+    for message in pending:
+        await emit(MessageStartEvent(message=message))
+        await emit(MessageEndEvent(message=message))
     await runner.run()
     return new_messages
 
@@ -547,7 +647,7 @@ async def run_agent_loop_continue(
     *,
     abort: Abort | None = None,
 ) -> list[Any]:
-    """Continue from ``context`` without a new prompt (spec §2.1): retries, or after tool
+    """Continue from ``context`` without a new prompt: retries, or after tool
     results. Emits ``agent_start``, ``turn_start`` and no events for existing messages; returns
     only the messages this run produced.
 
@@ -567,6 +667,7 @@ async def run_agent_loop_continue(
         tools=list(context.tools),
     )
     runner = _Runner(working, config, emit, abort, new_messages)
+    runner.refresh_tools()
     await emit(AgentStartEvent())
     await emit(TurnStartEvent())
     await runner.run()

@@ -1,4 +1,4 @@
-"""The loop's configuration: plain callbacks, no pluggy (DESIGN §1; spec §1.5).
+"""The loop's configuration: plain callbacks, no pluggy.
 
 The plugin layer (:mod:`pi_core._plugins.facade`) composes hook implementations into these callbacks; a
 program can also set them directly. Every callback is ``async``.
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     )
     from pi_core._providers.base import ModelProvider
     from pi_core._tools.definition import AgentTool
+    from pi_core._tools.exposure import ToolSet
     from pi_core._wire.events import AgentEvent
     from pi_core._wire.messages import ToolResultMessage
 
@@ -49,7 +50,7 @@ class AgentContext:
 
 @dataclass
 class LoopConfig:
-    """How ``run_agent_loop`` runs (spec §1.5).
+    """How ``run_agent_loop`` runs.
 
     * ``provider``: the model (:class:`~pi_core._providers.base.ModelProvider`).
     * ``tool_execution``: ``"parallel"`` (default) or ``"sequential"``.
@@ -62,6 +63,12 @@ class LoopConfig:
     * ``get_steering_messages()`` / ``get_follow_up_messages()`` -> list of messages.
     * ``should_stop_after_turn(info) -> bool``; ``prepare_next_turn(info) -> dict | None``
       (keys ``context``, ``provider``).
+    * ``tool_set``: the session's :class:`~pi_core._tools.exposure.ToolSet`; when set, the
+      loop takes the active tools from it before every model request (so ``tool_search`` can
+      load tools for the next call) instead of ``context.tools``.
+    * ``declare_tool_changes``: before every model request, write a system message with
+      ``toolsAdded``/``toolsRemoved`` when the declared tools changed (Pi 1.6). Off by
+      default here; sessions (``Session.loop_config``, the ``pi`` commands) turn it on.
     """
 
     provider: ModelProvider | None = None
@@ -76,6 +83,8 @@ class LoopConfig:
     get_follow_up_messages: Callable[[], Awaitable[list[Any]]] | None = None
     should_stop_after_turn: Callable[[TurnInfo], Awaitable[bool]] | None = None
     prepare_next_turn: Callable[[TurnInfo], Awaitable[dict[str, Any] | None]] | None = None
+    tool_set: ToolSet | None = None
+    declare_tool_changes: bool = False
 
 
 __all__ = [

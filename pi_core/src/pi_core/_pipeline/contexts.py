@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pi_core._plugins.contexts import SessionContext
     from pi_core._tools.definition import AgentTool
     from pi_core._wire.messages import AgentToolResult, AssistantMessage, ToolCall
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 class BeforeToolCallResult:
     """Returned by ``pi_before_tool_call``: ``block=True`` stops the call; ``reason`` becomes the
     error result's text (``Tool execution was blocked`` when empty); ``terminate=True`` also marks
-    the blocked result as terminating (spec §2.7)."""
+    the blocked result as terminating."""
 
     block: bool = False
     reason: str | None = None
@@ -29,7 +30,7 @@ class BeforeToolCallResult:
 @dataclass
 class AfterToolCallResult:
     """Returned by ``pi_after_tool_call``: each field that is not ``None`` replaces the result's
-    field (spec §2.9). Replacing ``content`` without ``structured_content`` clears the old
+    field. Replacing ``content`` without ``structured_content`` clears the old
     ``structured_content``."""
 
     content: list[Any] | None = None
@@ -56,6 +57,14 @@ class BeforeToolCallContext:
     """The session's loaded config (the TOML dict, ``{}`` when unknown): filled by
     :class:`~pi_core._plugins.facade.PluginHooks` built with a config (``build_session`` does), so a
     policy plugin reads its own table per session."""
+    session: SessionContext | None = None
+    """The session the call belongs to (its ``state`` holds the plugins' per-session state):
+    filled by :class:`~pi_core._plugins.facade.PluginHooks` of a session (``build_session``);
+    ``None`` when the callbacks are used without one."""
+    parent_tool_call_id: str | None = None
+    """For a nested call (a tool calling a tool through ``execute_tool``): the id of the calling
+    tool's call (``tool_call.id`` is then ``<parent id>/<n>``); ``None`` for a call the model
+    issued."""
 
 
 @dataclass
@@ -69,7 +78,7 @@ class AfterToolCallContext(BeforeToolCallContext):
 def apply_after_tool_call_result(
     result: AgentToolResult, is_error: bool, override: AfterToolCallResult | None
 ) -> tuple[AgentToolResult, bool]:
-    """Rebuild ``result`` field by field from an after-hook's ``override`` (spec §2.9).
+    """Rebuild ``result`` field by field from an after-hook's ``override``.
 
     ``None`` means "not provided" for every field (so ``details=None`` keeps the old details).
     Replacing ``content`` without ``structured_content`` clears ``structured_content``. Other

@@ -31,6 +31,12 @@ from pi_core._pipeline.contexts import (
     BeforeToolCallContext,
     apply_after_tool_call_result,
 )
+from pi_core._pipeline.tool_context import (
+    NOT_AVAILABLE_TEXT,
+    ToolCallContext,
+    bind_tool_context,
+    unbind_tool_context,
+)
 from pi_core._tools.definition import AgentTool, OnUpdate, result_from_value
 from pi_core._tools.validation import validate_tool_arguments
 from pi_core._wire.events import (
@@ -49,6 +55,9 @@ BLOCKED_TEXT = "Tool execution was blocked"
 
 NOT_FOUND_TEXT = "Tool {name} not found"
 """Error text of a call naming no registered tool (exact, case-sensitive lookup)."""
+
+INVALID_ARGUMENTS_TEXT = 'Invalid arguments for tool "{name}": {error}'
+"""Error text of a call whose arguments the provider could not parse (``argumentsError``)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,14 +84,16 @@ class PreparedCall:
     tool_call: ToolCall
     tool: AgentTool
     args: Any
+    parent_tool_call_id: str | None = None
 
 
 def tool_result_message(
     tool_call: ToolCall, result: AgentToolResult, is_error: bool
 ) -> ToolResultMessage:
     """Build the ToolResultMessage of a finalized call: ``content`` (``[]`` when missing),
-    ``details``, ``usage`` and ``structuredContent`` (each left out when ``None``), ``isError``
-    and a ``timestamp`` of now (ms)."""
+    ``details`` and ``usage`` (each left out when ``None``), ``isError`` and a ``timestamp`` of
+    now (ms). ``structured_content`` is never copied onto the message (Pi 1.6.0): programs read
+    it on ``tool_execution_end.result`` or on the :class:`ToolCallOutcome`."""
     return ToolResultMessage(
         tool_call_id=tool_call.id,
         tool_name=tool_call.name,
@@ -90,7 +101,6 @@ def tool_result_message(
         details=result.details,
         is_error=is_error,
         usage=result.usage,
-        structured_content=result.structured_content,
     )
 
 
@@ -126,6 +136,23 @@ def find_tool(tools: Sequence[AgentTool], name: str) -> AgentTool | None:
     return None
 
 
+class _NoNestedCalls:
+    """The nested calls of a call no loop run owns: none (``Nested tool calls are not
+    available in this context``, id ``<caller id>/0``, no event)."""
+
+    def callable_tools(self) -> list[AgentTool]:
+        return []
+
+    async def execute(
+        self, caller: ToolCallContext, name: str, args: Any, on_update: OnUpdate | None
+    ) -> ToolCallOutcome:
+        tool_call = ToolCall(id=f"{caller.tool_call_id}/0", name=name, arguments={})
+        return error_outcome(tool_call, NOT_AVAILABLE_TEXT)
+
+
+NO_NESTED_CALLS = _NoNestedCalls()
+
+
 # ---------------------------------------------------------------------------------------------
 # One call: prepare (preflight), execute, finalize
 # ---------------------------------------------------------------------------------------------
@@ -137,8 +164,9 @@ async def prepare_call(
     assistant_message: AssistantMessage,
     config: LoopConfig,
     abort: Abort | None,
+    parent_tool_call_id: str | None = None,
 ) -> PreparedCall | ToolCallOutcome:
-    """§2.7: the prepared call, or its immediate (error) outcome."""
+    """The prepared call, or its immediate (error) outcome."""
     tool = find_tool(context.tools, tool_call.name)
     if tool is None:
         return error_outcome(tool_call, NOT_FOUND_TEXT.format(name=tool_call.name))
@@ -150,6 +178,11 @@ async def prepare_call(
             prepared = await maybe_await(config.prepare_arguments(tool.name, arguments))
             if prepared is not None:
                 arguments = prepared
+        if tool_call.arguments_error is not None:  # streamed arguments that were not JSON
+            return error_outcome(
+                tool_call,
+                INVALID_ARGUMENTS_TEXT.format(name=tool_call.name, error=tool_call.arguments_error),
+            )
         args = validate_tool_arguments(tool, arguments)
         if config.before_tool_call is not None:
             before_context = BeforeToolCallContext(
@@ -158,6 +191,7 @@ async def prepare_call(
                 tool=tool,
                 assistant_message=assistant_message,
                 context=context,
+                parent_tool_call_id=parent_tool_call_id,
             )
             before = await maybe_await(config.before_tool_call(before_context))
             if abort is not None and abort.aborted:
@@ -172,7 +206,7 @@ async def prepare_call(
         return error_outcome(tool_call, error_text(exc))
     if abort is not None and abort.aborted:
         return error_outcome(tool_call, ABORTED_TEXT)
-    return PreparedCall(tool_call, tool, args)
+    return PreparedCall(tool_call, tool, args, parent_tool_call_id)
 
 
 async def execute_call(
@@ -182,13 +216,21 @@ async def execute_call(
     on_update: OnUpdate | None,
     previous: trio.Event | None = None,
     ready: trio.Event | None = None,
+    tool_context: ToolCallContext | None = None,
 ) -> tuple[AgentToolResult, bool]:
-    """§2.8: run ``execute`` in a cancel scope linked to ``abort``; never raises Exception.
+    """Run ``execute`` in a cancel scope linked to ``abort``; never raises Exception.
 
     ``previous``/``ready`` chain the calls of a batch so ``execute`` is entered in source order
     (as ``Promise.all`` over the deferred tasks does): this call waits for ``previous`` and
-    sets ``ready`` just before entering ``execute`` (or when it gives up)."""
+    sets ``ready`` just before entering ``execute`` (or when it gives up).
+
+    ``tool_context`` is what :func:`~pi_core._pipeline.nested.current_tool_context` gives the
+    tool while ``execute`` runs (default: a context whose nested calls are not available)."""
     accepting = True
+    token = bind_tool_context(
+        tool_context
+        or ToolCallContext(prepared.tool_call.id, prepared.parent_tool_call_id, NO_NESTED_CALLS)
+    )
 
     def update(partial: AgentToolResult) -> None:
         if accepting and on_update is not None:
@@ -223,6 +265,7 @@ async def execute_call(
         return AgentToolResult.error(error_text(exc)), True
     finally:
         accepting = False
+        unbind_tool_context(token)
         if ready is not None:
             ready.set()
 
@@ -235,7 +278,7 @@ async def finalize_call(
     assistant_message: AssistantMessage,
     config: LoopConfig,
 ) -> ToolCallOutcome:
-    """§2.9: ``after_tool_call`` merged field by field; its exception replaces the result."""
+    """``after_tool_call`` merged field by field; its exception replaces the result."""
     if config.after_tool_call is not None:
         try:
             after_context = AfterToolCallContext(
@@ -246,6 +289,7 @@ async def finalize_call(
                 context=context,
                 result=result,
                 is_error=is_error,
+                parent_tool_call_id=prepared.parent_tool_call_id,
             )
             override = await maybe_await(config.after_tool_call(after_context))
             result, is_error = apply_after_tool_call_result(result, is_error, override)
@@ -262,9 +306,11 @@ async def run_tool_call(
     assistant_message: AssistantMessage | None = None,
     abort: Abort | None = None,
     on_update: OnUpdate | None = None,
+    parent_tool_call_id: str | None = None,
+    tool_context: ToolCallContext | None = None,
 ) -> ToolCallOutcome:
     """One call through the whole pipeline, emitting no events and appending no messages
-    (seed "nested calls"; spec §2.15): look-up, ``prepare_arguments`` (tool, then config),
+    (``docs/explanation/pipeline.md``): look-up, ``prepare_arguments`` (tool, then config),
     validation, ``before_tool_call``, ``execute`` (in a cancel scope linked to ``abort``),
     ``after_tool_call``.
 
@@ -272,12 +318,20 @@ async def run_tool_call(
     a ``toolUse`` message holding just ``tool_call``). ``on_update(partial)`` receives the tool's
     progress until ``execute`` settles. Returns the :class:`ToolCallOutcome`; never raises for a
     failure of the call itself (``config.max_parallel_tools`` does not apply).
+
+    ``parent_tool_call_id`` is what the hook contexts carry for a nested call; ``tool_context``
+    what :func:`~pi_core._pipeline.nested.current_tool_context` gives the tool (default: nested
+    calls are not available, as no loop run owns this call).
     """
     message = assistant_message or AssistantMessage(content=[tool_call], stop_reason="toolUse")
-    preparation = await prepare_call(tool_call, context, message, config, abort)
+    preparation = await prepare_call(
+        tool_call, context, message, config, abort, parent_tool_call_id
+    )
     if isinstance(preparation, ToolCallOutcome):
         return preparation
-    result, is_error = await execute_call(preparation, abort, None, on_update)
+    result, is_error = await execute_call(
+        preparation, abort, None, on_update, tool_context=tool_context
+    )
     return await finalize_call(preparation, result, is_error, context, message, config)
 
 
@@ -333,6 +387,7 @@ async def run_nested_tool_call(
                 assistant_message=assistant_message,
                 abort=abort,
                 on_update=on_update,
+                parent_tool_call_id=parent_tool_call_id,
             )
     await emit(
         ToolExecutionEndEvent(

@@ -1,4 +1,5 @@
-"""Objects the plugin hooks receive: the registration, backend, bash-spawn and command contexts.
+"""Objects the plugin hooks receive: the session, registration, backend, bash-spawn and command
+contexts.
 
 The contexts of a tool call (before and after hooks) belong to the pipeline
 (:mod:`pi_core._pipeline.contexts`). Add fields freely: implementations read only what they use.
@@ -6,12 +7,58 @@ The contexts of a tool call (before and after hooks) belong to the pipeline
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pi_core._backend_kit.operations import BashOperations, FileOperations
+
+
+SESSION_HOSTS = ("call", "replay", "run", "tools", "agent")
+"""The hosts pi itself runs sessions in: ``pi call``, ``pi replay`` (also ``--verify``),
+``pi run``, ``pi tools`` and the Python API (:class:`~pi_core.Agent`, or a program's own use of
+:func:`~pi_core.build_session`). Later hosts (``pi mcp serve``) add their own names."""
+
+SESSION_END_REASONS = ("completed", "error", "aborted", "interrupted")
+"""What ``SessionContext.reason`` says when ``pi_session_end`` fires."""
+
+
+def _new_session_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass
+class SessionContext:
+    """One session, from ``pi_session_start`` to ``pi_session_end`` (the same object for both,
+    and the ``session`` field of every other context of that session).
+
+    * ``cwd``: the session's working directory (absolute); ``config``: the loaded config (the
+      TOML as a dict, ``{}`` without one).
+    * ``host``: which host runs the session (:data:`SESSION_HOSTS`: ``"call"``, ``"replay"``,
+      ``"run"``, ``"tools"``, ``"agent"``).
+    * ``session_id``: unique per session (32 hex digits).
+    * ``state``: a dict for plugins' per-session state; each plugin keeps its own entries under
+      its name (the sandbox uses ``state["sandbox"]``). It lives exactly as long as the session.
+    * ``reason``: ``None`` until the session ends; then one of :data:`SESSION_END_REASONS`:
+      ``"completed"`` (the host finished, whatever its tool results), ``"error"`` (an exception
+      ended it, or the model call failed: ``error`` holds the exception when there is one),
+      ``"aborted"`` (``Agent.abort()`` or cancellation), ``"interrupted"`` (Ctrl-C).
+    * ``tools``: the session's :class:`~pi_core.ToolSet` (registered, active and callable
+      tools; ``None`` until the tools are registered). A tool reaches it from its execute
+      context (``ctx.session.tools``): ``tool_search`` activates the tools it finds with
+      ``ctx.session.tools.activate([...])``.
+    """
+
+    cwd: str
+    config: dict[str, Any] = field(default_factory=dict)
+    host: str = "agent"
+    session_id: str = field(default_factory=_new_session_id)
+    state: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+    error: BaseException | None = None
+    tools: Any = field(default=None, repr=False)
 
 
 @dataclass
@@ -26,14 +73,20 @@ class RegisterToolsContext:
     file_operations: FileOperations | None = None
     bash_spawn_hook: Callable[[BashSpawnContext], BashSpawnContext] | None = None
     """The ``pi_bash_spawn_context`` chain, for the bash tool to apply before each command."""
+    session: SessionContext | None = None
+    """The session being built (``None`` when a program calls the hook without one)."""
 
 
 @dataclass
 class BackendContext:
-    """What ``pi_bash_operations`` and ``pi_file_operations`` get: ``cwd`` and ``config``."""
+    """What ``pi_bash_operations`` and ``pi_file_operations`` get: ``cwd``, ``config`` and the
+    ``session`` being built (``None`` when a program calls the hook without one): a backend
+    that holds resources keeps them in ``session.state`` and releases them in
+    ``pi_session_end``."""
 
     cwd: str
     config: dict[str, Any] = field(default_factory=dict)
+    session: SessionContext | None = None
 
 
 @dataclass
@@ -75,9 +128,12 @@ class PluginCommand:
 
 
 __all__ = [
+    "SESSION_END_REASONS",
+    "SESSION_HOSTS",
     "BackendContext",
     "BashSpawnContext",
     "CommandInvocation",
     "PluginCommand",
     "RegisterToolsContext",
+    "SessionContext",
 ]

@@ -1,4 +1,4 @@
-"""The typed facade over pi's hooks (STYLE items 2, 3; tox 4's ``hooks.before_tool_call(...)``).
+"""The typed facade over pi's hooks (tox 4's ``hooks.before_tool_call(...)``).
 
 :class:`PluginHooks` is the only code that touches ``pm.hook``: the rest of pi calls
 ``hooks.before_tool_call(ctx)`` and never sees pluggy. Each method applies its hook's call mode
@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pluggy
+import trio
 from pluggy import HookImpl
 
 from pi_core._backend_kit.operations import BashOperations, FileOperations
@@ -33,6 +34,7 @@ from pi_core._plugins.contexts import (
     BashSpawnContext,
     PluginCommand,
     RegisterToolsContext,
+    SessionContext,
 )
 from pi_core._tools.definition import AgentTool, to_agent_tool
 from pi_core._wire.messages import AgentToolResult
@@ -41,16 +43,38 @@ _AFTER_FIELDS = tuple(f.name for f in dataclasses.fields(AfterToolCallResult))
 
 
 class PluginHooks:
-    """pi's hooks on ``pm`` as typed methods, one per hookspec (DESIGN §2).
+    """pi's hooks on ``pm`` as typed methods, one per hookspec.
 
     Implementations are looked up at each call, so plugins registered later take part.
     """
 
-    def __init__(self, pm: pluggy.PluginManager, config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        config: dict[str, Any] | None = None,
+        session: SessionContext | None = None,
+    ) -> None:
         self.pm = pm
         self.config: dict[str, Any] = {} if config is None else config
         """The session's loaded config; :meth:`before_tool_call` gives it to contexts that
         have none (``context.config``)."""
+        self.session = session
+        """The session these hooks serve (``build_session`` sets it); the before and after
+        hooks get it as ``context.session`` when theirs is unset."""
+
+    @property
+    def _observe(self) -> hook_caller.Observe | None:
+        """The observers of ``pm`` (``pm.hook_observers``: the ``PI_DEBUG_HOOKS`` tracer, a
+        ``HookRecorder``) as one function, or ``None`` when there are none."""
+        observers = getattr(self.pm, "hook_observers", None)
+        if not observers:
+            return None
+
+        def observe(call: hook_caller.HookCall) -> None:
+            for observer in list(observers):
+                observer(call)
+
+        return observe
 
     def _wrong_type(self, plugin: str, hook: str, value: Any, expected: str) -> PluginError:
         return PluginError(
@@ -103,7 +127,10 @@ class PluginHooks:
 
         try:
             hook_caller.call_collect(
-                self.pm.hook.pi_register_tools, {"context": context}, extra=registrar
+                self.pm.hook.pi_register_tools,
+                {"context": context},
+                extra=registrar,
+                observe=self._observe,
             )
         finally:
             open_ = False
@@ -143,7 +170,9 @@ class PluginHooks:
 
             return {"register": register}
 
-        hook_caller.call_collect(self.pm.hook.pi_register_commands, {}, extra=registrar)
+        hook_caller.call_collect(
+            self.pm.hook.pi_register_commands, {}, extra=registrar, observe=self._observe
+        )
         return commands
 
     def register_providers(self) -> dict[str, Any]:
@@ -175,7 +204,9 @@ class PluginHooks:
 
             return {"register": register}
 
-        hook_caller.call_collect(self.pm.hook.pi_register_providers, {}, extra=registrar)
+        hook_caller.call_collect(
+            self.pm.hook.pi_register_providers, {}, extra=registrar, observe=self._observe
+        )
         return providers
 
     def bash_operations(self, context: BackendContext) -> BashOperations | None:
@@ -190,7 +221,7 @@ class PluginHooks:
             return value is not None
 
         hook = self.pm.hook.pi_bash_operations
-        return hook_caller.call_first(hook, {"context": context}, accept)[1]
+        return hook_caller.call_first(hook, {"context": context}, accept, observe=self._observe)[1]
 
     def file_operations(self, context: BackendContext) -> FileOperations | None:
         """``pi_file_operations`` (first non-None, sync): the file backend, or ``None``.
@@ -204,7 +235,7 @@ class PluginHooks:
             return value is not None
 
         hook = self.pm.hook.pi_file_operations
-        return hook_caller.call_first(hook, {"context": context}, accept)[1]
+        return hook_caller.call_first(hook, {"context": context}, accept, observe=self._observe)[1]
 
     def bash_spawn_context(self, context: BashSpawnContext) -> BashSpawnContext:
         """``pi_bash_spawn_context`` (chain, sync): the spawn context after every plugin
@@ -220,7 +251,9 @@ class PluginHooks:
             return returned
 
         hook = self.pm.hook.pi_bash_spawn_context
-        return hook_caller.call_chain(hook, {"context": context}, "context", step)
+        return hook_caller.call_chain(
+            hook, {"context": context}, "context", step, observe=self._observe
+        )
 
     # --- per tool call ------------------------------------------------------------------------
 
@@ -229,7 +262,7 @@ class PluginHooks:
         (``arguments`` itself, same object, when none returns anything)."""
         hook = self.pm.hook.pi_prepare_arguments
         kwargs = {"tool_name": tool_name, "arguments": arguments}
-        return await hook_caller.acall_chain(hook, kwargs, "arguments")
+        return await hook_caller.acall_chain(hook, kwargs, "arguments", observe=self._observe)
 
     async def before_tool_call(self, context: BeforeToolCallContext) -> BeforeToolCallResult | None:
         """``pi_before_tool_call`` (first block, sync or async): the first blocking result, or
@@ -245,8 +278,13 @@ class PluginHooks:
 
         if self.config and not context.config:
             context.config = self.config
+        if context.session is None:
+            context.session = self.session
         hook = self.pm.hook.pi_before_tool_call
-        return (await hook_caller.acall_first(hook, {"context": context}, accept))[1]
+        found = await hook_caller.acall_first(
+            hook, {"context": context}, accept, observe=self._observe
+        )
+        return found[1]
 
     async def after_tool_call(self, context: AfterToolCallContext) -> AfterToolCallResult | None:
         """``pi_after_tool_call`` (chain, sync or async).
@@ -262,6 +300,8 @@ class PluginHooks:
         naming the plugin; an exception propagates (the loop makes it the error result).
         """
         working = dataclasses.replace(context)
+        if working.session is None:
+            working.session = self.session
         if working.result is None:
             working.result = AgentToolResult()
         touched: set[str] = set()
@@ -281,7 +321,9 @@ class PluginHooks:
             return current
 
         hook = self.pm.hook.pi_after_tool_call
-        await hook_caller.acall_chain(hook, {"context": working}, "context", step)
+        await hook_caller.acall_chain(
+            hook, {"context": working}, "context", step, observe=self._observe
+        )
         if not touched:
             return None
         final = working.result
@@ -304,7 +346,28 @@ class PluginHooks:
         """``pi_on_event`` (notify, sync or async): every implementation sees ``event``; an
         exception is reported on stderr (``pi: plugin 'NAME' failed in pi_on_event: ...``) and
         stops nothing. Usable as the loop's :data:`~pi_core._pipeline.config.EventSink`."""
-        await hook_caller.acall_notify(self.pm.hook.pi_on_event, {"event": event})
+        await hook_caller.acall_notify(
+            self.pm.hook.pi_on_event, {"event": event}, observe=self._observe
+        )
+
+    # --- session lifecycle --------------------------------------------------------------------
+
+    async def session_start(self, context: SessionContext) -> None:
+        """``pi_session_start`` (notify, sync or async): every implementation sees ``context``;
+        an exception is reported on stderr (``pi: plugin 'NAME' failed in pi_session_start:
+        ...``) and stops nothing (neither the other implementations nor the session)."""
+        await hook_caller.acall_notify(
+            self.pm.hook.pi_session_start, {"context": context}, observe=self._observe
+        )
+
+    async def session_end(self, context: SessionContext) -> None:
+        """``pi_session_end`` (notify, sync or async), like :meth:`session_start`;
+        ``context.reason`` says how the session ended. Shielded from cancellation: every
+        implementation runs to completion even when the session was cancelled."""
+        with trio.CancelScope(shield=True):
+            await hook_caller.acall_notify(
+                self.pm.hook.pi_session_end, {"context": context}, observe=self._observe
+            )
 
     # --- composition into the loop ------------------------------------------------------------
 

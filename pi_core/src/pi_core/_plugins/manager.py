@@ -1,4 +1,4 @@
-"""Plugin loading and listing (DESIGN §2; STYLE items 2, 3).
+"""Plugin loading and listing.
 
 A plugin is a module (or any object) holding ``@hookimpl`` functions. Installed plugins declare
 ``[project.entry-points.pi] NAME = "package.module"``; the entry-point name is the plugin's name
@@ -31,12 +31,13 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import IO, Any
 
 import pluggy
 
 import pi_core.hookspecs as hookspecs
 from pi_core._errors import PluginError
+from pi_core._plugins.caller import Observe, StderrTracer
 from pi_core._plugins.markers import PROJECT_NAME
 
 ENTRY_POINT_GROUP = PROJECT_NAME
@@ -50,6 +51,10 @@ ENV_ALLOW = "PI_PLUGINS"
 
 ENV_BLOCK = "PI_DISABLED_PLUGINS"
 """Comma-separated plugin names that never load (like ``--no-plugin NAME``)."""
+
+ENV_DEBUG_HOOKS = "PI_DEBUG_HOOKS"
+"""A value other than empty or ``0`` prints every hook implementation call to stderr (like
+``pi --trace-hooks``): ``pi: hook HOOK plugin=NAME 0.12ms -> KIND``."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,14 @@ class PiPluginManager(pluggy.PluginManager):
         super().__init__(PROJECT_NAME)
         self.add_hookspecs(hookspecs)
         self.origins: dict[str, PluginOrigin] = {}
+        self.hook_observers: list[Observe] = []
+        """Called with every hook implementation call
+        (:class:`~pi_core._plugins.caller.HookCall`) that :class:`~pi_core.PluginHooks` makes
+        on this manager: the ``PI_DEBUG_HOOKS`` tracer, ``pi_core.testing``'s recorder."""
+
+    def trace_hooks(self, stream: IO[str] | None = None) -> None:
+        """Print one line per hook implementation call to ``stream`` (default: stderr)."""
+        self.hook_observers.append(StderrTracer(stream))
 
     def describe(self, name: str) -> str:
         """``plugin 'NAME'`` plus its distribution when it is known (for error messages)."""
@@ -205,6 +218,17 @@ def check_pending(pm: pluggy.PluginManager) -> None:
         raise PluginError(f"{described}: {exc}") from exc
 
 
+def _unknown_plugin(where: str, name: str, available: Iterable[str]) -> str:
+    """``WHERE: no plugin named 'NAME' (did you mean 'CLOSE'?)``, or ``(installed: a, b)``
+    when no installed name is close."""
+    installed = list(available)
+    close = difflib.get_close_matches(name, installed, n=1)
+    hint = (
+        f"did you mean {close[0]!r}?" if close else f"installed: {', '.join(installed) or 'none'}"
+    )
+    return f"{where}: no plugin named {name!r} ({hint})"
+
+
 def _names(value: str | None) -> list[str]:
     """``"a, b,,c"`` -> ``["a", "b", "c"]``."""
     return [part.strip() for part in (value or "").split(",") if part.strip()]
@@ -259,7 +283,12 @@ def _load_module(pm: PiPluginManager, module_path: str) -> None:
 
 
 def make_plugin_manager(
-    autoload: bool = True, block: Iterable[str] = (), plugins: Iterable[str] = ()
+    autoload: bool = True,
+    block: Iterable[str] = (),
+    plugins: Iterable[str] = (),
+    *,
+    trace_hooks: bool = False,
+    trace_stream: IO[str] | None = None,
 ) -> PiPluginManager:
     """A new plugin manager with pi's hookspecs and the plugins this environment asks for.
 
@@ -271,29 +300,43 @@ def make_plugin_manager(
       entry-point name or else a module import path (registered under that path).
       With autoload off, the names in ``PI_PLUGINS`` are explicit names too.
     * ``block`` (the CLI's ``--no-plugin NAME``) and ``PI_DISABLED_PLUGINS=a,b`` block names:
-      a blocked plugin never loads, whatever else names it.
+      a blocked plugin never loads, whatever else names it. A blocked name must be one pi knows
+      (an installed entry point, a core plugin, a name in ``plugins`` or ``PI_PLUGINS``): a
+      misspelt one is an error, ``--no-plugin sandbx: no plugin named 'sandbx' (did you mean
+      'sandbox'?)`` (the closest installed name, else the list of installed ones).
+    * ``trace_hooks`` (the CLI's ``--trace-hooks``) or ``PI_DEBUG_HOOKS=1``: every hook
+      implementation call is printed to ``trace_stream`` (default: stderr), one line each
+      (:meth:`PiPluginManager.trace_hooks`).
 
     Then :func:`check_pending` runs. Raises :class:`~pi_core._errors.PluginError` naming the
     plugin (and its distribution) for a plugin that fails to import, implements an unknown hook
-    or an invalid implementation, or for an unknown name in ``PI_PLUGINS`` or ``plugins``.
+    or an invalid implementation, or for an unknown name in ``PI_PLUGINS``, ``plugins``,
+    ``block`` or ``PI_DISABLED_PLUGINS``.
     Environment variables are read when this is called, never at import.
     """
     pm = PiPluginManager()
+    if trace_hooks or os.environ.get(ENV_DEBUG_HOOKS, "") not in ("", "0"):
+        pm.trace_hooks(trace_stream)
     _register_internal_plugins(pm)
-    blocked = {*block, *_names(os.environ.get(ENV_BLOCK))}
-    for name in sorted(blocked):
-        pm.set_blocked(name)
+    block = list(block)
+    plugins = list(plugins)
+    env_block = _names(os.environ.get(ENV_BLOCK))
+    blocked = {*block, *env_block}
     autoload = autoload and not os.environ.get(ENV_DISABLE_AUTOLOAD)
     allow = _names(os.environ.get(ENV_ALLOW))
     available = _entry_points()
 
-    unknown = [name for name in allow if name not in available and name not in blocked]
-    if unknown:
-        installed = ", ".join(available) or "none"
-        raise PluginError(
-            f"{ENV_ALLOW} names {', '.join(repr(n) for n in unknown)}, which "
-            f"{'is' if len(unknown) == 1 else 'are'} not installed (installed: {installed})"
-        )
+    known = {*available, *INTERNAL_PLUGINS, *plugins, *allow}
+    for source, names in ((None, block), (ENV_BLOCK, env_block)):
+        for name in names:
+            if name not in known:
+                where = source or f"--no-plugin {name}"
+                raise PluginError(_unknown_plugin(where, name, available))
+    for name in allow:
+        if name not in available and name not in blocked:
+            raise PluginError(_unknown_plugin(ENV_ALLOW, name, available))
+    for name in sorted(blocked):
+        pm.set_blocked(name)
 
     if autoload:
         for name, ep in available.items():

@@ -1,23 +1,57 @@
-"""Session set-up: backends and the tool registry from the plugins (DESIGN §2).
+"""Session set-up: backends and the tool registry from the plugins.
 
 :func:`build_session` is what ``pi tools``, ``pi call``, ``pi replay`` and ``pi run`` share: it
 asks ``pi_bash_operations`` and ``pi_file_operations`` for the backends (first non-None), then
 ``pi_register_tools`` for the tools, and returns them as a :class:`Session`.
+
+A session's life is ``async with session:``: entering calls ``pi_session_start``, leaving calls
+``pi_session_end`` (shielded, on every exit path) with the reason it ended. Each host of pi runs
+its work inside it (``pi call``, ``pi replay``, ``pi run``, ``pi tools``, :class:`~pi_core.Agent`
+built with ``session=``).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+import trio
 
 from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._pipeline.config import LoopConfig
-from pi_core._plugins.contexts import BackendContext, RegisterToolsContext
+from pi_core._plugins.contexts import BackendContext, RegisterToolsContext, SessionContext
 from pi_core._plugins.facade import PluginHooks
 from pi_core._tools.definition import AgentTool
+from pi_core._tools.exposure import ToolSet, exposures_from_config
+
+if TYPE_CHECKING:
+    from pi_core._loop.agent import Agent
+
+
+def end_reason(exc: BaseException | None) -> str | None:
+    """The ``pi_session_end`` reason for a session left with ``exc`` (exception groups are
+    looked into): ``"interrupted"`` for ``KeyboardInterrupt``, ``"aborted"`` for
+    ``trio.Cancelled``, ``"error"`` for any other exception, ``None`` without one."""
+    if exc is None:
+        return None
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for inner in e.exceptions:
+                walk(inner)
+        else:
+            leaves.append(e)
+
+    walk(exc)
+    if any(isinstance(e, KeyboardInterrupt) for e in leaves):
+        return "interrupted"
+    if leaves and all(isinstance(e, trio.Cancelled) for e in leaves):
+        return "aborted"
+    return "error"
 
 
 @dataclass
@@ -25,7 +59,11 @@ class Session:
     """One session's set-up: ``cwd`` (absolute), ``config`` (the TOML as a dict), ``hooks``
     (the :class:`~pi_core._plugins.facade.PluginHooks` of its manager), the chosen ``bash_operations``
     and ``file_operations`` (``None`` when no plugin provides one), ``tools`` in registration
-    order and ``tools_by_name``."""
+    order and ``tools_by_name``.
+
+    ``context`` is the :class:`~pi_core._plugins.contexts.SessionContext` the lifecycle hooks
+    get; ``outcome`` is the reason the host wants ``pi_session_end`` to report when the session
+    is left without an exception (``None``: ``"completed"``)."""
 
     cwd: str
     config: dict[str, Any]
@@ -34,29 +72,110 @@ class Session:
     file_operations: FileOperations | None
     tools: list[AgentTool] = field(default_factory=list)
     tools_by_name: dict[str, AgentTool] = field(default_factory=dict)
+    context: SessionContext | None = None
+    outcome: str | None = None
+    tool_set: ToolSet | None = None
+    _started: bool = field(default=False, repr=False)
+    _ended: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.context is None:
+            self.context = SessionContext(cwd=self.cwd, config=self.config)
+        if self.hooks.session is None:
+            self.hooks.session = self.context
+        if self.tool_set is None:
+            self.tool_set = ToolSet(self.tools)
+        if self.context.tools is None:
+            self.context.tools = self.tool_set
+
+    @property
+    def session_context(self) -> SessionContext:
+        """``context``, never ``None``."""
+        assert self.context is not None
+        return self.context
+
+    async def start(self) -> None:
+        """Call ``pi_session_start`` (once: later calls do nothing)."""
+        if self._started:
+            return
+        self._started = True
+        await self.hooks.session_start(self.session_context)
+
+    async def end(self, reason: str = "completed", error: BaseException | None = None) -> None:
+        """Call ``pi_session_end`` with ``reason`` (and ``error``), shielded from cancellation;
+        once, and only after :meth:`start`."""
+        if not self._started or self._ended:
+            return
+        self._ended = True
+        context = self.session_context
+        context.reason = reason
+        context.error = error
+        await self.hooks.session_end(context)
+
+    async def __aenter__(self) -> Session:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        reason = end_reason(exc)
+        if reason is None or (reason == "aborted" and self.outcome == "interrupted"):
+            reason = self.outcome or "completed"
+        error = exc if reason == "error" else None
+        await self.end(reason, error)
+
+    def agent(self, provider: Any = None, **options: Any) -> Agent:
+        """An :class:`~pi_core.Agent` on this session: its tools, its hook callbacks
+        (:meth:`loop_config`), ``pi_on_event`` as a listener and this session's lifecycle
+        (``async with agent:`` starts and ends it). ``options`` go to ``Agent``."""
+        from pi_core._loop.agent import Agent
+
+        options.setdefault("tools", self.tools)
+        options.setdefault("config", self.loop_config())
+        agent = Agent(provider, session=self, **options)
+        agent.subscribe(self.hooks.on_event)
+        return agent
 
     def loop_config(self, **options: Any) -> LoopConfig:
         """A :class:`~pi_core._pipeline.config.LoopConfig` with ``options`` and this session's hook
-        callbacks (``prepare_arguments``, ``before_tool_call``, ``after_tool_call``)."""
+        callbacks (``prepare_arguments``, ``before_tool_call``, ``after_tool_call``), its
+        ``tool_set`` and ``declare_tool_changes`` on."""
+        options.setdefault("tool_set", self.tool_set)
+        options.setdefault("declare_tool_changes", True)
         return self.hooks.apply_to(LoopConfig(**options))
 
 
 def build_session(
-    pm: pluggy.PluginManager, cwd: str | os.PathLike[str], config: dict[str, Any] | None = None
+    pm: pluggy.PluginManager,
+    cwd: str | os.PathLike[str],
+    config: dict[str, Any] | None = None,
+    *,
+    host: str = "agent",
 ) -> Session:
     """Build a session from the plugins of ``pm``.
 
     ``cwd`` is made absolute; ``config`` defaults to ``{}``. Calls ``pi_bash_operations`` and
     ``pi_file_operations`` with a :class:`~pi_core._plugins.contexts.BackendContext`, then
     ``pi_register_tools`` with a :class:`~pi_core._plugins.contexts.RegisterToolsContext` holding the
-    chosen backends. Raises :class:`~pi_core._errors.PluginError` for a duplicate tool name, a
+    chosen backends, and the session's :class:`~pi_core.ToolSet` with the ``exposure`` of each
+    ``[tools.NAME]`` table. Raises :class:`~pi_core._errors.PluginError` for a duplicate tool name, a
     registered object that is not a tool or a backend of the wrong type; an exception raised by
     a plugin propagates.
+
+    ``host`` names the host in the session's
+    :class:`~pi_core._plugins.contexts.SessionContext` (``"agent"`` for the Python API), which
+    every context of the session carries as ``session``. The lifecycle hooks are not called
+    here: ``async with session:`` does that.
     """
     abs_cwd = os.path.abspath(os.fspath(cwd))
     config = {} if config is None else config
-    hooks = PluginHooks(pm, config)
-    backend_context = BackendContext(cwd=abs_cwd, config=config)
+    context = SessionContext(cwd=abs_cwd, config=config, host=host)
+    hooks = PluginHooks(pm, config, session=context)
+    backend_context = BackendContext(cwd=abs_cwd, config=config, session=context)
     bash_operations = hooks.bash_operations(backend_context)
     file_operations = hooks.file_operations(backend_context)
     tools = hooks.register_tools(
@@ -66,6 +185,7 @@ def build_session(
             bash_operations=bash_operations,
             file_operations=file_operations,
             bash_spawn_hook=hooks.bash_spawn_context,
+            session=context,
         )
     )
     return Session(
@@ -76,7 +196,9 @@ def build_session(
         file_operations=file_operations,
         tools=tools,
         tools_by_name={t.name: t for t in tools},
+        context=context,
+        tool_set=ToolSet(tools, exposures_from_config(config)),
     )
 
 
-__all__ = ["Session", "build_session"]
+__all__ = ["Session", "build_session", "end_reason"]

@@ -1,4 +1,4 @@
-"""``anthropic:MODEL``: the Anthropic Messages protocol with streaming tool use (issue 5 item 1).
+"""``anthropic:MODEL``: the Anthropic Messages protocol with streaming tool use.
 
 ``POST {base_url}/v1/messages`` with ``stream: true``, headers ``x-api-key`` and
 ``anthropic-version: 2023-06-01``, as pi-ai's ``anthropic-messages`` API does.
@@ -33,14 +33,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import httpx_sse
 
 from pi_core._errors import ConfigError, ProviderError
 from pi_core._providers.assembly import MessageAssembler, total_usage
-from pi_core._providers.http import HttpSettings, error_body_text, stream_sse_response
+from pi_core._providers.http import HttpSettings, SSEProvider, error_body_text
 from pi_core._providers.options import http_settings, llm_history
 from pi_core._wire.messages import (
     AssistantMessage,
@@ -53,7 +53,6 @@ from pi_core._wire.messages import (
 )
 
 if TYPE_CHECKING:
-    from pi_core._abort import Abort
     from pi_core._providers.base import ModelRequest, ProviderEvent
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -66,134 +65,6 @@ DEFAULT_MAX_TOKENS = 8192
 
 CACHE_CONTROL = {"type": "ephemeral"}
 _ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
-
-
-class AnthropicProvider:
-    """A :class:`~pi_core._providers.base.ModelProvider` for one model behind the Messages API.
-
-    ``model``; ``api_key`` (sent as ``x-api-key``); ``base_url`` (default
-    ``https://api.anthropic.com``); ``max_tokens`` (default 8192); ``temperature``;
-    ``cache`` (prompt-cache markers, default ``True``); ``headers``; ``settings``.
-    """
-
-    name = "anthropic"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str,
-        base_url: str = DEFAULT_BASE_URL,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        temperature: float | None = None,
-        cache: bool = True,
-        headers: dict[str, str] | None = None,
-        settings: HttpSettings | None = None,
-    ) -> None:
-        self.model = model
-        self.api_key = api_key
-        self.base_url = base_url.rstrip("/")
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.cache = cache
-        self.headers = dict(headers or {})
-        self.settings = settings or HttpSettings()
-
-    @property
-    def url(self) -> str:
-        """``{base_url}/v1/messages``."""
-        return f"{self.base_url}/v1/messages"
-
-    def request_headers(self) -> dict[str, str]:
-        """``x-api-key``, ``anthropic-version`` and the extra ``headers``."""
-        return {
-            "x-api-key": self.api_key,
-            "anthropic-version": ANTHROPIC_VERSION,
-            **self.headers,
-        }
-
-    def build_request_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body for ``request`` (module docstring); ``request.options``
-        ``max_tokens``/``temperature`` override the provider's."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": convert_messages(request.messages, cache=self.cache),
-            "max_tokens": request.options.get("max_tokens") or self.max_tokens,
-            "stream": True,
-        }
-        if request.system_prompt:
-            system: dict[str, Any] = {"type": "text", "text": request.system_prompt}
-            if self.cache:
-                system["cache_control"] = dict(CACHE_CONTROL)
-            body["system"] = [system]
-        temperature = request.options.get("temperature", self.temperature)
-        if temperature is not None:
-            body["temperature"] = temperature
-        if request.tools:
-            tools = []
-            for tool in request.tools:
-                schema = tool.parameters or {}
-                tools.append(
-                    {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "input_schema": {
-                            "type": "object",
-                            "properties": schema.get("properties", {}),
-                            "required": schema.get("required", []),
-                        },
-                    }
-                )
-            if self.cache:
-                tools[-1]["cache_control"] = dict(CACHE_CONTROL)
-            body["tools"] = tools
-        return body
-
-    def stream(
-        self, request: ModelRequest, abort: Abort | None = None
-    ) -> AsyncIterator[ProviderEvent]:
-        """The provider events of one streamed message (see the module docstring)."""
-        assembler = MessageAssembler(api=API_NAME, provider="anthropic", model=self.model)
-        return stream_sse_response(
-            assembler=assembler,
-            handler=_EventHandler(assembler),
-            abort=abort,
-            settings=self.settings,
-            url=self.url,
-            headers=self.request_headers(),
-            body=self.build_request_body(request),
-            error_text=error_text,
-        )
-
-
-class AnthropicProviderFactory:
-    """What ``pi_register_providers`` registers as ``anthropic``."""
-
-    name = "anthropic"
-
-    def create(self, model: str, options: dict[str, Any]) -> AnthropicProvider:
-        """``options``: ``api_key`` (else ``$ANTHROPIC_API_KEY``), ``base_url`` (else
-        ``$ANTHROPIC_BASE_URL``, else the Anthropic API), ``max_tokens``, ``temperature``,
-        ``cache``, ``headers`` and the HTTP options of
-        :func:`pi_core._providers.options.http_settings`.
-
-        Raises :class:`~pi_core._errors.ConfigError` when there is no API key.
-        """
-        api_key = options.get("api_key") or os.environ.get(API_KEY_ENV)
-        if not api_key:
-            raise ConfigError(
-                f"anthropic:{model} needs an API key: set {API_KEY_ENV} or pass api_key"
-            )
-        return AnthropicProvider(
-            model,
-            api_key=api_key,
-            base_url=options.get("base_url") or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL,
-            max_tokens=options.get("max_tokens") or DEFAULT_MAX_TOKENS,
-            temperature=options.get("temperature"),
-            cache=options.get("cache", True),
-            headers=options.get("headers"),
-            settings=http_settings(options),
-        )
 
 
 def error_text(status: int, body: bytes) -> str:
@@ -437,6 +308,122 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
                 }
             )
     return blocks
+
+
+class AnthropicProvider(SSEProvider):
+    """A :class:`~pi_core._providers.base.ModelProvider` for one model behind the Messages API.
+
+    ``model``; ``api_key`` (sent as ``x-api-key``); ``base_url`` (default
+    ``https://api.anthropic.com``); ``max_tokens`` (default 8192); ``temperature``;
+    ``cache`` (prompt-cache markers, default ``True``); ``headers``; ``settings``.
+    """
+
+    name = "anthropic"
+    api_name = API_NAME
+    handler_type = _EventHandler
+    http_error_text = staticmethod(error_text)
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str = DEFAULT_BASE_URL,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float | None = None,
+        cache: bool = True,
+        headers: dict[str, str] | None = None,
+        settings: HttpSettings | None = None,
+    ) -> None:
+        self.model = model
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.cache = cache
+        self.headers = dict(headers or {})
+        self.settings = settings or HttpSettings()
+        self.provider_name = "anthropic"
+
+    @property
+    def url(self) -> str:
+        """``{base_url}/v1/messages``."""
+        return f"{self.base_url}/v1/messages"
+
+    def request_headers(self) -> dict[str, str]:
+        """``x-api-key``, ``anthropic-version`` and the extra ``headers``."""
+        return {
+            "x-api-key": self.api_key,
+            "anthropic-version": ANTHROPIC_VERSION,
+            **self.headers,
+        }
+
+    def build_request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for ``request`` (module docstring); ``request.options``
+        ``max_tokens``/``temperature`` override the provider's."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": convert_messages(request.messages, cache=self.cache),
+            "max_tokens": request.options.get("max_tokens") or self.max_tokens,
+            "stream": True,
+        }
+        if request.system_prompt:
+            system: dict[str, Any] = {"type": "text", "text": request.system_prompt}
+            if self.cache:
+                system["cache_control"] = dict(CACHE_CONTROL)
+            body["system"] = [system]
+        temperature = request.options.get("temperature", self.temperature)
+        if temperature is not None:
+            body["temperature"] = temperature
+        if request.tools:
+            tools = []
+            for tool in request.tools:
+                schema = tool.parameters or {}
+                tools.append(
+                    {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "input_schema": {
+                            "type": "object",
+                            "properties": schema.get("properties", {}),
+                            "required": schema.get("required", []),
+                        },
+                    }
+                )
+            if self.cache:
+                tools[-1]["cache_control"] = dict(CACHE_CONTROL)
+            body["tools"] = tools
+        return body
+
+
+class AnthropicProviderFactory:
+    """What ``pi_register_providers`` registers as ``anthropic``."""
+
+    name = "anthropic"
+
+    def create(self, model: str, options: dict[str, Any]) -> AnthropicProvider:
+        """``options``: ``api_key`` (else ``$ANTHROPIC_API_KEY``), ``base_url`` (else
+        ``$ANTHROPIC_BASE_URL``, else the Anthropic API), ``max_tokens``, ``temperature``,
+        ``cache``, ``headers`` and the HTTP options of
+        :func:`pi_core._providers.options.http_settings`.
+
+        Raises :class:`~pi_core._errors.ConfigError` when there is no API key.
+        """
+        api_key = options.get("api_key") or os.environ.get(API_KEY_ENV)
+        if not api_key:
+            raise ConfigError(
+                f"anthropic:{model} needs an API key: set {API_KEY_ENV} or pass api_key"
+            )
+        return AnthropicProvider(
+            model,
+            api_key=api_key,
+            base_url=options.get("base_url") or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL,
+            max_tokens=options.get("max_tokens") or DEFAULT_MAX_TOKENS,
+            temperature=options.get("temperature"),
+            cache=options.get("cache", True),
+            headers=options.get("headers"),
+            settings=http_settings(options),
+        )
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Assembling a streamed assistant message, shared by the HTTP providers (issue 5 item 1).
+"""Assembling a streamed assistant message, shared by the HTTP providers.
 
 :class:`MessageAssembler` owns the message being streamed: each change (a block opens, text or
 tool-call arguments arrive, a block closes) returns the :class:`~pi_core._providers.base.StreamDelta`

@@ -1,4 +1,4 @@
-"""Model providers: what the loop asks for an assistant message (spec §1.6, §2.3).
+"""Model providers: what the loop asks for an assistant message.
 
 A provider is any object with ``stream(request, abort)`` returning an async iterator of
 provider events, pi-ai's assistant message event protocol:
@@ -15,7 +15,7 @@ The loop turns ``start`` into ``message_start``, each delta into ``message_updat
 final message into ``message_end``. Tool calls are only taken from the final message. A provider
 may also raise: the loop then finishes the turn with an assistant message whose ``stopReason`` is
 ``"error"`` (``"aborted"`` once the run was aborted) and whose ``errorMessage`` is the exception
-text (spec §2.14, applied to ``run_agent_loop`` as well).
+text (applied to ``run_agent_loop`` as well).
 
 :class:`ScriptedProvider` plays back prepared assistant messages, for tests, ``pi replay`` and
 examples.
@@ -140,7 +140,7 @@ class ModelProvider(Protocol):
 def error_message(
     text: str, *, aborted: bool = False, content: list[Any] | None = None
 ) -> AssistantMessage:
-    """The assistant message pi makes up when a model call fails (spec §2.14): ``content``
+    """The assistant message pi makes up when a model call fails: ``content``
     (default one empty text block), zero usage, ``stopReason`` ``"aborted"`` or ``"error"``,
     ``errorMessage`` ``text``."""
     return AssistantMessage(
@@ -276,19 +276,3 @@ class ScriptedProvider:
             yield StreamError(reason=message.stop_reason, error=message)
         else:
             yield StreamDone(reason=message.stop_reason, message=message)
-
-
-__all__ = [
-    "ABORTED_ERROR_MESSAGE",
-    "EMPTY_USAGE",
-    "ModelProvider",
-    "ModelRequest",
-    "ProviderEvent",
-    "ScriptedProvider",
-    "StreamDelta",
-    "StreamDone",
-    "StreamError",
-    "StreamStart",
-    "error_message",
-    "stream_events",
-]

@@ -1,4 +1,4 @@
-"""HTTP for the model providers: retries with backoff, and one SSE stream driver (issue 5 item 1).
+"""HTTP for the model providers: retries with backoff, and one SSE stream driver.
 
 * :class:`RetryPolicy`: how often and how long to wait. A request is retried when the server
   answers 408, 409, 429 or any 5xx (or sends ``x-should-retry: true``; ``false`` forbids it) and
@@ -23,9 +23,10 @@ from __future__ import annotations
 import email.utils
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import httpx
 import httpx_sse
@@ -33,12 +34,12 @@ import trio
 
 from pi_core._abort import linked_scope
 from pi_core._errors import ProviderError
+from pi_core._providers.assembly import MessageAssembler
 from pi_core._providers.base import ABORTED_ERROR_MESSAGE
 
 if TYPE_CHECKING:
     from pi_core._abort import Abort
-    from pi_core._providers.assembly import MessageAssembler
-    from pi_core._providers.base import ProviderEvent
+    from pi_core._providers.base import ModelRequest, ProviderEvent
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 """Statuses retried besides every 5xx."""
@@ -188,6 +189,12 @@ class SSEHandler(Protocol):
     def finish(self) -> Iterable[ProviderEvent]: ...
 
 
+class SSEHandlerType(Protocol):
+    """What makes an :class:`SSEHandler` reading into an assembler (the handler's class)."""
+
+    def __call__(self, assembler: MessageAssembler) -> SSEHandler: ...
+
+
 async def stream_sse_response(
     *,
     assembler: MessageAssembler,
@@ -258,6 +265,58 @@ async def stream_sse_response(
                 await _close_stream(response, events)
 
 
+class SSEProvider(ABC):
+    """What the HTTP providers (OpenAI-compatible, Anthropic) share: :meth:`stream` posts
+    :meth:`build_request_body` to :attr:`url` with :meth:`request_headers` and reads the answer
+    with :attr:`handler_type` through :func:`stream_sse_response` (retries, abort, errors).
+
+    A subclass sets ``api_name`` (the ``api`` of its messages), ``model``, ``provider_name`` and
+    ``settings``, and implements the protocol-specific members.
+    """
+
+    api_name: ClassVar[str]
+    model: str
+    provider_name: str
+    """The ``provider`` written into each assistant message."""
+    settings: HttpSettings
+    handler_type: ClassVar[SSEHandlerType]
+    """Makes the reader of this protocol's server-sent events into an assembler."""
+    http_error_text: ErrorText
+    """The error message of a failed HTTP response, as the provider's SDK words it (a
+    ``staticmethod``)."""
+
+    @property
+    @abstractmethod
+    def url(self) -> str:
+        """Where the request is posted."""
+
+    @abstractmethod
+    def request_headers(self) -> dict[str, str]:
+        """The protocol's headers (authentication, version) plus the configured ones."""
+
+    @abstractmethod
+    def build_request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for ``request``."""
+
+    def stream(
+        self, request: ModelRequest, abort: Abort | None = None
+    ) -> AsyncIterator[ProviderEvent]:
+        """The provider events of one streamed model response (see :func:`stream_sse_response`)."""
+        assembler = MessageAssembler(
+            api=self.api_name, provider=self.provider_name, model=self.model
+        )
+        return stream_sse_response(
+            assembler=assembler,
+            handler=self.handler_type(assembler),
+            abort=abort,
+            settings=self.settings,
+            url=self.url,
+            headers=self.request_headers(),
+            body=self.build_request_body(request),
+            error_text=self.http_error_text,
+        )
+
+
 async def _close_stream(response: httpx.Response, events: AsyncIterator[Any]) -> None:
     """Close ``response`` and run ``events`` to its end.
 
@@ -287,6 +346,8 @@ __all__ = [
     "HttpSettings",
     "RetryPolicy",
     "SSEHandler",
+    "SSEHandlerType",
+    "SSEProvider",
     "error_body_text",
     "retry_after_seconds",
     "send_with_retry",

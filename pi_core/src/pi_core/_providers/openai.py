@@ -1,4 +1,4 @@
-"""``openai:MODEL``: the OpenAI-compatible chat-completions protocol, streamed (issue 5 item 1).
+"""``openai:MODEL``: the OpenAI-compatible chat-completions protocol, streamed.
 
 Works with OpenAI and the servers that speak its protocol (Ollama, vLLM, llama.cpp's server,
 LM Studio): ``POST {base_url}/chat/completions`` with ``stream: true`` and
@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import httpx_sse
 
 from pi_core._errors import ConfigError, ProviderError
 from pi_core._providers.assembly import MessageAssembler, total_usage
-from pi_core._providers.http import HttpSettings, error_body_text, stream_sse_response
+from pi_core._providers.http import HttpSettings, SSEProvider, error_body_text
 from pi_core._providers.options import http_settings, llm_history
 from pi_core._wire.messages import (
     AssistantMessage,
@@ -51,7 +51,6 @@ from pi_core._wire.messages import (
 )
 
 if TYPE_CHECKING:
-    from pi_core._abort import Abort
     from pi_core._providers.base import ModelRequest, ProviderEvent
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -59,135 +58,6 @@ API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 API_NAME = "openai-completions"
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-
-
-class OpenAIProvider:
-    """A :class:`~pi_core._providers.base.ModelProvider` for one model behind an OpenAI-compatible
-    chat-completions endpoint.
-
-    ``model``: the model id sent; ``base_url`` (default ``https://api.openai.com/v1``);
-    ``api_key`` (sent as ``Authorization: Bearer``; none for local servers); ``max_tokens``
-    (sent as ``max_completion_tokens``, or ``max_tokens`` with ``max_tokens_field``);
-    ``temperature``; ``headers`` (extra HTTP headers); ``settings`` (timeout, retries).
-    ``provider_name`` is written into each message's ``provider`` (default ``openai``).
-    """
-
-    name = "openai"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = DEFAULT_BASE_URL,
-        api_key: str | None = None,
-        max_tokens: int | None = None,
-        max_tokens_field: str = "max_completion_tokens",
-        temperature: float | None = None,
-        headers: dict[str, str] | None = None,
-        settings: HttpSettings | None = None,
-        provider_name: str = "openai",
-    ) -> None:
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.max_tokens = max_tokens
-        self.max_tokens_field = max_tokens_field
-        self.temperature = temperature
-        self.headers = dict(headers or {})
-        self.settings = settings or HttpSettings()
-        self.provider_name = provider_name
-
-    @property
-    def url(self) -> str:
-        """``{base_url}/chat/completions``."""
-        return f"{self.base_url}/chat/completions"
-
-    def build_request_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body for ``request`` (see the module docstring); ``request.options``
-        ``max_tokens``/``temperature`` override the provider's."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": convert_messages(request.system_prompt, request.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        max_tokens = request.options.get("max_tokens", self.max_tokens)
-        if max_tokens:
-            body[self.max_tokens_field] = max_tokens
-        temperature = request.options.get("temperature", self.temperature)
-        if temperature is not None:
-            body["temperature"] = temperature
-        if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                        "strict": False,
-                    },
-                }
-                for tool in request.tools
-            ]
-        return body
-
-    def request_headers(self) -> dict[str, str]:
-        """``authorization`` (when there is a key) plus the extra ``headers``."""
-        headers: dict[str, str] = {}
-        if self.api_key:
-            headers["authorization"] = f"Bearer {self.api_key}"
-        headers.update(self.headers)
-        return headers
-
-    def stream(
-        self, request: ModelRequest, abort: Abort | None = None
-    ) -> AsyncIterator[ProviderEvent]:
-        """The provider events of one streamed chat completion (see the module docstring)."""
-        assembler = MessageAssembler(api=API_NAME, provider=self.provider_name, model=self.model)
-        return stream_sse_response(
-            assembler=assembler,
-            handler=_ChunkHandler(assembler),
-            abort=abort,
-            settings=self.settings,
-            url=self.url,
-            headers=self.request_headers(),
-            body=self.build_request_body(request),
-            error_text=error_text,
-        )
-
-
-class OpenAIProviderFactory:
-    """What ``pi_register_providers`` registers as ``openai``: :meth:`create` makes an
-    :class:`OpenAIProvider` from ``--model openai:MODEL`` and its options."""
-
-    name = "openai"
-
-    def create(self, model: str, options: dict[str, Any]) -> OpenAIProvider:
-        """``options``: ``base_url`` (else ``$OPENAI_BASE_URL``, else the OpenAI API),
-        ``api_key`` (else ``$OPENAI_API_KEY``; required only for ``api.openai.com``),
-        ``max_tokens``, ``max_tokens_field``, ``temperature``, ``headers``, and the HTTP
-        options of :func:`pi_core._providers.options.http_settings`.
-
-        Raises :class:`~pi_core._errors.ConfigError` when the OpenAI API is used without a key.
-        """
-        base_url = options.get("base_url") or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
-        api_key = options.get("api_key") or os.environ.get(API_KEY_ENV) or None
-        if api_key is None and "api.openai.com" in base_url:
-            raise ConfigError(
-                f"openai:{model} needs an API key: set {API_KEY_ENV} or pass api_key "
-                "(a local server given with --base-url needs none)"
-            )
-        return OpenAIProvider(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            max_tokens=options.get("max_tokens"),
-            max_tokens_field=options.get("max_tokens_field", "max_completion_tokens"),
-            temperature=options.get("temperature"),
-            headers=options.get("headers"),
-            settings=http_settings(options),
-        )
 
 
 def error_text(status: int, body: bytes) -> str:
@@ -406,6 +276,122 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
     if not text and not calls:
         return None
     return converted
+
+
+class OpenAIProvider(SSEProvider):
+    """A :class:`~pi_core._providers.base.ModelProvider` for one model behind an OpenAI-compatible
+    chat-completions endpoint.
+
+    ``model``: the model id sent; ``base_url`` (default ``https://api.openai.com/v1``);
+    ``api_key`` (sent as ``Authorization: Bearer``; none for local servers); ``max_tokens``
+    (sent as ``max_completion_tokens``, or ``max_tokens`` with ``max_tokens_field``);
+    ``temperature``; ``headers`` (extra HTTP headers); ``settings`` (timeout, retries).
+    ``provider_name`` is written into each message's ``provider`` (default ``openai``).
+    """
+
+    name = "openai"
+    api_name = API_NAME
+    handler_type = _ChunkHandler
+    http_error_text = staticmethod(error_text)
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        max_tokens: int | None = None,
+        max_tokens_field: str = "max_completion_tokens",
+        temperature: float | None = None,
+        headers: dict[str, str] | None = None,
+        settings: HttpSettings | None = None,
+        provider_name: str = "openai",
+    ) -> None:
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.max_tokens = max_tokens
+        self.max_tokens_field = max_tokens_field
+        self.temperature = temperature
+        self.headers = dict(headers or {})
+        self.settings = settings or HttpSettings()
+        self.provider_name = provider_name
+
+    @property
+    def url(self) -> str:
+        """``{base_url}/chat/completions``."""
+        return f"{self.base_url}/chat/completions"
+
+    def build_request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for ``request`` (see the module docstring); ``request.options``
+        ``max_tokens``/``temperature`` override the provider's."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": convert_messages(request.system_prompt, request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        max_tokens = request.options.get("max_tokens", self.max_tokens)
+        if max_tokens:
+            body[self.max_tokens_field] = max_tokens
+        temperature = request.options.get("temperature", self.temperature)
+        if temperature is not None:
+            body["temperature"] = temperature
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                        "strict": False,
+                    },
+                }
+                for tool in request.tools
+            ]
+        return body
+
+    def request_headers(self) -> dict[str, str]:
+        """``authorization`` (when there is a key) plus the extra ``headers``."""
+        headers: dict[str, str] = {}
+        if self.api_key:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        headers.update(self.headers)
+        return headers
+
+
+class OpenAIProviderFactory:
+    """What ``pi_register_providers`` registers as ``openai``: :meth:`create` makes an
+    :class:`OpenAIProvider` from ``--model openai:MODEL`` and its options."""
+
+    name = "openai"
+
+    def create(self, model: str, options: dict[str, Any]) -> OpenAIProvider:
+        """``options``: ``base_url`` (else ``$OPENAI_BASE_URL``, else the OpenAI API),
+        ``api_key`` (else ``$OPENAI_API_KEY``; required only for ``api.openai.com``),
+        ``max_tokens``, ``max_tokens_field``, ``temperature``, ``headers``, and the HTTP
+        options of :func:`pi_core._providers.options.http_settings`.
+
+        Raises :class:`~pi_core._errors.ConfigError` when the OpenAI API is used without a key.
+        """
+        base_url = options.get("base_url") or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+        api_key = options.get("api_key") or os.environ.get(API_KEY_ENV) or None
+        if api_key is None and "api.openai.com" in base_url:
+            raise ConfigError(
+                f"openai:{model} needs an API key: set {API_KEY_ENV} or pass api_key "
+                "(a local server given with --base-url needs none)"
+            )
+        return OpenAIProvider(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            max_tokens=options.get("max_tokens"),
+            max_tokens_field=options.get("max_tokens_field", "max_completion_tokens"),
+            temperature=options.get("temperature"),
+            headers=options.get("headers"),
+            settings=http_settings(options),
+        )
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""What the HTTP providers share before speaking their protocol (issue 5 item 1).
+"""What the HTTP providers share before speaking their protocol.
 
 * :func:`http_settings`: the timeout and retry options of ``create(model, options)``.
 * :func:`llm_history`: the messages a provider converts, as pi-ai's ``transformMessages``

@@ -1,4 +1,4 @@
-"""The model providers built into the core, as an internal plugin (issue 5 item 1; DESIGN §2).
+"""The model providers built into the core, as an internal plugin.
 
 Like pytest's internal plugins, this module is registered on a plugin manager the way any
 plugin is; its :func:`pi_register_providers` registers three factories:
@@ -28,6 +28,7 @@ from pi_core._providers.anthropic import AnthropicProviderFactory
 from pi_core._providers.base import ModelProvider, ScriptedProvider
 from pi_core._providers.openai import OpenAIProviderFactory
 from pi_core._wire.messages import AssistantMessage
+from pi_core._wire.session_files import SessionFileError, read_bounded_lines
 
 
 class ScriptedProviderFactory:
@@ -53,11 +54,9 @@ class ScriptedProviderFactory:
         if not path.is_absolute() and options.get("cwd"):
             path = Path(options["cwd"]) / path
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ConfigError(
-                f"scripted:{model}: cannot read {path}: {exc.strerror or exc}"
-            ) from exc
+            lines = read_bounded_lines(path, str(path))
+        except SessionFileError as exc:
+            raise ConfigError(f"scripted:{model}: {exc}") from None
         messages = [
             message
             for number, line in enumerate(lines, start=1)

@@ -1,6 +1,7 @@
 """Argument validation for the tool pipeline: lossless coercion, then JSON Schema, then Pi's text.
 
-Spec §2.11 (pi-ai ``validateToolArguments``) as amended by port decision 4; seed §六 (schema
+pi-ai's ``validateToolArguments`` with lossless coercion only
+(``docs/explanation/differences.md``), run between ``prepareArguments`` and ``execute``. One call,
 validation between ``prepareArguments`` and ``execute``). One call,
 :func:`validate_tool_arguments`, turns the raw arguments of a tool call (after
 ``prepare_arguments`` and the ``pi_prepare_arguments`` chain) into the params ``execute``
@@ -13,7 +14,7 @@ model sees::
     Received arguments:
     {}
 
-**Coercion** (port decision 4: lossless only), applied to a deep copy and guided by the schema
+**Coercion** (lossless only), applied to a deep copy and guided by the schema
 (through ``properties``, ``additionalProperties``, ``patternProperties``, ``prefixItems``,
 ``items``, ``$ref``, ``allOf``, and union members of ``anyOf``/``oneOf``/``type`` lists):
 
@@ -128,7 +129,7 @@ __all__ = [
 
 
 class ToolArgumentsError(ToolError):
-    """The arguments of a tool call do not match the tool's ``parameters`` (spec §2.11).
+    """The arguments of a tool call do not match the tool's ``parameters``.
 
     ``str(exc)`` is Pi's complete message (header, one ``  - {path}: {message}`` line per error,
     ``Received arguments:`` and the arguments as ``JSON.stringify(arguments, null, 2)``).
@@ -180,7 +181,7 @@ def js_number_to_string(value: float) -> str:
     if value == 0:
         return "0"
     # repr() gives the shortest round-trip digits, as ECMAScript's Number::toString does;
-    # only the layout differs (ECMA-262 §6.1.6.1.20).
+    # only the layout differs.
     sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
     assert isinstance(exponent, int)
     digits = "".join(map(str, digit_tuple)).rstrip("0")
@@ -672,7 +673,7 @@ def _compiled_for(tool: AgentTool) -> _Compiled:
 
 
 # ----------------------------------------------------------------------------------------------
-# Lossless coercion (port decision 4)
+# Lossless coercion
 # ----------------------------------------------------------------------------------------------
 
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -877,12 +878,336 @@ def _list(value: Any) -> list[Any]:
 
 
 # ----------------------------------------------------------------------------------------------
+# Pi 1.6 messages (pi-schema's explainer) and the line between its errors and refused coercions
+# ----------------------------------------------------------------------------------------------
+
+_JS_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_JS_RADIX = re.compile(r"0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
+_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+def _js_number_is_finite(text: str) -> bool:
+    """Whether JavaScript's ``Number(text)`` is finite (``""`` and blanks are 0; hex, octal and
+    binary literals count; ``Infinity`` does not)."""
+    stripped = text.strip(_JS_SPACE)
+    if not stripped or _JS_RADIX.fullmatch(stripped):
+        return True
+    return bool(_JS_DECIMAL.fullmatch(stripped)) and math.isfinite(float(stripped))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _pi16_converts(value: Any, type_name: Any) -> bool:
+    """Whether Pi 1.6's coercion (pi-schema: TypeBox's ``Value.Convert`` rules, then Ajv-style
+    primitive coercion) turns ``value`` into a ``type_name`` value that lossless coercion does
+    not: a number or boolean into a string, ``null`` into ``0``/``false``/``"null"``, a blank or
+    ``"0x10"`` string into a number, any single value into a one-item array."""
+    finite = _is_number(value) and math.isfinite(value)
+    if type_name == "string":
+        return value is None or isinstance(value, bool) or finite
+    if type_name in ("number", "integer"):
+        if value is None or isinstance(value, bool) or finite:
+            return True
+        return isinstance(value, str) and (
+            _js_number_is_finite(value) or value.lower() in ("true", "false")
+        )
+    if type_name == "boolean":
+        if value is None or (finite and value in (0, 1)):
+            return True
+        return isinstance(value, str) and (value.lower() in ("true", "false") or value in "01")
+    if type_name == "null":
+        if value is False or (finite and value == 0):
+            return True
+        return isinstance(value, str) and value.lower() in ("undefined", "null", "", "0")
+    return type_name == "array" and not isinstance(value, list)
+
+
+def _js_type_name(value: Any) -> str:
+    """pi-schema's name of a value's type in ``expected X, got Y``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return js_number_to_string(value)
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    return "object"
+
+
+def _compact(value: Any) -> str:
+    return json_stringify(value, indent=0)
+
+
+def _list_values(values: list[Any]) -> str:
+    if len(values) <= 20:
+        return _compact(values)
+    return f"{_compact(values[:20])[:-1]}, ... and {len(values) - 20} more]"
+
+
+_PathParts = tuple[Any, ...]
+
+
+class _Explainer:
+    """pi-schema's ``Explainer``: each failing keyword reported at the value it failed on, with
+    pi-schema's words (``missing``, ``expected string, got integer``, ``unknown field``).
+
+    A type mismatch that Pi 1.6 would have coerced away (:func:`_pi16_converts`), and a ``null``
+    in an optional property (which Pi 1.6 drops), is not an error of its kind: it is counted in
+    ``refused`` (lossless coercion refuses it) and not explained further.
+    """
+
+    def __init__(self, coercer: _Coercer, root: _Resolver) -> None:
+        self.coercer = coercer
+        self.root = root
+        self.errors: list[tuple[_PathParts, str]] = []
+        self.refused = 0
+
+    def ok(self, node: Any, value: Any, resolver: _Resolver) -> bool:
+        return self.coercer.is_valid(value, node, resolver)
+
+    def walk(self, node: Any, value: Any, path: _PathParts, resolver: _Resolver) -> None:
+        if not isinstance(node, dict) or self.ok(node, value, resolver):
+            return
+        if node.get(_FALSE_SCHEMA):
+            self.errors.append((path, "no value is allowed here"))
+            return
+        if "$id" in node:
+            resource = referencing.jsonschema.DRAFT202012.create_resource(node)
+            resolver = resolver.in_subresource(resource)
+        push = self.errors.append
+        types = node.get("type")
+        if types is not None:
+            names = [types] if isinstance(types, str) else _list(types)
+            if not any(self.coercer._is_type(value, name) for name in names):
+                if any(_pi16_converts(value, name) for name in names):
+                    self.refused += 1
+                else:
+                    push(
+                        (
+                            path,
+                            f"expected {' or '.join(map(str, names))}, got {_js_type_name(value)}",
+                        )
+                    )
+                return
+        if isinstance(node.get("enum"), list) and not self.ok(
+            {"enum": node["enum"]}, value, resolver
+        ):
+            push((path, f"expected one of {_list_values(node['enum'])}"))
+        if "const" in node and not self.ok({"const": node["const"]}, value, resolver):
+            push((path, f"expected {_compact(node['const'])}"))
+        if isinstance(value, str):
+            self._walk_string(node, value, path)
+        elif _is_number(value):
+            self._walk_number(node, value, path)
+        elif isinstance(value, dict):
+            self._walk_object(node, value, path, resolver)
+        elif isinstance(value, list):
+            self._walk_array(node, value, path, resolver)
+        for member in _list(node.get("allOf")):
+            self.walk(member, value, path, resolver)
+        for key in ("anyOf", "oneOf"):
+            if isinstance(node.get(key), list):
+                self._walk_union(node[key], value, path, resolver, exactly_one=key == "oneOf")
+        if "not" in node and self.ok(node["not"], value, resolver):
+            push((path, "must not match the schema in not"))
+        if "if" in node:
+            branch = node.get("then") if self.ok(node["if"], value, resolver) else node.get("else")
+            if branch is not None:
+                self.walk(branch, value, path, resolver)
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolved = resolver.lookup(ref)
+            except referencing.exceptions.Unresolvable:
+                push((path, f"unresolved reference {ref}"))
+            else:
+                self.walk(resolved.contents, value, path, resolved.resolver)
+
+    def _walk_string(self, node: dict[str, Any], value: str, path: _PathParts) -> None:
+        length = len(value)
+        if _is_number(node.get("minLength")) and length < node["minLength"]:
+            self.errors.append(
+                (path, f"expected at least {js_number_to_string(node['minLength'])} characters")
+            )
+        if _is_number(node.get("maxLength")) and length > node["maxLength"]:
+            self.errors.append(
+                (path, f"expected at most {js_number_to_string(node['maxLength'])} characters")
+            )
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and not self.ok({"pattern": pattern}, value, self.root):
+            self.errors.append((path, f"expected to match {pattern}"))
+
+    def _walk_number(self, node: dict[str, Any], value: float, path: _PathParts) -> None:
+        checks = (
+            ("minimum", ">=", lambda bound: value < bound),
+            ("maximum", "<=", lambda bound: value > bound),
+            ("exclusiveMinimum", ">", lambda bound: value <= bound),
+            ("exclusiveMaximum", "<", lambda bound: value >= bound),
+        )
+        for keyword, sign, fails in checks:
+            bound = node.get(keyword)
+            if _is_number(bound) and fails(bound):
+                self.errors.append((path, f"expected {sign} {js_number_to_string(bound)}"))
+        step = node.get("multipleOf")
+        if _is_number(step) and not self.ok({"multipleOf": step}, value, self.root):
+            self.errors.append((path, f"expected a multiple of {js_number_to_string(step)}"))
+
+    def _walk_object(
+        self, node: dict[str, Any], value: dict[str, Any], path: _PathParts, resolver: _Resolver
+    ) -> None:
+        push = self.errors.append
+        properties = node.get("properties")
+        properties = properties if isinstance(properties, dict) else {}
+        required = [name for name in _list(node.get("required")) if isinstance(name, str)]
+        for name in required:
+            if name not in value:
+                push(((*path, name), "missing"))
+        for name, sub in properties.items():
+            if name not in value:
+                continue
+            if (
+                value[name] is None
+                and name not in required
+                and not (isinstance(sub, dict) and "$ref" in sub)
+                and not self.ok(sub, None, resolver)
+            ):
+                self.refused += 1  # Pi 1.6 drops an optional null, as if omitted
+                continue
+            self.walk(sub, value[name], (*path, name), resolver)
+        patterns = node.get("patternProperties")
+        patterns = patterns if isinstance(patterns, dict) else {}
+        additional = node.get("additionalProperties")
+        for name in value:
+            matched = name in properties
+            for pattern, sub in patterns.items():
+                if isinstance(name, str) and re.search(pattern, name):
+                    matched = True
+                    self.walk(sub, value[name], (*path, name), resolver)
+            if not matched and additional is not None:
+                if isinstance(additional, dict) and additional.get(_FALSE_SCHEMA):
+                    push(((*path, name), "unknown field"))
+                else:
+                    self.walk(additional, value[name], (*path, name), resolver)
+            names = node.get("propertyNames")
+            if names is not None and not self.ok(names, name, resolver):
+                push(((*path, name), "invalid property name"))
+        count = len(value)
+        if _is_number(node.get("minProperties")) and count < node["minProperties"]:
+            push(
+                (path, f"expected at least {js_number_to_string(node['minProperties'])} properties")
+            )
+        if _is_number(node.get("maxProperties")) and count > node["maxProperties"]:
+            push(
+                (path, f"expected at most {js_number_to_string(node['maxProperties'])} properties")
+            )
+        dependent = node.get("dependentRequired")
+        for name, needed in (dependent if isinstance(dependent, dict) else {}).items():
+            if name in value:
+                for other in _list(needed):
+                    if other not in value:
+                        push(((*path, other), f"required when {name} is present"))
+        schemas = node.get("dependentSchemas")
+        for name, sub in (schemas if isinstance(schemas, dict) else {}).items():
+            if name in value:
+                self.walk(sub, value, path, resolver)
+
+    def _walk_array(
+        self, node: dict[str, Any], value: list[Any], path: _PathParts, resolver: _Resolver
+    ) -> None:
+        prefix = _list(node.get("prefixItems"))
+        rest = node.get("items")
+        for index, item in enumerate(value):
+            sub = prefix[index] if index < len(prefix) else rest
+            if sub is not None:
+                self.walk(sub, item, (*path, index), resolver)
+        if _is_number(node.get("minItems")) and len(value) < node["minItems"]:
+            self.errors.append(
+                (path, f"expected at least {js_number_to_string(node['minItems'])} items")
+            )
+        if _is_number(node.get("maxItems")) and len(value) > node["maxItems"]:
+            self.errors.append(
+                (path, f"expected at most {js_number_to_string(node['maxItems'])} items")
+            )
+        if node.get("uniqueItems") is True and not self.ok({"uniqueItems": True}, value, self.root):
+            self.errors.append((path, "expected unique items"))
+        if "contains" in node:
+            wanted = {k: node[k] for k in ("contains", "minContains", "maxContains") if k in node}
+            if not self.ok(wanted, value, resolver):
+                low = node.get("minContains", 1)
+                high = node.get("maxContains")
+                if high is None:
+                    text = f"expected at least {low} matching {'item' if low == 1 else 'items'}"
+                elif low == 0:
+                    text = f"expected at most {high} matching {'item' if high == 1 else 'items'}"
+                else:
+                    text = f"expected between {low} and {high} matching items"
+                self.errors.append((path, text))
+
+    def _walk_union(
+        self,
+        branches: list[Any],
+        value: Any,
+        path: _PathParts,
+        resolver: _Resolver,
+        *,
+        exactly_one: bool,
+    ) -> None:
+        matches = sum(self.ok(branch, value, resolver) for branch in branches)
+        if matches == 1 or (not exactly_one and matches > 0):
+            return
+        if matches > 1:
+            self.errors.append((path, "matches more than one alternative"))
+            return
+        best: tuple[int, int, list[tuple[_PathParts, str]], int] | None = None
+        for branch in branches:
+            inner = _Explainer(self.coercer, self.root)
+            inner.walk(branch, value, path, resolver)
+            if not inner.errors and not inner.refused:
+                continue
+            declared = 0
+            if isinstance(value, dict) and isinstance(branch, dict):
+                properties = branch.get("properties")
+                if isinstance(properties, dict):
+                    declared = sum(1 for name in value if name in properties)
+            depth = len(_pointer(inner.errors[0][0])) if inner.errors else -1
+            if best is None or declared > best[0] or (declared == best[0] and depth > best[1]):
+                best = (declared, depth, inner.errors, inner.refused)
+        if best is None:
+            self.errors.append((path, "matches no alternative"))
+        else:
+            self.errors.extend(best[2])
+            self.refused += best[3]
+
+
+def _pointer(path: _PathParts) -> str:
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def _pi16_errors(compiled: _Compiled, value: Any) -> tuple[list[tuple[str, str]], int]:
+    """The errors pi-schema reports for ``value`` (paths as pi-ai prints them: the keys joined
+    by ``.``, ``root`` for the top), and how many mismatches are only refused coercions."""
+    explainer = _Explainer(_Coercer(compiled), compiled.resolver)
+    explainer.walk(compiled.schema, value, (), compiled.resolver)
+    lines = [(".".join(map(_json_key, path)) or "root", text) for path, text in explainer.errors]
+    return lines, explainer.refused
+
+
+# ----------------------------------------------------------------------------------------------
 # The entry point
 # ----------------------------------------------------------------------------------------------
 
 
 def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
-    """Coerce and validate ``arguments`` against ``tool.parameters`` (spec §2.11, decision 4).
+    """Coerce and validate ``arguments`` against ``tool.parameters``.
 
     ``tool`` is an :class:`~pi_core._tools.definition.AgentTool` (a ``ToolDefinition`` or ``@tool``
     function works too: only ``name`` and ``parameters`` are read). ``arguments`` are the
@@ -910,5 +1235,11 @@ def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
             name, [("root", "too deeply nested to validate")], arguments
         ) from None
     if errors:
-        raise ToolArgumentsError(name, errors, arguments)
+        # Errors Pi 1.6 also reports are reported in its words; when the only problems are
+        # conversions Pi 1.6 would make and lossless coercion refuses, the TypeBox lines are.
+        try:
+            pi16_lines, _refused = _pi16_errors(compiled, coerced)
+        except RecursionError:
+            pi16_lines = []
+        raise ToolArgumentsError(name, pi16_lines or errors, arguments)
     return coerced

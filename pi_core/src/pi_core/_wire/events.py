@@ -1,4 +1,4 @@
-"""Agent events (spec §1.6), delivered in order to the loop's event sink.
+"""Agent events, delivered in order to the loop's event sink.
 
 JSON carries Pi's ``type`` names and camelCase fields, so ``pi replay --events`` output lines up
 with the reference's.

@@ -1,4 +1,6 @@
-"""Wire types of Pi's tool layer: content blocks, messages, tool results (seed §三; spec §1).
+"""Wire types of Pi's tool layer: content blocks, messages, tool results.
+
+The format is described in ``docs/reference/wire-format.md``.
 
 JSON uses Pi's camelCase names (``toolCallId``, ``isError``, ``stopReason``) and omits unset
 optional fields. Python attributes are snake_case. Every model keeps unknown JSON fields, so a
@@ -46,6 +48,9 @@ class ToolCall(WireModel):
     """``{"type": "toolCall", "id", "name", "arguments"}``: one call the model asked for.
 
     ``arguments`` is whatever JSON the model produced: untrusted, maybe not even an object.
+    ``arguments_error`` (``argumentsError``) is set when the streamed arguments could not be
+    parsed (the parser's message); such a call fails validation with
+    ``Invalid arguments for tool "<name>": <argumentsError>`` and never runs.
     """
 
     type: Literal["toolCall"] = "toolCall"
@@ -53,6 +58,7 @@ class ToolCall(WireModel):
     name: str
     arguments: Any = Field(default_factory=dict)
     thought_signature: str | None = None
+    arguments_error: str | None = None
 
 
 class OtherContent(WireModel):
@@ -101,7 +107,7 @@ class UserMessage(WireModel):
 class AssistantMessage(WireModel):
     """``{"role": "assistant", "content": [...], "stopReason": ...}`` plus provider metadata.
 
-    Tool calls are taken only from a completed assistant message (seed §四).
+    Tool calls are taken only from a completed assistant message.
     """
 
     role: Literal["assistant"] = "assistant"
@@ -141,11 +147,47 @@ class ToolResultMessage(WireModel):
     usage: dict[str, Any] | None = None
     structured_content: Any = None
     timestamp: int = Field(default_factory=now_ms)
+    nested_calls: dict[str, Any] | None = None
+    """``nestedCalls``: the bounded record of the calls the tool made through ``execute_tool``
+    (``{"calls": [{"id", "name", "status", "arguments"|"argumentsBytes", "durationMs",
+    "error"?}], "complete"}``); kept for the session record, never sent to the model."""
 
     @property
     def text(self) -> str:
         """Text blocks joined by newlines (what the cases runner compares)."""
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+class SystemMessage(WireModel):
+    """``{"role": "system", "content": str | [text], "toolsAdded"?, "toolsRemoved"?,
+    "timestamp"}``: Pi 1.6's system message. The loop writes one (``content: ""``) before a
+    model request whenever the declared tools changed: ``toolsAdded`` holds the full
+    declarations ``{name, description, parameters, constrainedSampling?}`` of new or changed
+    tools, ``toolsRemoved`` ``{name}`` of tools gone or changed. Replaying the system
+    messages of a transcript in order (:func:`current_tools`) gives the tools the model had.
+    """
+
+    role: Literal["system"] = "system"
+    content: str | list[TextContent] = ""
+    sections: dict[str, Any] | None = None
+    tools_added: list[dict[str, Any]] | None = None
+    tools_removed: list[dict[str, Any]] | None = None
+    timestamp: int = Field(default_factory=now_ms)
+
+
+def current_tools(messages: Any) -> list[dict[str, Any]]:
+    """Pi's ``getCurrentTools``: the tool declarations after the system messages of
+    ``messages`` in order (per message, first drop ``toolsRemoved``, then set ``toolsAdded``
+    by name, as a JS ``Map``: a tool both removed and added moves to the end)."""
+    tools: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        if getattr(message, "role", None) != "system":
+            continue
+        for removed in getattr(message, "tools_removed", None) or []:
+            tools.pop(removed.get("name"), None)
+        for added in getattr(message, "tools_added", None) or []:
+            tools[added.get("name")] = added
+    return list(tools.values())
 
 
 class CustomMessage(WireModel):
@@ -156,13 +198,14 @@ class CustomMessage(WireModel):
 
 def _message_tag(value: Any) -> str:
     role = value.get("role") if isinstance(value, dict) else getattr(value, "role", None)
-    return role if role in ("user", "assistant", "toolResult") else "custom"
+    return role if role in ("user", "assistant", "toolResult", "system") else "custom"
 
 
 AgentMessage = Annotated[
     Annotated[UserMessage, Tag("user")]
     | Annotated[AssistantMessage, Tag("assistant")]
     | Annotated[ToolResultMessage, Tag("toolResult")]
+    | Annotated[SystemMessage, Tag("system")]
     | Annotated[CustomMessage, Tag("custom")],
     Discriminator(_message_tag),
 ]
@@ -170,7 +213,7 @@ AgentMessage = Annotated[
 
 
 class AgentToolResult(WireModel):
-    """What a tool's ``execute`` returns and what hooks see (seed §三, spec §1.3).
+    """What a tool's ``execute`` returns and what hooks see.
 
     Fields: ``content`` (model-visible text/image blocks), ``details`` (host/UI metadata),
     ``usage`` (the tool's own usage), ``terminate`` (skip the follow-up model call when every
@@ -187,7 +230,7 @@ class AgentToolResult(WireModel):
 
     @classmethod
     def error(cls, text: str) -> AgentToolResult:
-        """The loop's error result: one text block and ``details: {}`` (spec §2.12)."""
+        """The loop's error result: one text block and ``details: {}``."""
         return cls(content=[TextContent(text=text)], details={})
 
     @property
@@ -205,6 +248,7 @@ __all__ = [
     "ImageContent",
     "OtherContent",
     "StopReason",
+    "SystemMessage",
     "TextContent",
     "ThinkingContent",
     "ToolCall",
@@ -212,5 +256,6 @@ __all__ = [
     "ToolResultMessage",
     "UserContent",
     "UserMessage",
+    "current_tools",
     "now_ms",
 ]

@@ -1,4 +1,4 @@
-"""Reading Pi session files and message JSONL into wire models (DESIGN §4, ``pi replay``).
+"""Reading Pi session files and message JSONL into wire models (``pi replay``).
 
 Three line-oriented formats are accepted, each one JSON object a line (blank lines skipped):
 
@@ -18,6 +18,12 @@ Entries other than ``message`` (``custom_message``, ``custom``, ``compaction``, 
 
 Errors are :class:`SessionFileError`: one line naming the file and line
 (``replay.jsonl:3: invalid JSON: Expecting value (column 1)``).
+
+Memory is bounded whatever the input (``/dev/zero``, a FIFO that never ends): lines are read one
+at a time, a line longer than :data:`MAX_SESSION_LINE_BYTES` (32 MiB), a file longer than
+:data:`MAX_SESSION_FILE_BYTES` (64 MiB) or with more than :data:`MAX_SESSION_LINES` (100,000)
+lines is refused with a :class:`SessionFileError`
+(``FILE:1: line longer than 32 MiB (the limit for one session line)``) before more is read.
 """
 
 from __future__ import annotations
@@ -35,6 +41,16 @@ from pi_core._wire.messages import AgentMessage, AssistantMessage
 FileFormat = Literal["messages", "session"]
 
 _MESSAGE_ADAPTER: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(AgentMessage)
+
+MAX_SESSION_LINE_BYTES = 32 * 1024 * 1024
+"""Longest line pi reads from a session file, message JSONL or script (32 MiB)."""
+
+MAX_SESSION_FILE_BYTES = 64 * 1024 * 1024
+"""Largest session file, message JSONL or script pi reads (64 MiB)."""
+
+MAX_SESSION_LINES = 100_000
+"""Most lines pi reads from a session file, message JSONL or script (each parsed line costs
+about 1 KiB of memory beyond its text)."""
 
 
 class SessionFileError(PiError, ValueError):
@@ -101,22 +117,65 @@ def read_session_file(path: Path | str) -> SessionFile:
     is not UTF-8, or a line is not a message or a session entry.
     """
     source = str(path)
+    return _parse_lines(read_bounded_lines(path, source), source)
+
+
+def read_bounded_lines(
+    path: Path | str,
+    source: str,
+    *,
+    max_line: int = MAX_SESSION_LINE_BYTES,
+    max_total: int = MAX_SESSION_FILE_BYTES,
+    max_lines: int = MAX_SESSION_LINES,
+) -> list[str]:
+    """The UTF-8 lines of ``path`` (split on ``\\n``, a trailing ``\\r`` kept), read one at a
+    time so that memory stays bounded: a line over ``max_line`` bytes (its ``\\n`` not counted) or a file over
+    ``max_total`` bytes or ``max_lines`` lines raises :class:`SessionFileError` (``FILE:N: line
+    longer than 32 MiB (the limit for one session line)``, ``FILE: longer than 64 MiB (the limit
+    for a session file)``, ``FILE: more than 100000 lines (the limit for a session file)``), as
+    do an unreadable file (``cannot read FILE: ...``) and bytes that are not
+    UTF-8 (``FILE:N: not valid UTF-8``)."""
+    lines: list[str] = []
+    total = 0
     try:
-        raw = Path(path).read_bytes()
+        with Path(path).open("rb") as handle:
+            while raw := handle.readline(max_line + 1):
+                number = len(lines) + 1
+                if number > max_lines:
+                    raise SessionFileError(
+                        f"{source}: more than {max_lines} lines (the limit for a session file)"
+                    )
+                if len(raw) > max_line and not raw.endswith(b"\n"):
+                    raise SessionFileError(
+                        f"{source}:{number}: line longer than {_mib(max_line)} "
+                        "(the limit for one session line)"
+                    )
+                total += len(raw)
+                if total > max_total:
+                    raise SessionFileError(
+                        f"{source}: longer than {_mib(max_total)} (the limit for a session file)"
+                    )
+                try:
+                    lines.append(raw.removesuffix(b"\n").decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise SessionFileError(f"{source}:{number}: not valid UTF-8") from None
     except OSError as e:
         raise SessionFileError(f"cannot read {source}: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise SessionFileError(f"{source}:{line}: not valid UTF-8") from None
-    return parse_session_text(text, source)
+    return lines
+
+
+def _mib(size: int) -> str:
+    return f"{size // (1024 * 1024)} MiB" if size % (1024 * 1024) == 0 else f"{size} bytes"
 
 
 def parse_session_text(text: str, source: str = "<string>") -> SessionFile:
     """Parse the text of a session file or message JSONL; ``source`` names it in errors."""
+    return _parse_lines(text.split("\n"), source)
+
+
+def _parse_lines(lines: list[str], source: str) -> SessionFile:
     objects: list[tuple[int, dict[str, Any]]] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
@@ -250,10 +309,14 @@ def _active_branch(source: str, entries: list[SessionEntry]) -> list[SessionEntr
 
 
 __all__ = [
+    "MAX_SESSION_FILE_BYTES",
+    "MAX_SESSION_LINES",
+    "MAX_SESSION_LINE_BYTES",
     "FileFormat",
     "SessionEntry",
     "SessionFile",
     "SessionFileError",
     "parse_session_text",
+    "read_bounded_lines",
     "read_session_file",
 ]

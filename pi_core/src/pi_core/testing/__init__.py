@@ -1,4 +1,4 @@
-"""pytest plugin for plugin authors (STYLE item 7), active once ``pi-tool-core`` is installed
+"""pytest plugin for plugin authors, active once ``pi-tool-core`` is installed
 (entry point ``pytest11: pi_core``).
 
 Fixtures:
@@ -9,6 +9,9 @@ Fixtures:
   (validated like an installed plugin: a bad hook raises
   :class:`~pi_core._errors.PluginError`) and unregisters it when the test ends, pass or fail.
 * ``pi_hooks``: the :class:`~pi_core.PluginHooks` of ``plugin_manager``.
+* ``hook_recorder``: a :class:`HookRecorder` attached to ``plugin_manager``: every hook
+  implementation call that pi makes on it (through :class:`~pi_core.PluginHooks`, hence
+  ``build_session``, sessions and agents), in order, with arguments and results.
 
 Functions:
 
@@ -32,16 +35,27 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from pi_core._plugins.caller import HookCall
 
 if TYPE_CHECKING:
     # Imported in the fixtures: this module loads in every pytest run of the environment.
     from pi_core._plugins.facade import PluginHooks
     from pi_core._plugins.manager import PiPluginManager
 
-__all__ = ["RegisterPlugin", "pi_hooks", "plugin_manager", "register_plugin", "run_pi"]
+__all__ = [
+    "HookCall",
+    "HookRecorder",
+    "RegisterPlugin",
+    "hook_recorder",
+    "pi_hooks",
+    "plugin_manager",
+    "register_plugin",
+    "run_pi",
+]
 
 RegisterPlugin = Callable[..., str]
 """``register_plugin(obj, name=None) -> name``."""
@@ -82,6 +96,63 @@ def pi_hooks(plugin_manager: PiPluginManager) -> PluginHooks:
     from pi_core._plugins.facade import PluginHooks
 
     return PluginHooks(plugin_manager)
+
+
+class HookRecorder:
+    """Records hook implementation calls, like pytest's ``HookRecorder`` (pytester).
+
+    Attach it to a plugin manager (:meth:`attach`, or use the ``hook_recorder`` fixture) and
+    every call of a hook implementation that pi makes on that manager is kept as a
+    :class:`HookCall` (``hook``, ``plugin``, ``kwargs``, ``result``, ``error``, ``duration``),
+    in call order. A hook without implementations is not called, so it leaves no record.
+    """
+
+    def __init__(self) -> None:
+        self._calls: list[HookCall] = []
+        self._attached: list[Any] = []
+
+    def __call__(self, call: HookCall) -> None:
+        self._calls.append(call)
+
+    def attach(self, pm: Any) -> HookRecorder:
+        """Start recording the calls made on ``pm`` (a ``PiPluginManager``)."""
+        pm.hook_observers.append(self)
+        self._attached.append(pm)
+        return self
+
+    def detach(self) -> None:
+        """Stop recording (the calls recorded so far stay)."""
+        for pm in self._attached:
+            if self in pm.hook_observers:
+                pm.hook_observers.remove(self)
+        self._attached.clear()
+
+    def calls(self, *names: str) -> list[HookCall]:
+        """The recorded calls in order; only those of the hooks ``names`` when given."""
+        return [c for c in self._calls if not names or c.hook in names]
+
+    def names(self) -> list[str]:
+        """The hook name of each recorded call, in order (a hook appears once per
+        implementation that ran)."""
+        return [c.hook for c in self._calls]
+
+    def results(self, name: str) -> list[Any]:
+        """What each implementation of hook ``name`` returned, in call order."""
+        return [c.result for c in self._calls if c.hook == name]
+
+    def clear(self) -> None:
+        """Forget the recorded calls."""
+        self._calls.clear()
+
+
+@pytest.fixture
+def hook_recorder(plugin_manager: PiPluginManager) -> Iterator[HookRecorder]:
+    """A :class:`HookRecorder` attached to ``plugin_manager`` for the test."""
+    recorder = HookRecorder().attach(plugin_manager)
+    try:
+        yield recorder
+    finally:
+        recorder.detach()
 
 
 def run_pi(argv: list[str]) -> int:

@@ -1,4 +1,4 @@
-"""The contract every :class:`~pi_core.BashOperations` backend must pass (DESIGN §2), as a
+"""The contract every :class:`~pi_core.BashOperations` backend must pass, as a
 reusable pytest suite.
 
 Use it from a test module of the backend's distribution::
@@ -139,6 +139,16 @@ class BashOperationsContract:
         if pids:
             await self.run(ops, f"kill -9 {' '.join(map(str, pids))} 2>/dev/null; true", cwd)
 
+    async def assert_tree_gone(self, ops: BashOperations, cwd: str, recorder: Recorder) -> None:
+        """The three processes of :data:`TREE_COMMAND` (pids in ``recorder``) are all gone;
+        any left alive are killed after the assertion."""
+        pids = pids_in(recorder.data)
+        assert len(pids) == 3, recorder.data
+        try:
+            assert await self.alive(ops, cwd, pids) == []
+        finally:
+            await self.kill(ops, cwd, pids)
+
     # -- exit codes -------------------------------------------------------------------------
 
     async def test_exit_code_zero(self, bash_operations: BashOperations, bash_workdir: str) -> None:
@@ -238,6 +248,41 @@ class BashOperationsContract:
             f"Working directory does not exist: {missing}\nCannot execute bash commands."
         )
 
+    # -- commands of any length ---------------------------------------------------------------
+
+    @pytest.mark.parametrize("size", [131_000, 131_071, 131_072, 1024 * 1024])
+    async def test_command_of_any_length_runs(
+        self, bash_operations: BashOperations, bash_workdir: str, size: int
+    ) -> None:
+        # one argument of a Linux argv holds at most 128 KiB (MAX_ARG_STRLEN): a longer
+        # command must reach the shell another way, with the same $0, $#, stdin and exit code
+        tail = '; echo "n=$# $(cat; echo eof)"; exit 7'
+        command = ": '" + "x" * (size - len(tail) - 5) + "'" + tail
+        assert len(command.encode()) == size - 1
+        command += "\n"
+        assert await self.run(bash_operations, command, bash_workdir, timeout=30) == (
+            7,
+            b"n=0 eof\n",
+        )
+
+    async def test_long_command_sees_the_same_shell_as_a_short_one(
+        self, bash_operations: BashOperations, bash_workdir: str
+    ) -> None:
+        probe = 'echo "[$0] [$#] [$*]"; pwd -P'
+        short = await self.run(bash_operations, probe, bash_workdir)
+        padded = "#" + "y" * (300 * 1024) + "\n" + probe
+        assert await self.run(bash_operations, padded, bash_workdir) == short
+        assert short[0] == 0
+
+    async def test_long_command_timeout_kills_the_whole_tree(
+        self, bash_operations: BashOperations, bash_workdir: str
+    ) -> None:
+        recorder = Recorder()
+        command = ": '" + "z" * (200 * 1024) + "'\n" + TREE_COMMAND
+        with pytest.raises(CommandTimeout):
+            await self.run(bash_operations, command, bash_workdir, timeout=2, on_data=recorder)
+        await self.assert_tree_gone(bash_operations, bash_workdir, recorder)
+
     # -- timeout, cancellation, background children -------------------------------------
 
     async def test_timeout_raises_and_keeps_output(
@@ -261,12 +306,7 @@ class BashOperationsContract:
         with pytest.raises(CommandTimeout):
             await self.run(bash_operations, TREE_COMMAND, bash_workdir, timeout=2, on_data=recorder)
         assert trio.current_time() - start < 12
-        pids = pids_in(recorder.data)
-        assert len(pids) == 3, recorder.data
-        try:
-            assert await self.alive(bash_operations, bash_workdir, pids) == []
-        finally:
-            await self.kill(bash_operations, bash_workdir, pids)
+        await self.assert_tree_gone(bash_operations, bash_workdir, recorder)
 
     async def test_cancellation_kills_the_whole_tree(
         self, bash_operations: BashOperations, bash_workdir: str
@@ -287,12 +327,7 @@ class BashOperationsContract:
                     scope.cancel()
         assert scope.cancelled_caught
         assert not finished_normally
-        pids = pids_in(recorder.data)
-        assert len(pids) == 3, recorder.data
-        try:
-            assert await self.alive(bash_operations, bash_workdir, pids) == []
-        finally:
-            await self.kill(bash_operations, bash_workdir, pids)
+        await self.assert_tree_gone(bash_operations, bash_workdir, recorder)
 
     async def test_cancelled_before_start_runs_nothing(
         self, bash_operations: BashOperations, bash_workdir: str

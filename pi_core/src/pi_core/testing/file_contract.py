@@ -1,5 +1,5 @@
-"""The contract every :class:`~pi_core.FileOperations` backend must pass (DESIGN §2; seed
-§十一–§十四), as a reusable pytest suite, the companion of :mod:`pi_core.testing.bash_contract`.
+"""The contract every :class:`~pi_core.FileOperations` backend must pass, as a reusable pytest
+suite, the companion of :mod:`pi_core.testing.bash_contract`.
 
 Use it from a test module of the backend's distribution::
 
@@ -28,7 +28,8 @@ the old content; mode kept; a symlink's target replaced and the link kept; no te
 left), ``stat`` kinds, sizes, modes and mtimes, ``realpath`` through symlinks with a missing
 rest, ``list_dir``, ``mkdir -p``, ``run_rg``, an optional ``access(path, mode)``, and the
 ``OSError`` subclasses and ``errno`` values (``ENOENT``, ``ENOTDIR``, ``EISDIR``, ``EEXIST``)
-with ``filename`` set to the caller's path. Needs pytest and pytest-trio (``trio_mode``) and
+with ``filename`` set to the caller's path, and that a device, FIFO or socket (or a symlink to
+one) is neither read nor replaced (``OSError`` ``EINVAL`` at once, the file left as it was). Needs pytest and pytest-trio (``trio_mode``) and
 ``rg`` on the backend's side.
 """
 
@@ -260,6 +261,52 @@ class FileOperationsContract:
         self.assert_os_error(info, NotADirectoryError, errno.ENOTDIR, below_file)
         assert sorted(await file_operations.list_dir(file_root)) == ["dir", "file"]
         assert await file_operations.list_dir(directory) == []
+
+    # -- special files: only regular files are read or replaced ------------------------------
+
+    async def _special_files(self, ops: FileOperations, root: str, shell: FileShell) -> list[str]:
+        """A FIFO, a character device (``mknod``, when the backend's user may: a copy of
+        ``/dev/null`` inside ``root``) and symlinks to each; their paths."""
+        await shell(
+            "mkfifo fifo && ln -s fifo fifo-link && "
+            "{ mknod null c 1 3 2>/dev/null && ln -s null null-link; true; }",
+            root,
+        )
+        names = sorted(n for n in await ops.list_dir(root) if n.startswith(("fifo", "null")))
+        return [self.join(root, name) for name in names]
+
+    async def test_read_refuses_special_files_without_blocking(
+        self, file_operations: FileOperations, file_root: str, file_shell: FileShell
+    ):
+        """``read_bytes`` of a device, FIFO or socket raises ``OSError(EINVAL)`` at once: a
+        FIFO nobody writes is never opened for a blocking read, a device never read."""
+        for path in await self._special_files(file_operations, file_root, file_shell):
+            with trio.fail_after(20), pytest.raises(OSError) as info:
+                await file_operations.read_bytes(path)
+            self.assert_os_error(info, OSError, errno.EINVAL, path)
+            with trio.fail_after(20), pytest.raises(OSError) as info:
+                await file_operations.read_bytes(path, 0, 10)
+            self.assert_os_error(info, OSError, errno.EINVAL, path)
+
+    async def test_write_refuses_special_files_and_keeps_them(
+        self, file_operations: FileOperations, file_root: str, file_shell: FileShell
+    ):
+        """``write_bytes`` over a device, FIFO or socket (or a symlink to one) raises
+        ``OSError(EINVAL)`` and leaves it as it was: never replaced by a regular file, no
+        temporary file left."""
+        paths = await self._special_files(file_operations, file_root, file_shell)
+        before = sorted(await file_operations.list_dir(file_root))
+        for path in paths:
+            with trio.fail_after(20), pytest.raises(OSError) as info:
+                await file_operations.write_bytes(path, b"data")
+            self.assert_os_error(info, OSError, errno.EINVAL, path)
+            assert (await file_operations.stat(path)).kind == "other"
+        kinds = await file_shell(
+            "for f in fifo null; do [ -e $f ] && stat -c '%n %F' $f; done; true", file_root
+        )
+        assert kinds.decode().splitlines()[0] == "fifo fifo"
+        assert kinds.decode().splitlines()[1:] in ([], ["null character special file"])
+        assert sorted(await file_operations.list_dir(file_root)) == before
 
     # -- stat -------------------------------------------------------------------------------
 

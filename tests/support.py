@@ -1,0 +1,85 @@
+"""Helpers that tests in several folders share (on ``sys.path`` through the pytest config's
+``pythonpath``): ``from support import text, make``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pi_core import AgentTool, AgentToolResult, AssistantMessage, UserMessage
+from pi_core.providers import ModelProvider, ModelRequest
+
+ZERO_COST = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+"""The ``cost`` of a usage record: pi has no price table."""
+
+
+def text(result: AgentToolResult) -> str:
+    """The text of a result that holds exactly one (text) block."""
+    assert len(result.content) == 1
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+def make(root: Path, *files: str | Iterable[str] | Mapping[str, str | bytes]) -> None:
+    """Create files below ``root``. Each argument is a name, a list of names (each file holds
+    ``x\\n``) or a mapping of name to content (``str`` written as UTF-8, ``bytes`` as they are);
+    a name ending in ``/`` is a directory. Parent directories are created."""
+    for spec in files:
+        if isinstance(spec, Mapping):
+            items: Iterable[tuple[str, str | bytes]] = spec.items()
+        else:
+            items = ((name, "x\n") for name in ([spec] if isinstance(spec, str) else spec))
+        for name, content in items:
+            path = root / name
+            if name.endswith("/"):
+                path.mkdir(parents=True, exist_ok=True)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+# -- model providers --------------------------------------------------------------------------
+
+
+def request(prompt: str = "Hi", tools: list[AgentTool] | None = None) -> ModelRequest:
+    """A model request: a fixed system prompt, one user message, ``tools``."""
+    return ModelRequest(
+        system_prompt="You are pi.",
+        messages=[UserMessage(content=prompt, timestamp=1)],
+        tools=tools or [],
+    )
+
+
+async def collect(provider: ModelProvider, req: ModelRequest, abort: Any = None) -> list[Any]:
+    """Every provider event of one streamed request."""
+    return [event async for event in provider.stream(req, abort)]
+
+
+def final(events: list[Any]) -> AssistantMessage:
+    """The assistant message of the last event (``done`` or ``error``)."""
+    last = events[-1]
+    return last.message if last.type == "done" else last.error
+
+
+def kinds(events: list[Any]) -> list[str]:
+    """The ``type`` of each event."""
+    return [e.type for e in events]
+
+
+def wire(message: AssistantMessage) -> dict[str, Any]:
+    """A streamed message as JSON, without its (clock-dependent) ``timestamp``."""
+    data = message.to_json_dict()
+    data.pop("timestamp")
+    return data
+
+
+def usage(input: int, output: int, cache_read: int = 0, cache_write: int = 0) -> dict[str, Any]:
+    """A message's ``usage`` as JSON, ``totalTokens`` summed and no cost."""
+    return {
+        "input": input,
+        "output": output,
+        "cacheRead": cache_read,
+        "cacheWrite": cache_write,
+        "totalTokens": input + output + cache_read + cache_write,
+        "cost": ZERO_COST,
+    }
