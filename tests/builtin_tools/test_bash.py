@@ -216,6 +216,25 @@ async def test_133_nonzero_exit_is_an_error_result(workdir) -> None:
     }
 
 
+def test_output_schema_and_replay_policy(workdir) -> None:
+    definition = create_bash_tool_definition(workdir, LocalBashOperations())
+    assert definition.replay == "never"
+    assert definition.output_schema == {
+        "type": "object",
+        "required": ["output", "truncated", "exit_code", "wall_time_seconds"],
+        "properties": {
+            "output": {
+                "type": "string",
+                "description": "Combined stdout and stderr, possibly truncated",
+            },
+            "truncated": {"type": "boolean"},
+            "full_output_path": {"type": "string", "description": "Full output, when truncated"},
+            "exit_code": {"type": "number"},
+            "wall_time_seconds": {"type": "number"},
+        },
+    }
+
+
 async def test_nonzero_exit_keeps_output(workdir) -> None:
     result = await call(workdir, "echo out; sleep 0.1; echo err >&2; exit 3")
     assert result.text == "out\nerr\n\n\nCommand exited with code 3"

@@ -40,7 +40,7 @@ async def test_local_backend_by_default(plugin_manager, register_plugin, tmp_pat
     register_plugin(builtin_plugin, name="builtin_tools")
     session = build_session(plugin_manager, tmp_path)
     assert isinstance(session.bash_operations, LocalBashOperations)
-    assert [t.name for t in session.tools] == [
+    assert [t.name for t in session.tool_set.active] == [  # powershell is registered inactive
         "read",
         "bash",
         "edit",

@@ -124,6 +124,7 @@ async def test_tools_options_and_no_cache_in_the_body() -> None:
                     "type": "object",
                     "properties": {"path": {"type": "string"}},
                     "required": ["path"],
+                    "additionalProperties": False,  # kept, as Pi 1.6 does
                 },
             }
         ],

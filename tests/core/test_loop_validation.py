@@ -35,7 +35,7 @@ async def test_23_validation_failure_text() -> None:
     assert log == []
     expected = (
         'Validation failed for tool "echo":\n'
-        "  - value: must be string\n"
+        "  - value: expected string, got object\n"
         "\n"
         "Received arguments:\n"
         '{\n  "value": {\n    "a": 1\n  }\n}'
@@ -61,10 +61,42 @@ async def test_23_received_arguments_are_the_prepared_ones() -> None:
     messages, _, _ = await run(script, [echo])
     assert messages[2].text == (
         'Validation failed for tool "echo":\n'
-        "  - value: must be string\n"
+        "  - value: expected string, got array\n"
         "\n"
         "Received arguments:\n"
         '{\n  "value": [\n    1\n  ],\n  "extra": null\n}'
+    )
+
+
+async def test_arguments_error_fails_validation_and_never_runs() -> None:
+    """r16-loop-validation-texts (c7, c8): a call whose streamed arguments did not parse."""
+    log: list[Any] = []
+    broken = ToolCall(
+        id="c7",
+        name="echo",
+        arguments={"value": "a"},
+        arguments_error="Unexpected end of JSON input",
+    )
+    messages, _, _ = await run([tool_use(broken), text("done")], [make_echo(log)])
+    assert log == []
+    assert result_json(messages[2]) == {
+        "role": "toolResult",
+        "toolCallId": "c7",
+        "toolName": "echo",
+        "content": [
+            {
+                "type": "text",
+                "text": 'Invalid arguments for tool "echo": Unexpected end of JSON input',
+            }
+        ],
+        "details": {},
+        "isError": True,
+    }
+    assert (
+        ToolCall.model_validate(
+            {"type": "toolCall", "id": "x", "name": "n", "argumentsError": "bad"}
+        ).arguments_error
+        == "bad"
     )
 
 
@@ -144,11 +176,7 @@ async def test_39_slow_invalid_fast() -> None:
     ]
     assert [m.tool_call_id for m in messages if m.role == "toolResult"] == ["A", "B", "C"]
     assert messages[3].text == (
-        'Validation failed for tool "fast":\n'
-        "  - value: must have required properties value\n"
-        "\n"
-        "Received arguments:\n"
-        "{}"
+        'Validation failed for tool "fast":\n  - value: missing\n\nReceived arguments:\n{}'
     )
 
 

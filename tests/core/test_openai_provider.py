@@ -115,8 +115,7 @@ async def test_no_key_sends_no_authorization_and_options_reach_the_body() -> Non
                     "properties": {"path": {"type": "string"}},
                     "required": ["path"],
                 },
-                "strict": False,
-            },
+            },  # no "strict": the server is not declared to support strict tools (Pi 1.6)
         }
     ]
 

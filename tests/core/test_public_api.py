@@ -65,6 +65,13 @@ DOOR_NAMES = {
     "make_plugin_manager",
     "run_tool_call",
     "wrap_tool_definition",
+    # tool exposure (Pi 1.6): the session's tool sets, namespaces, loadouts, system messages
+    "LoadoutChanges",
+    "SystemMessage",
+    "ToolExposure",
+    "ToolLoadout",
+    "ToolNamespace",
+    "ToolSet",
 }
 
 

@@ -121,7 +121,9 @@ async def test_agent_session_hooks_in_order(
         "pi_session_start",
         "pi_on_event agent_start",
         "pi_on_event turn_start",
-        "pi_on_event message_start",
+        "pi_on_event message_start",  # the system message declaring the tools
+        "pi_on_event message_end",
+        "pi_on_event message_start",  # the prompt
         "pi_on_event message_end",
         "pi_on_event message_start",
         "pi_on_event message_end",

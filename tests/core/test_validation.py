@@ -1,9 +1,11 @@
 """Argument validation: lossless coercion, JSON Schema, Pi's message text (spec §2.11, §8.2,
 port decisions 4 and 10).
 
-Expected texts come from the spec, from the conformance cases in
-``/work/shared/conformance/cases/loop-*.json``, and from running TypeBox 1.4 / pi-ai 0.73.1 (the
-npm reference) on the same schema and value.
+Expected texts come from the conformance cases (``loop-*``, ``r16-loop-validation-texts``) and
+from running pi-ai 1.6.0's ``validateToolArguments`` (pi-schema) on the same schema and value.
+Where Pi 1.6 would convert a value that lossless coercion refuses (a number for a string,
+``null`` or ``""`` for a number, a single value for an array) and nothing else is wrong, the
+lines keep TypeBox's words (``must be string``), as the cases' ``expect`` overrides require.
 """
 
 from __future__ import annotations
@@ -122,18 +124,18 @@ def test_extra_key_with_additional_properties_false() -> None:
     )
     assert message(tool, {"path": "a", "extra": 1}) == (
         'Validation failed for tool "t":\n'
-        "  - extra: schema is false\n"
-        "  - root: must not have additional properties\n"
+        "  - extra: unknown field\n"
         "\n"
         "Received arguments:\n"
         '{\n  "path": "a",\n  "extra": 1\n}'
     )
 
 
-def test_missing_required_properties_are_one_line_at_the_first_name() -> None:
+def test_each_missing_property_is_its_own_line() -> None:
     assert message(EDIT, {}) == (
         'Validation failed for tool "edit":\n'
-        "  - path: must have required properties path, edits\n"
+        "  - path: missing\n"
+        "  - edits: missing\n"
         "\n"
         "Received arguments:\n"
         "{}"
@@ -142,23 +144,30 @@ def test_missing_required_properties_are_one_line_at_the_first_name() -> None:
 
 def test_null_arguments_are_not_an_object() -> None:
     assert message(READ, None) == (
-        'Validation failed for tool "read":\n  - root: must be object\n\nReceived arguments:\nnull'
+        'Validation failed for tool "read":\n  - root: expected object, got null\n\n'
+        "Received arguments:\nnull"
     )
 
 
 @pytest.mark.parametrize(
-    ("arguments", "received"),
-    [([1], "[\n  1\n]"), ("str", '"str"'), (5.0, "5"), (True, "true"), ([], "[]")],
+    ("arguments", "got", "received"),
+    [
+        ([1], "array", "[\n  1\n]"),
+        ("str", "string", '"str"'),
+        (5.0, "integer", "5"),
+        (True, "boolean", "true"),
+        ([], "array", "[]"),
+    ],
 )
-def test_non_object_arguments(arguments: Any, received: str) -> None:
+def test_non_object_arguments(arguments: Any, got: str, received: str) -> None:
     assert message(READ, arguments) == (
         'Validation failed for tool "read":\n'
-        "  - root: must be object\n\nReceived arguments:\n" + received
+        f"  - root: expected object, got {got}\n\nReceived arguments:\n" + received
     )
 
 
 def test_a_string_of_json_is_not_parsed() -> None:
-    assert error_lines(READ, '{"path": "a"}') == ["  - root: must be object"]
+    assert error_lines(READ, '{"path": "a"}') == ["  - root: expected object, got string"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -168,11 +177,12 @@ def test_a_string_of_json_is_not_parsed() -> None:
 
 def test_case_loop_validation_errors() -> None:
     assert message(EDIT, {}) == (
-        'Validation failed for tool "edit":\n  - path: must have required properties path, '
-        "edits\n\nReceived arguments:\n{}"
+        'Validation failed for tool "edit":\n  - path: missing\n  - edits: missing'
+        "\n\nReceived arguments:\n{}"
     )
     assert message(READ, {"path": {"a": 1}}) == (
-        'Validation failed for tool "read":\n  - path: must be string\n\nReceived arguments:\n'
+        'Validation failed for tool "read":\n  - path: expected string, got object\n\n'
+        "Received arguments:\n"
         '{\n  "path": {\n    "a": 1\n  }\n}'
     )
 
@@ -226,7 +236,6 @@ def test_numeric_string_becomes_a_number(text: str, number: float) -> None:
 @pytest.mark.parametrize(
     "value",
     [
-        "abc",
         "",
         "   ",
         " 7 ",
@@ -238,28 +247,41 @@ def test_numeric_string_becomes_a_number(text: str, number: float) -> None:
         ".5",
         "5.",
         "007",
-        "1_000",
-        "5px",
-        "Infinity",
-        "NaN",
-        "1e400",
-        "٣",  # an Arabic-Indic digit: int() would accept it
         "true",
         None,
         True,
         False,
-        [5],
-        {"n": 5},
     ],
 )
 def test_nothing_else_becomes_a_number(value: Any) -> None:
+    """Values Pi 1.6 would convert: refused (lossless coercion only), in the TypeBox words."""
     assert error_lines(READ, {"path": "a", "offset": value}) == ["  - offset: must be number"]
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [
+        ("abc", "string"),
+        ("1_000", "string"),
+        ("5px", "string"),
+        ("Infinity", "string"),
+        ("NaN", "string"),
+        ("1e400", "string"),
+        ("\u0663", "string"),  # an Arabic-Indic digit: int() would accept it
+        ([5], "array"),
+        ({"n": 5}, "object"),
+    ],
+)
+def test_what_pi_16_rejects_too_is_reported_in_its_words(value: Any, got: str) -> None:
+    assert error_lines(READ, {"path": "a", "offset": value}) == [
+        f"  - offset: expected number, got {got}"
+    ]
 
 
 def test_scenario_45_exact_text() -> None:
     assert message(READ, {"path": "a", "offset": "abc"}) == (
-        'Validation failed for tool "read":\n  - offset: must be number\n\nReceived arguments:\n'
-        '{\n  "path": "a",\n  "offset": "abc"\n}'
+        'Validation failed for tool "read":\n  - offset: expected number, got string\n\n'
+        'Received arguments:\n{\n  "path": "a",\n  "offset": "abc"\n}'
     )
 
 
@@ -279,14 +301,20 @@ def test_big_integer_string_is_exact() -> None:
     }
 
 
-@pytest.mark.parametrize("value", ["1.5", "2.5e0", "1e-3", "abc", "", 1.5, None, False])
+@pytest.mark.parametrize("value", ["1.5", "2.5e0", "1e-3", "", 1.5, None, False])
 def test_non_integers_stay_and_fail(value: Any) -> None:
     assert error_lines(INTEGER, {"x": value}) == ["  - x: must be integer"]
+    assert error_lines(INTEGER, {"x": "abc"}) == ["  - x: expected integer, got string"]
 
 
-@pytest.mark.parametrize("value", [123, 1.5, True, False, None, ["a"], {"a": 1}])
+@pytest.mark.parametrize("value", [123, 1.5, True, False, None])
 def test_nothing_becomes_a_string(value: Any) -> None:
     assert error_lines(READ, {"path": value}) == ["  - path: must be string"]
+
+
+def test_arrays_and_objects_are_no_strings_in_pi_16_either() -> None:
+    assert error_lines(READ, {"path": ["a"]}) == ["  - path: expected string, got array"]
+    assert error_lines(READ, {"path": {"a": 1}}) == ["  - path: expected string, got object"]
 
 
 BOOLEAN = prop({"type": "boolean"})
@@ -297,9 +325,14 @@ def test_true_and_false_strings_become_booleans(text: str, flag: bool) -> None:
     assert validate_tool_arguments(BOOLEAN, {"x": text}) == {"x": flag}
 
 
-@pytest.mark.parametrize("value", ["TRUE", "False", "1", "0", "yes", "", 1, 0, 2, None])
+@pytest.mark.parametrize("value", ["TRUE", "False", "1", "0", 1, 0, None])
 def test_nothing_else_becomes_a_boolean(value: Any) -> None:
     assert error_lines(BOOLEAN, {"x": value}) == ["  - x: must be boolean"]
+
+
+@pytest.mark.parametrize(("value", "got"), [("yes", "string"), ("", "string"), (2, "integer")])
+def test_no_boolean_in_pi_16_either(value: Any, got: str) -> None:
+    assert error_lines(BOOLEAN, {"x": value}) == [f"  - x: expected boolean, got {got}"]
 
 
 def test_single_edit_object_is_wrapped_into_an_array() -> None:
@@ -318,7 +351,7 @@ def test_a_wrapped_object_is_coerced_and_validated_as_an_item() -> None:
     assert validate_tool_arguments(tool, {"x": {"n": "5"}}) == {"x": [{"n": 5}]}
     assert message(EDIT, {"path": "a", "edits": {"oldText": "a"}}) == (
         'Validation failed for tool "edit":\n'
-        "  - edits.0.newText: must have required properties newText\n\n"
+        "  - edits.0.newText: missing\n\n"
         'Received arguments:\n{\n  "path": "a",\n  "edits": {\n    "oldText": "a"\n  }\n}'
     )
 
@@ -445,11 +478,8 @@ def test_pydantic_schema_with_defs_ref_and_optional() -> None:
 def test_pydantic_schema_errors() -> None:
     assert message(apply_edits, {"path": 1, "edits": [{"count": "1.5"}], "extra": None}) == (
         'Validation failed for tool "apply_edits":\n'
-        "  - extra: schema is false\n"
-        "  - root: must not have additional properties\n"
-        "  - path: must be string\n"
-        "  - edits.0.old_text: must have required properties old_text\n"
-        "  - edits.0.count: must be integer\n"
+        "  - edits.0.old_text: missing\n"
+        "  - extra: unknown field\n"
         "\n"
         "Received arguments:\n"
         '{\n  "path": 1,\n  "edits": [\n    {\n      "count": "1.5"\n    }\n  ],\n'
@@ -504,23 +534,23 @@ def test_order_required_extras_then_properties_in_schema_order_and_items_by_inde
         "extra2": 3,
     }
     assert error_lines(tool, arguments) == [
-        "  - path: must have required properties path, q",
-        "  - extra1: schema is false",
-        "  - extra2: schema is false",
-        "  - root: must not have additional properties",
-        "  - edits.0.newText: must have required properties newText",
-        "  - edits.0.oldText: must be string",
-        "  - edits.1.q: schema is false",
-        "  - edits.1: must not have additional properties",
+        "  - path: missing",
+        "  - q: missing",
+        "  - edits.0.newText: missing",
+        "  - edits.1.q: unknown field",
+        "  - extra1: unknown field",
+        "  - extra2: unknown field",
     ]
 
 
-def test_at_most_eight_errors_are_listed() -> None:
+def test_every_error_is_listed_and_at_most_eight_refused_coercions() -> None:
+    """pi-schema lists every error; the TypeBox lines keep TypeBox's limit of 8."""
     assert MAX_ERRORS == 8
     tool = make_tool({"type": "object", "additionalProperties": False})
     arguments = {f"k{i}": i for i in range(10)}
-    lines = error_lines(tool, arguments)
-    assert lines == [f"  - k{i}: schema is false" for i in range(8)]
+    assert error_lines(tool, arguments) == [f"  - k{i}: unknown field" for i in range(10)]
+    strings = make_tool({"type": "object", "additionalProperties": {"type": "string"}})
+    assert error_lines(strings, arguments) == [f"  - k{i}: must be string" for i in range(8)]
 
 
 @pytest.mark.parametrize(
@@ -534,47 +564,51 @@ def test_at_most_eight_errors_are_listed() -> None:
         (
             {"type": "number", "exclusiveMinimum": 0, "multipleOf": 2},
             -3,
-            ["must be > 0", "must be multiple of 2"],
+            ["expected > 0", "expected a multiple of 2"],
         ),
-        ({"maximum": 1e21}, 1e22, ["must be <= 1e+21"]),
-        ({"exclusiveMaximum": 0.5}, 1, ["must be < 0.5"]),
-        ({"enum": ["a", "b"]}, "c", ["must be equal to one of the allowed values"]),
-        ({"const": 5}, 4, ["must be equal to constant"]),
+        ({"maximum": 1e21}, 1e22, ["expected <= 1e+21"]),
+        ({"exclusiveMaximum": 0.5}, 1, ["expected < 0.5"]),
+        ({"enum": ["a", "b"]}, "c", ['expected one of ["a","b"]']),
+        ({"const": 5}, 4, ["expected 5"]),
         (
             {"type": "string", "pattern": "^a", "minLength": 2, "maxLength": 3},
             "bbbb",
-            ["must not have more than 3 characters", 'must match pattern "^a"'],
+            ["expected at most 3 characters", "expected to match ^a"],
         ),
-        ({"type": "string", "minLength": 3}, "ab", ["must not have fewer than 3 characters"]),
+        ({"type": "string", "minLength": 3}, "ab", ["expected at least 3 characters"]),
         ({"type": ["string", "null"]}, 3, ["must be either string or null"]),
-        ({"not": {"type": "string"}}, "x", ["must not be valid"]),
-        ({"contains": {"type": "string"}}, [1], ["must contain at least 1 valid item"]),
-        ({"type": "array", "minItems": 2}, [1], ["must not have fewer than 2 items"]),
+        ({"not": {"type": "string"}}, "x", ["must not match the schema in not"]),
+        ({"contains": {"type": "string"}}, [1], ["expected at least 1 matching item"]),
+        ({"type": "array", "minItems": 2}, [1], ["expected at least 2 items"]),
         (
             {"type": "array", "maxItems": 3, "uniqueItems": True},
             [1, 1, 1, 1],
-            ["must not have more than 3 items", "must not have duplicate items"],
+            ["expected at most 3 items", "expected unique items"],
         ),
         (
             {"type": "object", "minProperties": 2, "maxProperties": 0},
             {"a": 1},
-            ["must not have fewer than 2 properties", "must not have more than 0 properties"],
+            ["expected at least 2 properties", "expected at most 0 properties"],
         ),
         (
             {"dependentRequired": {"a": ["b", "c"]}},
             {"a": 1, "c": 1},
-            ["must have properties b, c when property a is present"],
+            [".b: required when a is present"],
         ),
         (
             {"type": "object", "unevaluatedProperties": False, "properties": {"a": {}}},
             {"a": 1, "b": 2},
-            ["must not have unevaluated properties"],
+            [".b: unknown field"],
         ),
-        ({"if": {"type": "string"}, "then": {"minLength": 3}}, "ab", ['must match "then" schema']),
+        (
+            {"if": {"type": "string"}, "then": {"minLength": 3}},
+            "ab",
+            ["expected at least 3 characters"],
+        ),
         (
             {"if": {"type": "string"}, "else": {"type": "number", "minimum": 5}},
             2,
-            ["must be >= 5", 'must match "else" schema'],
+            ["expected >= 5"],
         ),
         (
             {"anyOf": [{"type": "string"}, {"type": "null"}]},
@@ -589,13 +623,15 @@ def test_at_most_eight_errors_are_listed() -> None:
         (
             {"oneOf": [{"type": "number"}, {"type": "integer"}]},
             5,
-            ["must match exactly one schema in oneOf"],
+            ["matches more than one alternative"],
         ),
-        (False, 1, ["schema is false"]),
+        (False, 1, ["no value is allowed here"]),
     ],
 )
 def test_keyword_messages(schema: Any, value: Any, lines: list[str]) -> None:
-    assert error_lines(prop(schema), {"x": value}) == [f"  - x: {line}" for line in lines]
+    """pi-schema's words (Pi 1.6); a line starting with ``.`` is about a member of ``x``."""
+    expected = [f"  - x{line}" if line.startswith(".") else f"  - x: {line}" for line in lines]
+    assert error_lines(prop(schema), {"x": value}) == expected
 
 
 def test_nested_paths_and_grouped_lines() -> None:
@@ -620,30 +656,32 @@ def test_nested_paths_and_grouped_lines() -> None:
         "a/b": 1,
         "t~x": 2,
     }
+    # q.0, a/b and t~x hold numbers Pi 1.6 would turn into strings: with errors Pi 1.6
+    # reports too, those are the ones listed
     assert error_lines(tool, arguments) == [
-        "  - d.x: must be integer",
-        "  - d.z: must be integer",
-        "  - d: must not have additional properties",
-        '  - p.b: must match pattern "^a"',
-        "  - p: property names b are invalid",
-        "  - o.a: must have required properties a",
-        "  - o: must be null",
-        "  - o: must match a schema in anyOf",
+        "  - d.x: expected integer, got string",
+        "  - d.z: expected integer, got string",
+        "  - p.b: invalid property name",
+        "  - o.a: missing",
+        "  - q.1: no value is allowed here",
     ]
-    rest = {"q": [1, 2], "a/b": 1, "t~x": 2}
+    rest = {"q": [1], "a/b": [1], "t~x": {}}
     assert error_lines(tool, rest) == [
-        "  - q.1: schema is false",
+        "  - a/b: expected string, got array",
+        "  - t~x: expected string, got object",
+    ]
+    assert error_lines(tool, {"q": [1], "a/b": 1}) == [
         "  - q.0: must be string",
         "  - a~1b: must be string",
-        "  - t~0x: must be string",
     ]
 
 
 def test_required_inside_an_array_item_is_prefixed_by_its_path() -> None:
     tool = prop({"type": "array", "items": {"type": "object", "required": ["b", "c"]}})
     assert error_lines(tool, {"x": [{"b": 1}, {}]}) == [
-        "  - x.0.c: must have required properties c",
-        "  - x.1.b: must have required properties b, c",
+        "  - x.0.c: missing",
+        "  - x.1.b: missing",
+        "  - x.1.c: missing",
     ]
 
 
@@ -749,13 +787,13 @@ def test_draft_07_spellings() -> None:
     tuple_items = prop({"type": "array", "items": [{"type": "integer"}], "additionalItems": False})
     assert validate_tool_arguments(tuple_items, {"x": ["1"]}) == {"x": [1]}
     assert error_lines(tuple_items, {"x": ["a", 2]}) == [
-        "  - x.1: schema is false",
-        "  - x.0: must be integer",
+        "  - x.0: expected integer, got string",
+        "  - x.1: no value is allowed here",
     ]
     dependencies = prop({"dependencies": {"a": ["b"], "c": {"required": ["d"]}}})
     assert error_lines(dependencies, {"x": {"a": 1, "c": 2}}) == [
-        "  - x: must have properties b when property a is present",
-        "  - x.d: must have required properties d",
+        "  - x.b: required when a is present",
+        "  - x.d: missing",
     ]
 
 
@@ -769,9 +807,8 @@ def test_a_schema_keyword_does_not_change_the_messages() -> None:
         }
     )
     assert error_lines(tool, {"a": "x", "self": {"a": 1}}) == [
-        "  - b: must have required properties b",
-        "  - self.b: must have required properties b",
-        "  - self.a: must be string",
+        "  - b: missing",
+        "  - self.b: missing",
     ]
 
 
@@ -790,8 +827,7 @@ def test_keys_that_are_not_strings_are_reported_not_raised() -> None:
         {"type": "object", "patternProperties": {"^a": {}}, "additionalProperties": False}
     )
     assert message(tool, {1: "x", "ab": 2}) == (
-        'Validation failed for tool "t":\n  - 1: schema is false\n'
-        "  - root: must not have additional properties\n\n"
+        'Validation failed for tool "t":\n  - 1: unknown field\n\n'
         'Received arguments:\n{\n  "1": "x",\n  "ab": 2\n}'
     )
     assert validate_tool_arguments(make_tool({"type": "object"}), {1: "x"}) == {"1": "x"}
@@ -1014,7 +1050,7 @@ def test_arbitrary_json_gives_params_or_a_tool_arguments_error(
         text = str(error)
         assert text.startswith('Validation failed for tool "tool":\n  - ')
         assert text.endswith("\n\nReceived arguments:\n" + json_stringify(arguments))
-        assert 1 <= len(error.errors) <= MAX_ERRORS
+        assert error.errors  # pi-schema lists every error (TypeBox lines: at most 8)
         assert not plain_valid
     else:
         assert jsonschema.Draft202012Validator(schema).is_valid(result)

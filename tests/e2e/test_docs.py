@@ -428,3 +428,54 @@ def test_every_snippet_marker_is_intact() -> None:
         if re.match(r"\s*-+\s*8\s*<\s*-+", line) and not line.lstrip().startswith('--8<-- "')
     ]
     assert broken == []
+
+
+def test_call_a_tool_from_a_tool_example(tmp_path: Path) -> None:
+    page = (DOCS / "how-to/call-a-tool-from-a-tool.md").read_text(encoding="utf-8")
+    shown = json.loads(page.split("--cwd /tmp/w --json\n", 1)[1].split("\n", 1)[0])
+    (tmp_path / "a.txt").write_text("one two three\n")
+    (tmp_path / "b.txt").write_text("one two\n")
+    script = str(SNIPPETS / "largest-file.jsonl")
+    out = pi(
+        "-p",
+        "nested_tools",
+        "replay",
+        script,
+        "--cwd",
+        str(tmp_path),
+        "--json",
+        pythonpath=SNIPPETS,
+    )
+    assert (out.returncode, out.stderr) == (0, "")
+    got = json.loads(out.stdout)
+
+    def stable(message: dict) -> dict:  # type: ignore[type-arg]
+        message = json.loads(json.dumps(message))
+        message.pop("timestamp")
+        for entry in message["nestedCalls"]["calls"]:
+            assert isinstance(entry.pop("durationMs"), int)
+        return message
+
+    assert stable(got) == stable(shown)
+    # --sequential serialises the nested calls: each word_stats runs its read before the next
+    events = pi(
+        "-p", "nested_tools", "replay", script, "--cwd", str(tmp_path), "--events", "--sequential",
+        pythonpath=SNIPPETS,
+    )  # fmt: skip
+    order = [
+        f"{e['type'][len('tool_execution_') :]} {e['toolCallId']} {e.get('parentToolCallId', '-')}"
+        for e in map(json.loads, events.stdout.splitlines())
+        if e["type"].startswith("tool_execution_")
+    ]
+    assert order == [
+        "start c1 -",
+        "start c1/1 c1",
+        "start c1/1/1 c1/1",
+        "end c1/1/1 c1/1",
+        "end c1/1 c1",
+        "start c1/2 c1",
+        "start c1/2/1 c1/2",
+        "end c1/2/1 c1/2",
+        "end c1/2 c1",
+        "end c1 -",
+    ]

@@ -116,7 +116,7 @@ def test_pi_call_validation_error_exits_1(venv: Path, tmp_path: Path) -> None:
         {
             "type": "text",
             "text": 'Validation failed for tool "weather":\n'
-            "  - city: must have required properties city\n\nReceived arguments:\n{}",
+            "  - city: missing\n\nReceived arguments:\n{}",
         }
     ]
 

@@ -86,26 +86,80 @@ SESSION_ENV_GUIDELINE = (
     "You can inspect PI_* environment variables for current model and session details."
 )
 BASH_ONLY_GUIDELINE = "Use bash for file operations like ls, rg, find"
-PREFER_TOOLS_GUIDELINE = (
-    "Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)"
+POWERSHELL_ONLY_GUIDELINE = (
+    "Use PowerShell for file operations like listing, searching, and finding files"
+)
+BASH_OR_POWERSHELL_GUIDELINE = (
+    "Use bash or PowerShell for file operations like listing, searching, and finding files"
 )
 FILE_EXPLORATION_TOOLS = frozenset({"grep", "find", "ls"})
 
 
 def file_exploration_guidelines(tool_names: list[str]) -> list[str]:
-    """Pi's file-exploration guideline, which depends on the session's other tools: prefer
-    grep/find/ls when one of them is there, else use bash for file operations."""
-    if FILE_EXPLORATION_TOOLS & set(tool_names):
-        return [PREFER_TOOLS_GUIDELINE]
-    return [BASH_ONLY_GUIDELINE]
+    """Pi 1.6's file-exploration rule, which depends on the session's tools: when bash and/or
+    powershell are there but none of grep/find/ls, use the shell(s) for file operations;
+    otherwise nothing. Both shell tools declare it; the system prompt keeps one copy."""
+    names = set(tool_names)
+    if FILE_EXPLORATION_TOOLS & names:
+        return []
+    if {"bash", "powershell"} <= names:
+        return [BASH_OR_POWERSHELL_GUIDELINE]
+    if "powershell" in names:
+        return [POWERSHELL_ONLY_GUIDELINE]
+    if "bash" in names:
+        return [BASH_ONLY_GUIDELINE]
+    return []
 
 
 def render_bash_call(args: Any) -> str:
     """``bash $ COMMAND`` (the header ``pi run`` shows)."""
-    command = args.get("command") if isinstance(args, dict) else None
-    if not isinstance(command, str):
-        return f"bash {json.dumps(args, ensure_ascii=False, separators=(',', ':'))}"
-    return f"bash $ {command}"
+    return BASH_SHELL.render_call(args)
+
+
+@dataclass(frozen=True)
+class ShellToolConfig:
+    """What distinguishes one shell tool from another on the shared shell core (Pi's
+    ``createShellToolDefinition`` config): the tool ``name`` and ``label``, the ``shell_name``
+    its description names, the ``prompt`` its calls are shown with (``$``, ``PS>``), the
+    ``temp_file_prefix`` of its full-output files and its ``prompt_snippet``."""
+
+    name: str
+    label: str
+    shell_name: str
+    prompt: str
+    temp_file_prefix: str
+    prompt_snippet: str
+
+    @property
+    def description(self) -> str:
+        """The tool description (Pi's text with the shell's name)."""
+        return (
+            f"Execute a {self.shell_name} command in the current working directory. Returns "
+            f"stdout and stderr. Output is truncated to last {DEFAULT_MAX_LINES} lines or "
+            f"{DEFAULT_MAX_BYTES // 1024}KB (whichever is hit first). If truncated, full output "
+            "is saved to a temp file. Optionally provide a timeout in seconds."
+        )
+
+    def render_call(self, args: Any) -> str:
+        """``NAME PROMPT COMMAND`` (the header ``pi run`` shows)."""
+        command = args.get("command") if isinstance(args, dict) else None
+        if not isinstance(command, str):
+            return f"{self.name} {json.dumps(args, ensure_ascii=False, separators=(',', ':'))}"
+        return f"{self.name} {self.prompt} {command}"
+
+
+BASH_SHELL = ShellToolConfig(
+    name="bash",
+    label="bash",
+    shell_name="bash",
+    prompt="$",
+    temp_file_prefix="pi-bash",
+    prompt_snippet=PROMPT_SNIPPET,
+)
+"""The bash tool's configuration of the shell core."""
+
+SHELL_SAMPLING: Any = {"type": "json_schema", "strict": "prefer"}
+"""The shell tools' ``constrained_sampling``."""
 
 
 PARAMETERS: dict[str, Any] = {
@@ -209,32 +263,33 @@ class BashToolOptions:
 
     @classmethod
     def from_config(
-        cls, table: Mapping[str, Any] | None, *, file: str = "pi.toml"
+        cls, table: Mapping[str, Any] | None, *, file: str = "pi.toml", section: str = "tools.bash"
     ) -> BashToolOptions:
         """Options from the ``[tools.bash]`` table (``commandPrefix``/``command_prefix``,
         ``exposeSessionEnvironment``/``expose_session_environment``; ``shell_path`` belongs to
         the local backend and is skipped). A bad or unknown key is a ``ConfigError`` naming
-        ``file`` (the config file) and the key: ``FILE: tools.bash.KEY: unknown key``."""
+        ``file`` (the config file) and the key: ``FILE: SECTION.KEY: unknown key`` (``section``:
+        the table's dotted name, ``tools.bash`` or ``tools.powershell``)."""
         values: dict[str, Any] = {}
         keys: dict[str, str] = {}
         for key, value in (table or {}).items():
             if key in _BACKEND_OPTION_KEYS:
                 continue
             if key not in _OPTION_KEYS:
-                raise ConfigError(f"{file}: tools.bash.{key}: unknown key")
+                raise ConfigError(f"{file}: {section}.{key}: unknown key")
             values[_OPTION_KEYS[key]] = value
             keys[_OPTION_KEYS[key]] = key
         prefix = values.get("command_prefix")
         if prefix is not None and not isinstance(prefix, str):
             key = keys["command_prefix"]
-            raise ConfigError(f"{file}: tools.bash.{key}: must be a string")
+            raise ConfigError(f"{file}: {section}.{key}: must be a string")
         expose = values.get("expose_session_environment", True)
         if not isinstance(expose, bool):
             key = keys["expose_session_environment"]
-            raise ConfigError(f"{file}: tools.bash.{key}: must be a boolean")
+            raise ConfigError(f"{file}: {section}.{key}: must be a boolean")
         keep = values.get("keep_full_output", False)
         if not isinstance(keep, bool):
-            raise ConfigError(f"{file}: tools.bash.keep_full_output: must be a boolean")
+            raise ConfigError(f"{file}: {section}.keep_full_output: must be a boolean")
         return cls(
             command_prefix=prefix or None,
             expose_session_environment=expose,
@@ -375,7 +430,8 @@ def create_bash_tool_definition(
     env_policy: EnvPolicy | None = None,
     full_output_files: FullOutputFiles | None = None,
 ) -> ToolDefinition:
-    """The ``bash`` tool running commands in ``cwd`` through ``operations``.
+    """The ``bash`` tool running commands in ``cwd`` through ``operations``: the shell core
+    (:func:`create_shell_tool_definition`) with :data:`BASH_SHELL`.
 
     ``spawn_hook(context) -> context | None`` may replace the command, cwd and env of each run
     (the plugin layer passes the ``pi_bash_spawn_context`` chain). ``options``: a
@@ -386,11 +442,40 @@ def create_bash_tool_definition(
     definition's ``execute(tool_call_id, params, on_update, ctx)`` reads session values for
     ``PI_*`` from ``ctx`` (see :func:`build_spawn_env`).
     """
+    return create_shell_tool_definition(
+        cwd,
+        operations,
+        BASH_SHELL,
+        spawn_hook=spawn_hook,
+        options=options,
+        env_policy=env_policy,
+        full_output_files=full_output_files,
+    )
+
+
+def create_shell_tool_definition(
+    cwd: str,
+    operations: BashOperations,
+    shell: ShellToolConfig,
+    *,
+    spawn_hook: Callable[[BashSpawnContext], BashSpawnContext | None] | None = None,
+    options: BashToolOptions | Mapping[str, Any] | None = None,
+    env_policy: EnvPolicy | None = None,
+    full_output_files: FullOutputFiles | None = None,
+    before_call: Callable[[], object] | None = None,
+) -> ToolDefinition:
+    """A shell tool (bash, powershell) configured by ``shell``, running commands through
+    ``operations``; the other arguments as for :func:`create_bash_tool_definition`.
+    ``before_call()`` runs first in every call, before the timeout is validated; what it
+    raises is the call's error (powershell: ``The powershell tool is only available on
+    Windows.``)."""
     opts = options if isinstance(options, BashToolOptions) else BashToolOptions.from_config(options)
 
     async def execute(
         tool_call_id: str, params: Any, on_update: OnUpdate | None = None, ctx: Any = None
     ) -> AgentToolResult:
+        if before_call is not None:
+            before_call()
         timeout = _validate_timeout(params.get("timeout"))
         command = params["command"]
         if opts.command_prefix:
@@ -411,7 +496,7 @@ def create_bash_tool_definition(
         output = OutputAccumulator(
             max_lines=opts.max_lines,
             max_bytes=opts.max_bytes,
-            temp_file_prefix="pi-bash",
+            temp_file_prefix=shell.temp_file_prefix,
             transform=strip_ansi,
         )
 
@@ -507,31 +592,36 @@ def create_bash_tool_definition(
         )
 
     return ToolDefinition(
-        name="bash",
-        label="bash",
-        description=DESCRIPTION,
+        name=shell.name,
+        label=shell.label,
+        description=shell.description,
         parameters=PARAMETERS,
         execute=execute,
-        prompt_snippet=PROMPT_SNIPPET,
+        prompt_snippet=shell.prompt_snippet,
         prompt_guidelines=[SESSION_ENV_GUIDELINE] if opts.expose_session_environment else [],
         prompt_guidelines_for=file_exploration_guidelines,
-        render_call=render_bash_call,
+        render_call=shell.render_call,
         streaming=True,
         verify="text",
         command_argument="command",
         output_schema=BASH_OUTPUT_SCHEMA,
         replay="never",
+        constrained_sampling=SHELL_SAMPLING,
     )
 
 
 __all__ = [
+    "BASH_SHELL",
     "DESCRIPTION",
     "PARAMETERS",
     "SESSION_ENV_VARS",
     "BashToolOptions",
+    "ShellToolConfig",
     "append_status",
     "build_spawn_env",
     "create_bash_tool_definition",
+    "create_shell_tool_definition",
+    "file_exploration_guidelines",
     "format_output",
     "js_number",
     "strip_ansi",

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_builtin_tools.bash import BashToolOptions, create_bash_tool_definition
+from pi_builtin_tools.codemode import create_codemode_tool_definition
+from pi_builtin_tools.codemode_python import create_codemode_python_tool_definition
 from pi_builtin_tools.edit import create_edit_tool_definition
 from pi_builtin_tools.find import create_find_tool_definition
 from pi_builtin_tools.grep import create_grep_tool_definition
@@ -19,6 +21,7 @@ from pi_builtin_tools.local_bash import LocalBashOperations
 from pi_builtin_tools.local_files import LocalFileOperations
 from pi_builtin_tools.ls import create_ls_tool_definition
 from pi_builtin_tools.output_accumulator import FullOutputFiles
+from pi_builtin_tools.powershell import create_powershell_tool_definition
 from pi_builtin_tools.read import ReadToolOptions, create_read_tool_definition
 from pi_builtin_tools.tool_config import tools_table
 from pi_builtin_tools.tool_search import create_tool_search_tool_definition
@@ -55,9 +58,12 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
     files = context.file_operations or LocalFileOperations()
     tools = _file_tools(context, files)
     tools.insert(1, _bash_tool(context))  # Pi's order: read, bash, edit, write, grep, find, ls
+    tools.insert(2, _powershell_tool(context))  # registered after bash, inactive by default
     for definition in tools:
         register(definition)
     register(create_tool_search_tool_definition())  # inactive until --tools/--tool-search
+    register(create_codemode_tool_definition())  # inactive until --tools/--codemode
+    register(create_codemode_python_tool_definition())  # inactive until --tools
 
 
 def _bash_config(config: dict[str, Any] | None) -> dict[str, Any]:
@@ -85,6 +91,26 @@ def _bash_tool(context: RegisterToolsContext) -> Any:
     return create_bash_tool_definition(
         context.cwd,
         operations,
+        spawn_hook=context.bash_spawn_hook,
+        options=options,
+        env_policy=EnvPolicy.from_config(context.config),
+        full_output_files=files,
+    )
+
+
+def _powershell_tool(context: RegisterToolsContext) -> Any:
+    """The powershell tool (``[tools.powershell]``: ``command_prefix``,
+    ``expose_session_environment``, ``keep_full_output``); it always runs locally."""
+    options = BashToolOptions.from_config(
+        tools_table(context.config, "powershell"),
+        file=config_file(context.config),
+        section="tools.powershell",
+    )
+    files = None
+    if context.session is not None:
+        files = context.session.state.setdefault(STATE_KEY, {}).get("full_output_files")
+    return create_powershell_tool_definition(
+        context.cwd,
         spawn_hook=context.bash_spawn_hook,
         options=options,
         env_policy=EnvPolicy.from_config(context.config),

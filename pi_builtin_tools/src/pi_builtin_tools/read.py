@@ -578,6 +578,7 @@ def create_read_tool_definition(
         seed_file=recorded_file_text,
         output_schema=READ_OUTPUT_SCHEMA,
         replay="safe",
+        constrained_sampling={"type": "json_schema", "strict": "prefer"},
     )
 
 

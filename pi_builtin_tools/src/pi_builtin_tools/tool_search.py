@@ -297,9 +297,7 @@ def result_text(loaded: list[tuple[str, str]]) -> str:
     """``No matching tools found.`` or ``Loaded N tool(s). ...`` with one line per tool."""
     if not loaded:
         return NO_MATCH_TEXT
-    lines = "\n".join(
-        f"- {name}: {_first_line(description)}" for name, description in loaded
-    )
+    lines = "\n".join(f"- {name}: {_first_line(description)}" for name, description in loaded)
     plural = "" if len(loaded) == 1 else "s"
     return f"Loaded {len(loaded)} tool{plural}. They are available from your next call:\n{lines}"
 

@@ -38,8 +38,8 @@ from pi_core._pipeline.contexts import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from pi_core._pipeline.tool_context import ToolCallContext, current_tool_context
 from pi_core._pipeline.pipeline import ToolCallOutcome, run_tool_call
+from pi_core._pipeline.tool_context import ToolCallContext, current_tool_context
 from pi_core._plugins.contexts import (
     BackendContext,
     BashSpawnContext,
@@ -60,12 +60,20 @@ from pi_core._tools.definition import (
     tool,
     wrap_tool_definition,
 )
+from pi_core._tools.exposure import (
+    LoadoutChanges,
+    ToolExposure,
+    ToolLoadout,
+    ToolNamespace,
+    ToolSet,
+)
 from pi_core._tools.format import format_size
 from pi_core._tools.validation import js_number_to_string
 from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,
     ImageContent,
+    SystemMessage,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -90,6 +98,7 @@ __all__ = [
     "ConfigError",
     "FileOperations",
     "ImageContent",
+    "LoadoutChanges",
     "LoopConfig",
     "OnUpdate",
     "PathArgument",
@@ -102,6 +111,7 @@ __all__ = [
     "RegisterToolsContext",
     "Session",
     "SessionContext",
+    "SystemMessage",
     "TextContent",
     "ToolAborted",
     "ToolCall",
@@ -109,7 +119,11 @@ __all__ = [
     "ToolCallOutcome",
     "ToolDefinition",
     "ToolError",
+    "ToolExposure",
+    "ToolLoadout",
+    "ToolNamespace",
     "ToolResultMessage",
+    "ToolSet",
     "UserMessage",
     "build_session",
     "config_file",

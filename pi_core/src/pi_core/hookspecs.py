@@ -178,12 +178,14 @@ def pi_prepare_arguments(tool_name: str, arguments: Any) -> Any:
 def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult | None:
     """Inspect a validated call and block it (policies).
 
-    **When**: after validation, before ``execute``.
+    **When**: after validation, before ``execute``; for the model's calls and for nested calls
+    (a tool calling a tool through ``current_tool_context().execute_tool``) alike.
     **Call mode**: first block; sync or async. Implementations are called in order until one
     returns ``BeforeToolCallResult(block=True)``; a result that does not block counts as
     ``None``, so no plugin can wave a call past a later policy.
     **Params**: ``context``: :class:`~pi_core._plugins.contexts.BeforeToolCallContext` (``tool_call``,
-    ``args``, ``tool``, ``assistant_message``, ``context``).
+    ``args``, ``tool``, ``assistant_message``, ``context``, ``parent_tool_call_id``: ``None``
+    for a call the model issued, the calling tool's call id for a nested call).
     **Returns**: ``BeforeToolCallResult(block=True, reason=...)`` or ``None``. A block gives the
     error result ``reason`` (``Tool execution was blocked`` without one); an exception gives its
     message.
@@ -198,7 +200,8 @@ def pi_after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult | N
     calls that never executed (unknown tool, invalid arguments, blocked).
     **Call mode**: chain; sync or async. Applied in order, field by field; each implementation
     sees ``context.result`` and ``context.is_error`` as left by the previous one.
-    **Params**: ``context``: :class:`~pi_core._plugins.contexts.AfterToolCallContext`.
+    **Params**: ``context``: :class:`~pi_core._plugins.contexts.AfterToolCallContext` (the
+    before-context's fields, ``parent_tool_call_id`` included, plus ``result`` and ``is_error``).
     **Returns**: ``AfterToolCallResult`` (any of ``content``, ``details``, ``is_error``,
     ``terminate``, ``usage``, ``structured_content``) or ``None``. An exception replaces the whole
     result by an error result with its message.

@@ -74,6 +74,9 @@ def test_tools_json_shape(pi) -> None:
         "description": "Echo a value back.",
         "parameters": ECHO_SCHEMA,
         "executionMode": "parallel",
+        "exposure": "direct",
+        "active": True,
+        "callable": True,
     }
     assert tools[1] == {
         "name": "fail",
@@ -86,6 +89,9 @@ def test_tools_json_shape(pi) -> None:
             "type": "object",
         },
         "executionMode": "parallel",
+        "exposure": "direct",
+        "active": True,
+        "callable": True,
     }
     assert tools[5]["executionMode"] == "sequential"
 
@@ -99,7 +105,7 @@ def test_tools_json_is_indented_by_two_spaces(pi) -> None:
 def test_tools_plain(pi) -> None:
     out = pi("-p", "cli_plugin", "tools").out
     assert out.split("\n\n")[0] == (
-        "echo [parallel]\n"
+        "echo [parallel] direct, active, callable\n"
         "  Echo a value back.\n"
         '  parameters: {"type":"object","properties":{"value":{"type":"string"},'
         '"delay":{"type":"number"}},"required":["value"]}'

@@ -24,6 +24,8 @@ PLUGIN = ("-p", "lifecycle_plugin")
 AGENT_START = [
     "pi_on_event agent_start",
     "pi_on_event turn_start",
+    "pi_on_event message_start",  # the system message declaring the tools (toolsAdded)
+    "pi_on_event message_end",
     "pi_on_event message_start",  # the prompt
     "pi_on_event message_end",
 ]

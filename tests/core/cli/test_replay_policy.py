@@ -35,7 +35,9 @@ def session(plugin_env: Path) -> Path:
             {"role": "user", "content": "go", "timestamp": 1},
             assistant(call("c1", "bash", command="echo ran > ran.txt; echo live")),
             recorded("c1", "bash", "recorded output\n"),
-            assistant(call("c2", "read", path="a.txt"), call("c3", "write", path="b.txt", content="x")),
+            assistant(
+                call("c2", "read", path="a.txt"), call("c3", "write", path="b.txt", content="x")
+            ),
             recorded("c2", "read", "stale\n"),
         ],
     )
@@ -48,6 +50,7 @@ def test_builtin_tools_declare_their_replay_policy(tmp_path: Path) -> None:
     assert policies == {
         "read": "safe",
         "bash": "never",
+        "powershell": "never",
         "edit": "never",
         "write": "never",
         "grep": "safe",

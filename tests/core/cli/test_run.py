@@ -168,8 +168,10 @@ def test_session_file_is_a_pi_v3_tree_that_replay_verifies(
         assert re.fullmatch(r"[0-9a-f]{8}", child["id"])
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", child["timestamp"])
     roles = [e["message"]["role"] for e in entries[2:]]
-    assert roles == ["user", *["assistant", "toolResult"] * 5, "assistant"]
-    assert entries[2]["message"]["content"] == [
+    assert roles == ["system", "user", *["assistant", "toolResult"] * 5, "assistant"]
+    declared = [t["name"] for t in entries[2]["message"]["toolsAdded"]]
+    assert declared == ["read", "bash", "edit", "write", "grep", "find", "ls"]
+    assert entries[3]["message"]["content"] == [
         {"type": "text", "text": "Fix the failing test in this project."}
     ]
     # replayed in a fresh copy of the demo project, every call gives the same result again
@@ -209,7 +211,7 @@ def test_tools_selects_a_subset_and_max_turns_stops_the_loop(
 
 def test_system_prompt_from_the_tools_prompt_snippets_and_guidelines(plugin_env: Path) -> None:
     pm = make_plugin_manager(plugins=["pi_builtin_tools.plugin"])
-    tools = build_session(pm, "/w").tools
+    tools = build_session(pm, "/w").tool_set.active  # tool_search is registered inactive
     prompt = build_system_prompt(tools, "/w", date=datetime.date(2026, 11, 30))
     assert [t.name for t in tools] == ["read", "bash", "edit", "write", "grep", "find", "ls"]
     assert prompt == (
@@ -231,8 +233,6 @@ def test_system_prompt_from_the_tools_prompt_snippets_and_guidelines(plugin_env:
         "on the project.\n"
         "\n"
         "Guidelines:\n"
-        "- Prefer grep/find/ls tools over bash for file exploration (faster, respects "
-        ".gitignore)\n"
         "- Use read to examine files instead of cat or sed.\n"
         "- You can inspect PI_* environment variables for current model and session details.\n"
         "- Use edit for precise changes (edits[].oldText must match exactly)\n"
@@ -285,7 +285,8 @@ def test_a_plugin_provider_gets_the_system_prompt_tools_and_base_url(
     ("args", "message"),
     [
         (["run", "x", "--tools", "read,nope"],
-         "--tools: unknown tool 'nope' (registered tools: read, bash, edit, write, grep, find, ls)"),
+         "--tools: unknown tool 'nope' (registered tools: read, bash, powershell, edit, write, "
+         "grep, find, ls, tool_search)"),
         (["run", "--model", "scripted:s.jsonl"], "a PROMPT is required with --model"),
         (["run", "x", "--model", "nope:m"],
          "unknown model provider 'nope' in 'nope:m' (registered providers: anthropic, openai, "
@@ -362,6 +363,7 @@ def test_ctrl_c_aborts_the_running_tool_and_completes_the_turn(plugin_env: Path)
         json.loads(line).get("message") for line in (plugin_env / "s3").read_text().splitlines()
     ]
     assert [(m["role"], m.get("stopReason"), m.get("isError")) for m in messages if m] == [
+        ("system", None, None),
         ("user", None, None),
         ("assistant", "toolUse", None),
         ("toolResult", None, True),

@@ -147,6 +147,6 @@ def test_anthropic_protocol_multi_turn_task(pi: Callable[..., Result], keys: Pat
     # the session file holds the whole conversation, with the provider's metadata
     entries = [json.loads(line) for line in (keys.parent / "s.jsonl").read_text().splitlines()]
     roles = [e["message"]["role"] for e in entries if e["type"] == "message"]
-    assert roles == ["user", "assistant", "toolResult", "toolResult", "assistant", "toolResult",
-                     "assistant"]  # fmt: skip
+    assert roles == ["system", "user", "assistant", "toolResult", "toolResult", "assistant",
+                     "toolResult", "assistant"]  # fmt: skip
     assert entries[-1]["message"]["stopReason"] == "stop"

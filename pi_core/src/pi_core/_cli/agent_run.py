@@ -6,8 +6,11 @@
   provider as its ``base_url`` option. Without ``--model`` the embedded demo runs
   (:mod:`pi_core._cli.demo`): its scripted session in a copy of its project, in a new temporary
   folder or in ``--cwd``; PROMPT may then be left out.
-* The tools are every registered tool, or those named by ``--tools`` (in that order; an unknown
-  name is a usage error). The system prompt is built from their ``prompt_snippet`` and
+* The tools are the session's active tools (every registered tool whose exposure is ``direct``
+  or ``model-only`` and that is active by default: see ``[tools.NAME] exposure``), or those
+  named by ``--tools`` (in that order, any registered tool that is not ``hidden``: ``--tools
+  read,tool_search``; an unknown name is a usage error). Tools ``tool_search`` loads are
+  declared with a system message before the next request. The system prompt is built from their ``prompt_snippet`` and
   ``prompt_guidelines`` (:mod:`pi_core._cli.system_prompt`).
 * ``--max-turns N`` stops the loop after N turns (a notice says so).
 * Output: the live view of :class:`~pi_core._cli.render.RunView`; with ``--json`` Pi's json mode
@@ -108,8 +111,14 @@ def cmd_run(ctx: CommandContext) -> int:
             cwd = prepare_workspace(project, target)
         provider = resolve_provider(ctx, spec)
         session = ctx.session(cwd, "run")
-        tools = select_tools(session.tools, args.tools)
         config = ctx.loop_config(session)
+        assert session.tool_set is not None
+        if args.tools is None:
+            tools = session.tool_set.active
+        else:
+            tools = select_tools(session.tools, args.tools)
+            session.tool_set.replace_active([t.name for t in tools])
+            tools = session.tool_set.active
     except BaseException:
         if session_out is not None:
             session_out.close()

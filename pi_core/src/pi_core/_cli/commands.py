@@ -16,6 +16,7 @@ from pi_core._cli.parser import UsageError
 from pi_core._pipeline.config import AgentContext
 from pi_core._plugins.manager import list_plugins
 from pi_core._tools.definition import AgentTool
+from pi_core._tools.exposure import ToolSet
 from pi_core._wire.messages import AssistantMessage, ToolCall
 
 if TYPE_CHECKING:
@@ -46,25 +47,33 @@ def cmd_plugins(ctx: CommandContext) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def tool_info(tool: AgentTool) -> dict[str, Any]:
-    """``{"name", "label", "description", "parameters", "executionMode"}``: what the model
-    sees of a tool (name, description, JSON Schema) plus its label and execution mode."""
+def tool_info(tool: AgentTool, tool_set: ToolSet | None = None) -> dict[str, Any]:
+    """``{"name", "label", "description", "parameters", "executionMode", "exposure",
+    "active", "callable"}``: what the model sees of a tool (name, description, JSON Schema)
+    plus its label, execution mode, exposure and whether it is in the session's active and
+    callable sets (``tool_set``; without one: active and callable unless hidden/model-only)."""
+    if tool_set is None:
+        tool_set = ToolSet([tool])
     return {
         "name": tool.name,
         "label": tool.label,
         "description": tool.description,
         "parameters": tool.parameters,
         "executionMode": tool.execution_mode,
+        "exposure": tool_set.exposure(tool.name),
+        "active": tool_set.is_active(tool.name),
+        "callable": tool_set.is_callable(tool.name),
     }
 
 
 def cmd_tools(ctx: CommandContext) -> int:
-    """``pi tools [--cwd DIR] [--json]``: every registered tool in registration order.
+    """``pi tools [--cwd DIR] [--json]``: every registered tool in registration order, with
+    its exposure and whether it is active and callable (``[tools.NAME] exposure`` applied).
 
     ``--json``: a JSON list of :func:`tool_info` objects.
     """
     session = ctx.session(ctx.cwd(), "tools")
-    infos = [tool_info(tool) for tool in session.tools]
+    infos = [tool_info(tool, session.tool_set) for tool in session.tools]
 
     async def nothing(abort: Abort) -> None:
         pass
@@ -128,7 +137,8 @@ def read_arguments_json(argument: str, stdin: IO[bytes] | None) -> Any:
 
 def cmd_call(ctx: CommandContext) -> int:
     """``pi call TOOL ARGS_JSON [--cwd DIR] [--id ID] [--json]``: one call through the whole
-    pipeline (prepare, validate, before hooks, execute, after hooks), no events. ARGS_JSON may
+    pipeline (prepare, validate, before hooks, execute, after hooks), no events; its nested calls
+    run (their record is the message's ``nestedCalls``). ARGS_JSON may
     be ``-`` (JSON on stdin) or ``@FILE`` (:func:`read_arguments_json`).
 
     Prints the ToolResultMessage (one compact JSON line with ``--json``; otherwise its content,
@@ -143,21 +153,42 @@ def cmd_call(ctx: CommandContext) -> int:
     tool_call = ToolCall(id=ctx.args.id, name=ctx.args.tool, arguments=arguments)
 
     outcomes: list[Any] = []
+    records: list[tuple[Any, Any]] = []
 
     async def call(abort: Abort) -> None:
+        from pi_core._pipeline.nested import NestedCallRunner
         from pi_core._pipeline.pipeline import run_tool_call
 
         message = AssistantMessage(content=[tool_call], stop_reason="toolUse")
         context = AgentContext(messages=[message], tools=list(session.tools))
+        # the call's nested calls (a codemode script's tool calls) run; their events are dropped
+        runner = NestedCallRunner(context, config, abort)
+        tool_context = runner.root_context(tool_call.id, lambda event: None)
         outcomes.append(
-            await run_tool_call(tool_call, context, config, assistant_message=message, abort=abort)
+            await run_tool_call(
+                tool_call,
+                context,
+                config,
+                assistant_message=message,
+                abort=abort,
+                tool_context=tool_context,
+            )
         )
+        records.append(runner.take_record(tool_call.id))
 
     interrupted = run_in_session(session, call)
     if not outcomes:
         return 130
     outcome = outcomes[0]
     message = outcome.to_message()
+    if records:  # the nested calls' record and usage, as the loop attaches them
+        from pi_core._pipeline.nested import combine_usage
+
+        record, usage = records[0]
+        if record is not None:
+            message.nested_calls = record
+        if usage is not None:
+            message.usage = usage if message.usage is None else combine_usage(message.usage, usage)
     if ctx.args.json:
         write_json_line(ctx.stdout, message.to_json_dict())
     else:

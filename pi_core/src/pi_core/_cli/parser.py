@@ -178,7 +178,7 @@ def build_parser(
     replay.add_argument(
         "--codemode",
         action="store_true",
-        help="activate the codemode tool (not available yet: an error)",
+        help="activate the codemode tool",
     )
     replay.add_argument(
         "--respect-replay-policy",

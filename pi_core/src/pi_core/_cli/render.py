@@ -186,7 +186,8 @@ class Renderer:
     # -- pi tools ----------------------------------------------------------------------------
 
     def tools(self, tools: Sequence[dict[str, Any]]) -> None:
-        """Print tool descriptions; each item has the keys of ``pi tools --json``."""
+        """Print tool descriptions; each item has the keys of ``pi tools --json``. The header
+        line is ``NAME [MODE] EXPOSURE, active|inactive, callable|not callable``."""
         if not tools:
             self.out.write("no tools registered\n")
             return
@@ -195,8 +196,17 @@ class Renderer:
                 self.out.write("\n")
             description = info["description"].strip("\n")
             parameters = compact_json(info["parameters"])
+            sets = ""
+            if "exposure" in info:
+                sets = (
+                    f" {info['exposure']}, {'active' if info.get('active') else 'inactive'}, "
+                    f"{'callable' if info.get('callable') else 'not callable'}"
+                )
             self.out.pieces(
-                (info["name"], "bold cyan"), (f" [{info['executionMode']}]", "dim"), ("\n", "")
+                (info["name"], "bold cyan"),
+                (f" [{info['executionMode']}]", "dim"),
+                (sets, ""),
+                ("\n", ""),
             )
             for line in description.splitlines():
                 self.out.write(f"  {line}\n" if line else "\n")

@@ -23,24 +23,36 @@ prints every agent event as a JSON line instead, from the first ``tool_execution
 ``message_update`` left out. Each line is flushed as it is written. Exit status 0 whatever the
 tool results; 130 when interrupted (the first Ctrl-C aborts the run, whose aborted results are
 still printed; a second one cancels it).
+
+Every recorded call is executed again, whatever the tool. With ``--respect-replay-policy`` a
+tool declared ``replay="never"`` (bash, write, edit: re-running them is not harmless) is not:
+its call reports the result recorded in FILE (a Pi session file or a JSONL that holds the
+ToolResultMessages), and stderr says so, one line per call:
+``pi replay: c1: bash not re-executed (replay policy "never"): recorded result reported`` (or
+``...: no recorded result``, the call's result then being the error
+:data:`NO_RECORDED_RESULT_TEXT`). The JSON output keeps its shape: the reported result is the
+recorded one with a new timestamp. Nested calls of a ``never`` tool have no recorded result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pi_core._cli.context import CommandContext
 from pi_core._cli.interrupt import run_in_session
 from pi_core._cli.output import write_json_line
 from pi_core._pipeline.config import AgentContext
+from pi_core._pipeline.pipeline import maybe_await
 from pi_core._tools.definition import AgentTool
+from pi_core._tools.exposure import ToolSet
 from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,
     TextContent,
     ToolResultMessage,
     UserMessage,
+    current_tools,
 )
 from pi_core._wire.session_files import read_session_file
 
@@ -117,7 +129,7 @@ def apply_tool_flags(ctx: CommandContext, session: Session) -> None:
     extra: list[str] = []
     if ctx.args.codemode:
         if tool_set.get(CODEMODE_TOOL) is None:
-            raise UsageError("--codemode: the codemode tool is not available yet")
+            raise UsageError("--codemode: no plugin registers the codemode tool")
         extra.append(CODEMODE_TOOL)
     if ctx.args.tool_search:
         if tool_set.get(TOOL_SEARCH_TOOL) is None:
@@ -125,6 +137,16 @@ def apply_tool_flags(ctx: CommandContext, session: Session) -> None:
         extra.append(TOOL_SEARCH_TOOL)
     if exposures:
         tool_set.set_exposures(exposures)
+    # A transcript may call any tool its session could have enabled (Pi's reference replays
+    # with every registered tool active): direct tools registered inactive are active in a
+    # replay too, in registration order; model-only, codemode and deferred ones only through
+    # their flags.
+    active = set(tool_set.active_names)
+    tool_set.replace_active(
+        t.name
+        for t in tool_set.registered
+        if t.name in active or tool_set.exposure(t.name) == "direct"
+    )
     if extra:
         tool_set.activate(extra)
 
@@ -192,7 +214,7 @@ def respect_replay_policy(
 
 def cmd_replay(ctx: CommandContext) -> int:
     """``pi replay FILE [--cwd DIR] [--json] [--events] [--sequential] [--exposure N=L,...]
-    [--tool-search] [--codemode]``."""
+    [--tool-search] [--codemode] [--respect-replay-policy]``."""
     from pi_core._cli.parser import UsageError
     from pi_core._loop.loop import run_agent_loop
     from pi_core._providers.base import ScriptedProvider
@@ -217,19 +239,77 @@ def cmd_replay(ctx: CommandContext) -> int:
         )
     runs = plan_runs(recorded)
     sink = _Sink(ctx, session.hooks)
+    emit = sink.emit
+    plan = recorded_tool_plan(parsed.messages)
+    transcript = None
+    if plan is not None and session.tool_set is not None:
+        transcript = _TranscriptTools(plan, session.tool_set, sink.emit)
+        emit = transcript.emit
+        config.prepare_next_turn = transcript.prepare_next_turn(config.prepare_next_turn)
 
     async def replay(abort: Abort) -> None:
         context = AgentContext(tools=session.tool_set.active if session.tool_set else [])
         for answers in runs:
+            if transcript is not None:
+                transcript.apply()
             config.provider = ScriptedProvider(answers, when_exhausted="stop")
             prompt = UserMessage(content=[TextContent(text=REPLAY_PROMPT)])
-            new = await run_agent_loop([prompt], context, config, sink.emit, abort=abort)
+            new = await run_agent_loop([prompt], context, config, emit, abort=abort)
             context.messages.extend(new)
             if abort.aborted:
                 break
 
     interrupted = run_in_session(session, replay)
     return 130 if interrupted else 0
+
+
+def recorded_tool_plan(messages: Sequence[Any]) -> list[list[str]] | None:
+    """The tools the model had for each recorded assistant message: the names the recorded
+    system messages before it declare (:func:`~pi_core._wire.messages.current_tools`), one
+    list per assistant message; ``None`` when no system message declares tools (message
+    JSONL, sessions written before Pi 1.6)."""
+    if not any(
+        getattr(m, "role", None) == "system"
+        and (getattr(m, "tools_added", None) or getattr(m, "tools_removed", None))
+        for m in messages
+    ):
+        return None
+    plan: list[list[str]] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage):
+            plan.append([t["name"] for t in current_tools(messages[:index])])
+    return plan
+
+
+class _TranscriptTools:
+    """``pi replay`` of a transcript with declared tools: before each model request the
+    session's active tools are the ones the recording's system messages declared for the
+    answer about to be played (so ``Tool X not found`` and the system messages come out as
+    in the recorded session); tools not registered here are left out."""
+
+    def __init__(
+        self, plan: list[list[str]], tool_set: ToolSet, emit: Callable[[Any], Awaitable[None]]
+    ) -> None:
+        self.plan = plan
+        self.tool_set = tool_set
+        self.answered = 0
+        self._emit = emit
+
+    def apply(self) -> None:
+        if self.answered < len(self.plan):
+            self.tool_set.replace_active(self.plan[self.answered])
+
+    async def emit(self, event: Any) -> None:
+        if event.type == "message_end" and getattr(event.message, "role", None) == "assistant":
+            self.answered += 1
+        await self._emit(event)
+
+    def prepare_next_turn(self, then: Any) -> Callable[[Any], Awaitable[Any]]:
+        async def prepare(info: Any) -> Any:
+            self.apply()
+            return await maybe_await(then(info)) if then is not None else None
+
+        return prepare
 
 
 class _Sink:

@@ -67,6 +67,7 @@ from pi_core._providers.base import (
     StreamStart,
     error_message,
 )
+from pi_core._tools.exposure import tool_declaration
 from pi_core._wire.events import (
     AgentEndEvent,
     AgentEvent,
@@ -80,7 +81,6 @@ from pi_core._wire.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from pi_core._tools.exposure import tool_declaration
 from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,

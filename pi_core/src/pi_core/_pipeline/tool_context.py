@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 NOT_AVAILABLE_TEXT = "Nested tool calls are not available in this context"
 """Error text of :meth:`ToolCallContext.execute_tool` outside a loop run (a program's
-``run_tool_call``, ``pi call``, a tool's ``execute`` called directly)."""
+``run_tool_call``, a tool's ``execute`` called directly)."""
 
 
 class NestedCalls(Protocol):

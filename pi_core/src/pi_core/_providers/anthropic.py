@@ -12,7 +12,19 @@ text/image blocks when there are images, ``is_error``). Tool-call ids are normal
 ``[a-zA-Z0-9_-]{1,64}``. ``structuredContent`` is never sent; error/aborted assistant messages
 are left out and calls without a result get ``No result provided``
 (:func:`pi_core._providers.options.llm_history`). ``tools``: ``name``, ``description``,
-``input_schema`` (``type: object`` with the schema's ``properties`` and ``required``). With
+``input_schema`` (``type: object`` with the schema's ``properties`` and ``required``, and its
+``additionalProperties``, ``$defs`` and ``definitions`` when present). With ``strict_tools``
+(the endpoint supports strict tools: Pi's ``compat.supportsStrictTools``, off by default), a
+tool whose ``constrained_sampling`` asks for JSON-schema sampling and whose schema converts
+(:mod:`pi_core._providers.constrained_sampling`; Anthropic also rejects ``minimum``,
+``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``, ``multipleOf``, ``maxItems``,
+``uniqueItems``, ``minContains``, ``maxContains``, ``minProperties``, ``maxProperties``,
+``minItems`` other than 0 or 1, and a ``format`` other than ``date-time``, ``time``,
+``date``, ``duration``, ``email``, ``hostname``, ``uri``, ``ipv4``, ``ipv6``, ``uuid``) is sent
+with ``strict: true`` and the converted schema. When the endpoint rejects a request (400
+``invalid_request_error``) because the strict tools exceed Claude's limits, the request is sent
+again with the ``prefer`` tools non-strict, and so are the later requests of this provider
+(one provider serves one session). With
 ``cache`` (default on, as Pi), ``cache_control: {"type": "ephemeral"}`` marks the system block,
 the last tool and the last block of the last user message.
 
@@ -34,14 +46,21 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx_sse
 
 from pi_core._errors import ConfigError, ProviderError
 from pi_core._providers.assembly import MessageAssembler, total_usage
+from pi_core._providers.constrained_sampling import (
+    is_strict_tool_limit_error,
+    prefers_strict,
+    resolve_strict,
+    tool_parameters,
+)
 from pi_core._providers.http import HttpSettings, SSEProvider, error_body_text
-from pi_core._providers.options import http_settings, llm_history
+from pi_core._providers.options import bool_option, http_settings, llm_history
 from pi_core._wire.messages import (
     AssistantMessage,
     ImageContent,
@@ -53,6 +72,9 @@ from pi_core._wire.messages import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, AsyncIterator
+
+    from pi_core._abort import Abort
     from pi_core._providers.base import ModelRequest, ProviderEvent
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -310,12 +332,60 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return blocks
 
 
+_STRICT_UNSUPPORTED_KEYWORDS = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "maxItems",
+        "uniqueItems",
+        "minContains",
+        "maxContains",
+        "minProperties",
+        "maxProperties",
+    }
+)
+_STRICT_STRING_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+
+
+def _strict_unsupported_keyword(key: str, value: Any) -> bool:
+    """Keywords Anthropic's strict tool use rejects (with a 400 for the whole request)."""
+    if key in _STRICT_UNSUPPORTED_KEYWORDS:
+        return True
+    if key == "minItems":
+        return value not in (0, 1) or isinstance(value, bool)
+    if key == "format":
+        return not isinstance(value, str) or value not in _STRICT_STRING_FORMATS
+    return False
+
+
+def _generator(events: AsyncIterator[ProviderEvent]) -> AsyncGenerator[ProviderEvent, None]:
+    """``events`` as the async generator it is (:meth:`SSEProvider.stream` returns one)."""
+    return cast("AsyncGenerator[ProviderEvent, None]", events)
+
+
+def _is_strict_limit_rejection(message: str) -> bool:
+    """A 400 ``invalid_request_error`` whose text is one of Claude's strict-tool limits."""
+    return (
+        message.startswith("400 ")
+        and '"invalid_request_error"' in message
+        and is_strict_tool_limit_error(message)
+    )
+
+
 class AnthropicProvider(SSEProvider):
     """A :class:`~pi_core._providers.base.ModelProvider` for one model behind the Messages API.
 
     ``model``; ``api_key`` (sent as ``x-api-key``); ``base_url`` (default
     ``https://api.anthropic.com``); ``max_tokens`` (default 8192); ``temperature``;
-    ``cache`` (prompt-cache markers, default ``True``); ``headers``; ``settings``.
+    ``cache`` (prompt-cache markers, default ``True``); ``headers``; ``settings``;
+    ``strict_tools`` (the endpoint accepts ``strict`` tools; see the module docstring).
+    ``over_strict_tool_limits`` becomes true once the endpoint rejected the strict tools for
+    Claude's limits: later requests send ``prefer`` tools non-strict.
     """
 
     name = "anthropic"
@@ -334,9 +404,12 @@ class AnthropicProvider(SSEProvider):
         cache: bool = True,
         headers: dict[str, str] | None = None,
         settings: HttpSettings | None = None,
+        strict_tools: bool = False,
     ) -> None:
         self.model = model
         self.api_key = api_key
+        self.strict_tools = strict_tools
+        self.over_strict_tool_limits = False
         self.base_url = base_url.rstrip("/")
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -376,24 +449,71 @@ class AnthropicProvider(SSEProvider):
         if temperature is not None:
             body["temperature"] = temperature
         if request.tools:
-            tools = []
-            for tool in request.tools:
-                schema = tool.parameters or {}
-                tools.append(
-                    {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "input_schema": {
-                            "type": "object",
-                            "properties": schema.get("properties", {}),
-                            "required": schema.get("required", []),
-                        },
-                    }
-                )
+            tools = [self._tool(tool) for tool in request.tools]
             if self.cache:
                 tools[-1]["cache_control"] = dict(CACHE_CONTROL)
             body["tools"] = tools
         return body
+
+    def strict_tool_parameters(self, request: ModelRequest) -> dict[str, dict[str, Any]]:
+        """The tools sent strict (see :meth:`SSEProvider.strict_tool_parameters`)."""
+        return {t.name: t.parameters for t in request.tools if self._is_strict(t)}
+
+    def _is_strict(self, tool: Any) -> bool:
+        if self.over_strict_tool_limits and prefers_strict(tool):
+            return False
+        return resolve_strict(tool, self.strict_tools, _strict_unsupported_keyword)
+
+    def _tool(self, tool: Any) -> dict[str, Any]:
+        strict = self._is_strict(tool)
+        schema = tool_parameters(tool, strict) if strict else (tool.parameters or {})
+        input_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": schema.get("properties") or {},
+            "required": schema.get("required") or [],
+        }
+        for key in ("additionalProperties", "$defs", "definitions"):
+            if key in schema:
+                input_schema[key] = schema[key]
+        converted: dict[str, Any] = {"name": tool.name, "description": tool.description}
+        if strict:
+            converted["strict"] = True
+            input_schema = {**schema, **input_schema}
+        converted["input_schema"] = input_schema
+        return converted
+
+    def stream(
+        self, request: ModelRequest, abort: Abort | None = None
+    ) -> AsyncIterator[ProviderEvent]:
+        """The events of one call (:meth:`SSEProvider.stream`), sent again with the ``prefer``
+        tools non-strict when the endpoint rejects the strict tools for Claude's limits."""
+        return self._stream_with_strict_fallback(request, abort)
+
+    async def _stream_with_strict_fallback(
+        self, request: ModelRequest, abort: Abort | None
+    ) -> AsyncIterator[ProviderEvent]:
+        may_fall_back = not self.over_strict_tool_limits and any(
+            prefers_strict(tool) and self._is_strict(tool) for tool in request.tools
+        )
+        first = True
+        rejected = False
+        async with aclosing(_generator(super().stream(request, abort))) as events:
+            async for event in events:
+                if (
+                    first
+                    and may_fall_back
+                    and event.type == "error"
+                    and _is_strict_limit_rejection(event.error.error_message or "")
+                ):
+                    rejected = True
+                    break
+                first = False
+                yield event
+        if rejected:
+            self.over_strict_tool_limits = True
+            async with aclosing(_generator(super().stream(request, abort))) as events:
+                async for event in events:
+                    yield event
 
 
 class AnthropicProviderFactory:
@@ -404,7 +524,7 @@ class AnthropicProviderFactory:
     def create(self, model: str, options: dict[str, Any]) -> AnthropicProvider:
         """``options``: ``api_key`` (else ``$ANTHROPIC_API_KEY``), ``base_url`` (else
         ``$ANTHROPIC_BASE_URL``, else the Anthropic API), ``max_tokens``, ``temperature``,
-        ``cache``, ``headers`` and the HTTP options of
+        ``cache``, ``headers``, ``strict_tools`` (bool, default false) and the HTTP options of
         :func:`pi_core._providers.options.http_settings`.
 
         Raises :class:`~pi_core._errors.ConfigError` when there is no API key.
@@ -423,6 +543,7 @@ class AnthropicProviderFactory:
             cache=options.get("cache", True),
             headers=options.get("headers"),
             settings=http_settings(options),
+            strict_tools=bool_option(options, "strict_tools"),
         )
 
 

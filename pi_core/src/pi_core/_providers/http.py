@@ -24,9 +24,10 @@ import email.utils
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import httpx
 import httpx_sse
@@ -301,20 +302,68 @@ class SSEProvider(ABC):
     def stream(
         self, request: ModelRequest, abort: Abort | None = None
     ) -> AsyncIterator[ProviderEvent]:
-        """The provider events of one streamed model response (see :func:`stream_sse_response`)."""
+        """The provider events of one streamed model response (see :func:`stream_sse_response`).
+        A :class:`~pi_core._errors.ProviderError` raised by :meth:`build_request_body` (a tool
+        that requires what the provider cannot do) ends the stream with that error."""
         assembler = MessageAssembler(
             api=self.api_name, provider=self.provider_name, model=self.model
         )
-        return stream_sse_response(
+        try:
+            body = self.build_request_body(request)
+            strict = self.strict_tool_parameters(request)
+        except ProviderError as exc:
+            return _single_event(assembler.error(str(exc)))
+        events = stream_sse_response(
             assembler=assembler,
             handler=self.handler_type(assembler),
             abort=abort,
             settings=self.settings,
             url=self.url,
             headers=self.request_headers(),
-            body=self.build_request_body(request),
+            body=body,
             error_text=self.http_error_text,
         )
+        return _omit_added_nulls(events, strict) if strict else events
+
+    def strict_tool_parameters(self, request: ModelRequest) -> dict[str, dict[str, Any]]:
+        """The tools of ``request`` that :meth:`build_request_body` sends strict, by name, with
+        their (unconverted) parameters: their calls come back without the ``null`` values
+        the strict conversion allowed
+        (:func:`~pi_core._providers.constrained_sampling.omit_added_nulls`). None by default."""
+        return {}
+
+
+async def _single_event(event: ProviderEvent) -> AsyncIterator[ProviderEvent]:
+    yield event
+
+
+async def _omit_added_nulls(
+    events: AsyncIterator[ProviderEvent], strict: dict[str, dict[str, Any]]
+) -> AsyncIterator[ProviderEvent]:
+    """``events`` with the arguments of each finished call of a strict tool cleaned."""
+    from pi_core._providers.constrained_sampling import omit_added_nulls
+    from pi_core._wire.messages import ToolCall
+
+    def clean(call: ToolCall | None) -> None:
+        if call is not None and call.name in strict:
+            call.arguments = omit_added_nulls(strict[call.name], call.arguments)
+
+    async with aclosing(cast("AsyncGenerator[ProviderEvent, None]", events)) as source:
+        async for event in source:
+            if event.type == "toolcall_end":
+                clean(event.tool_call)
+            message = (
+                event.message
+                if event.type == "done"
+                else event.error
+                if event.type == "error"
+                else None
+            )
+            if message is not None:
+                for block in message.content:
+                    if isinstance(block, ToolCall):
+                        clean(block)
+            yield event
 
 
 async def _close_stream(response: httpx.Response, events: AsyncIterator[Any]) -> None:

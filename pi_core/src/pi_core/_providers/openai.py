@@ -13,7 +13,11 @@ joined by newlines, ``(see attached image)`` when there is none; images follow i
 message ``Attached image(s) from tool result:``). ``structuredContent`` is never sent.
 Assistant messages that ended in ``error``/``aborted`` are left out, and a call left without
 a result gets an error result ``No result provided`` (pi-ai's ``transformMessages``).
-``tools``: ``{"type": "function", "function": {name, description, parameters, strict: false}}``.
+``tools``: ``{"type": "function", "function": {name, description, parameters}}``; with
+``strict_tools`` (the server supports strict tools: Pi's ``compat.supportsStrictMode``, off by
+default) each function also has ``strict``: ``true`` for a tool whose ``constrained_sampling``
+asks for JSON-schema sampling and whose parameters convert to the strict subset (they are sent
+converted), else ``false`` (:mod:`pi_core._providers.constrained_sampling`).
 
 Response: ``delta.content`` → one text block; ``reasoning_content``/``reasoning``/
 ``reasoning_text`` → one thinking block; ``delta.tool_calls`` → a tool-call block per ``index``
@@ -38,8 +42,9 @@ import httpx_sse
 
 from pi_core._errors import ConfigError, ProviderError
 from pi_core._providers.assembly import MessageAssembler, total_usage
+from pi_core._providers.constrained_sampling import resolve_strict, tool_parameters
 from pi_core._providers.http import HttpSettings, SSEProvider, error_body_text
-from pi_core._providers.options import http_settings, llm_history
+from pi_core._providers.options import bool_option, http_settings, llm_history
 from pi_core._wire.messages import (
     AssistantMessage,
     ImageContent,
@@ -287,6 +292,7 @@ class OpenAIProvider(SSEProvider):
     (sent as ``max_completion_tokens``, or ``max_tokens`` with ``max_tokens_field``);
     ``temperature``; ``headers`` (extra HTTP headers); ``settings`` (timeout, retries).
     ``provider_name`` is written into each message's ``provider`` (default ``openai``).
+    ``strict_tools``: the server accepts ``strict`` function tools (module docstring).
     """
 
     name = "openai"
@@ -306,6 +312,7 @@ class OpenAIProvider(SSEProvider):
         headers: dict[str, str] | None = None,
         settings: HttpSettings | None = None,
         provider_name: str = "openai",
+        strict_tools: bool = False,
     ) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
@@ -316,6 +323,7 @@ class OpenAIProvider(SSEProvider):
         self.headers = dict(headers or {})
         self.settings = settings or HttpSettings()
         self.provider_name = provider_name
+        self.strict_tools = strict_tools
 
     @property
     def url(self) -> str:
@@ -338,19 +346,27 @@ class OpenAIProvider(SSEProvider):
         if temperature is not None:
             body["temperature"] = temperature
         if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                        "strict": False,
-                    },
-                }
-                for tool in request.tools
-            ]
+            body["tools"] = [self._tool(tool) for tool in request.tools]
         return body
+
+    def strict_tool_parameters(self, request: ModelRequest) -> dict[str, dict[str, Any]]:
+        """The tools sent strict (see :meth:`SSEProvider.strict_tool_parameters`)."""
+        return {
+            tool.name: tool.parameters
+            for tool in request.tools
+            if resolve_strict(tool, self.strict_tools)
+        }
+
+    def _tool(self, tool: Any) -> dict[str, Any]:
+        strict = resolve_strict(tool, self.strict_tools)
+        function: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool_parameters(tool, strict),
+        }
+        if self.strict_tools:
+            function["strict"] = strict
+        return {"type": "function", "function": function}
 
     def request_headers(self) -> dict[str, str]:
         """``authorization`` (when there is a key) plus the extra ``headers``."""
@@ -370,7 +386,8 @@ class OpenAIProviderFactory:
     def create(self, model: str, options: dict[str, Any]) -> OpenAIProvider:
         """``options``: ``base_url`` (else ``$OPENAI_BASE_URL``, else the OpenAI API),
         ``api_key`` (else ``$OPENAI_API_KEY``; required only for ``api.openai.com``),
-        ``max_tokens``, ``max_tokens_field``, ``temperature``, ``headers``, and the HTTP
+        ``max_tokens``, ``max_tokens_field``, ``temperature``, ``headers``, ``strict_tools``
+        (bool, default false), and the HTTP
         options of :func:`pi_core._providers.options.http_settings`.
 
         Raises :class:`~pi_core._errors.ConfigError` when the OpenAI API is used without a key.
@@ -391,6 +408,7 @@ class OpenAIProviderFactory:
             temperature=options.get("temperature"),
             headers=options.get("headers"),
             settings=http_settings(options),
+            strict_tools=bool_option(options, "strict_tools"),
         )
 
 

@@ -56,6 +56,17 @@ def http_settings(options: dict[str, Any]) -> HttpSettings:
     return HttpSettings(**settings)
 
 
+def bool_option(options: dict[str, Any], key: str, default: bool = False) -> bool:
+    """The boolean provider option ``key`` (``default`` when absent); a
+    :class:`~pi_core._errors.ConfigError` naming it when it is not a boolean."""
+    value = options.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"provider option {key} must be a boolean (got {value!r})")
+    return value
+
+
 def _number(options: dict[str, Any], key: str, *, integer: bool = False) -> Any:
     value = options[key]
     try:
@@ -108,4 +119,4 @@ def llm_history(messages: list[Any]) -> list[Any]:
     return result
 
 
-__all__ = ["NO_RESULT_TEXT", "http_settings", "llm_history"]
+__all__ = ["NO_RESULT_TEXT", "bool_option", "http_settings", "llm_history"]

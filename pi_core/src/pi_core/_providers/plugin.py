@@ -24,9 +24,7 @@ from pydantic import ValidationError
 
 from pi_core._errors import ConfigError, PiError, PluginError
 from pi_core._plugins.markers import hookimpl
-from pi_core._providers.anthropic import AnthropicProviderFactory
 from pi_core._providers.base import ModelProvider, ScriptedProvider
-from pi_core._providers.openai import OpenAIProviderFactory
 from pi_core._wire.messages import AssistantMessage
 from pi_core._wire.session_files import SessionFileError, read_bounded_lines
 
@@ -99,7 +97,14 @@ def _script_line(path: Path, number: int, line: str) -> AssistantMessage | None:
 
 
 def builtin_provider_factories() -> dict[str, Any]:
-    """``{"scripted": ..., "openai": ..., "anthropic": ...}``: fresh factories."""
+    """``{"scripted": ..., "openai": ..., "anthropic": ...}``: fresh factories.
+
+    The HTTP providers are imported here, not with this module: the plugin manager registers
+    this plugin in every session, and httpx (which imports rich and click) would cost a
+    command that never calls a model about 0.2 s of start-up."""
+    from pi_core._providers.anthropic import AnthropicProviderFactory
+    from pi_core._providers.openai import OpenAIProviderFactory
+
     factories: list[Any] = [
         ScriptedProviderFactory(),
         OpenAIProviderFactory(),

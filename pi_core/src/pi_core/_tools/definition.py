@@ -14,7 +14,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_type_hints
+from typing import Any, Literal, TypedDict, get_type_hints
 
 import pydantic
 import trio
@@ -33,6 +33,36 @@ DefinitionExecuteFn = Callable[[str, Any, "OnUpdate | None", Any], Awaitable[Age
 ReplayPolicy = Literal["never", "safe"]
 """Pi's ``AgentTool.replay``: may a recorded call be run again? ``"safe"``: re-running is
 harmless (reads, searches); ``"never"``: it is not (it changes files or runs commands)."""
+
+
+class JsonSchemaSampling(TypedDict):
+    """``{"type": "json_schema", "strict": "prefer" | "require"}``: sample the arguments under
+    the parameters' JSON Schema (the provider's strict tools). ``prefer``: strict when the
+    provider supports it and the schema converts, else sent non-strict silently; ``require``:
+    the request fails instead."""
+
+    type: Literal["json_schema"]
+    strict: Literal["prefer", "require"]
+
+
+class GrammarVariants(TypedDict, total=False):
+    """Grammar definitions by provider dialect: ``openai_lark`` (preferred), ``openai_regex``."""
+
+    openai_lark: str
+    openai_regex: str
+
+
+class GrammarSampling(TypedDict):
+    """``{"type": "grammar", "variants": {...}}``: the tool's single required string argument is
+    sampled under a grammar (only by providers with OpenAI grammar tools)."""
+
+    type: Literal["grammar"]
+    variants: GrammarVariants
+
+
+ConstrainedSampling = Literal[False] | JsonSchemaSampling | GrammarSampling
+"""Pi's ``constrainedSampling`` (``False``: none), part of the tool declaration the providers
+send: see :mod:`pi_core._providers.constrained_sampling`."""
 
 VerifyMode = Literal["text", "outcome", "is_error"]
 """How ``pi replay --verify`` compares a replayed result with the recorded one: ``"text"`` the
@@ -101,6 +131,9 @@ class AgentTool:
     """``"safe"`` (re-running is harmless) or ``"never"``: ``pi replay
     --respect-replay-policy`` reports a ``never`` tool's recorded result instead of running it;
     ``None`` (undeclared) is treated as ``"safe"``."""
+    constrained_sampling: ConstrainedSampling = False
+    """How providers constrain the sampling of this tool's arguments
+    (:data:`ConstrainedSampling`); ``False``: not at all."""
     exposure: ToolExposure = "direct"
     """Where the tool is exposed (:data:`~pi_core._tools.exposure.ToolExposure`): ``direct``
     (declared and callable while active), ``model-only`` (declared while active, never
@@ -162,6 +195,9 @@ class ToolDefinition:
     * ``replay``: :data:`ReplayPolicy`, ``"safe"`` when re-running the call is harmless,
       ``"never"`` when it is not (``pi replay --respect-replay-policy`` then reports the
       recorded result instead of running the call).
+    * ``constrained_sampling``: :data:`ConstrainedSampling`, part of the declaration sent to
+      the model (Pi's ``constrainedSampling``): ``{"type": "json_schema", "strict": "prefer"}``
+      asks a provider with strict tools to sample the arguments under the schema.
     """
 
     name: str
@@ -183,6 +219,7 @@ class ToolDefinition:
     seed_file: SeedFileFn | None = None
     output_schema: dict[str, Any] | None = None
     replay: ReplayPolicy | None = None
+    constrained_sampling: ConstrainedSampling = False
     exposure: ToolExposure = "direct"
     default_active: bool = True
     namespace: ToolNamespace | None = None
@@ -271,6 +308,7 @@ def wrap_tool_definition(definition: ToolDefinition, context: Any = None) -> Age
         seed_file=definition.seed_file,
         output_schema=definition.output_schema,
         replay=definition.replay,
+        constrained_sampling=definition.constrained_sampling,
         exposure=definition.exposure,
         default_active=definition.default_active,
         namespace=definition.namespace,
@@ -405,6 +443,7 @@ def tool(
     command_argument: str | None = None,
     output_schema: dict[str, Any] | None = None,
     replay: ReplayPolicy | None = None,
+    constrained_sampling: ConstrainedSampling = False,
     exposure: ToolExposure = "direct",
     default_active: bool = True,
     namespace: ToolNamespace | None = None,
@@ -419,8 +458,8 @@ def tool(
     thread, which runs on to its end with its result discarded (Python cannot stop a thread:
     check a deadline in long loops). Usable bare (``@tool``) or with options (``@tool(name="x")``); the
     options ``render_call``, ``render_result``, ``verify``, ``path_arguments`` and
-    ``command_argument``, ``output_schema``, ``replay``, ``exposure``, ``default_active`` and
-    ``namespace`` are the :class:`ToolDefinition` declarations of the same names.
+    ``command_argument``, ``output_schema``, ``replay``, ``constrained_sampling``, ``exposure``,
+    ``default_active`` and ``namespace`` are the :class:`ToolDefinition` declarations of the same names.
 
     Structured results: when the return annotation is a pydantic model or a ``TypedDict``, the
     tool declares its JSON Schema as ``output_schema`` (unless given explicitly) and each
@@ -483,6 +522,7 @@ def tool(
             command_argument=command_argument,
             output_schema=declared_output,
             replay=replay,
+            constrained_sampling=constrained_sampling,
             exposure=exposure,
             default_active=default_active,
             namespace=namespace,
@@ -499,8 +539,12 @@ def tool(
 
 __all__ = [
     "AgentTool",
+    "ConstrainedSampling",
     "ExecutionMode",
     "FunctionTool",
+    "GrammarSampling",
+    "GrammarVariants",
+    "JsonSchemaSampling",
     "OnUpdate",
     "PathArgument",
     "ReplayPolicy",

@@ -89,7 +89,7 @@ def tool_declaration(tool: Any, description: str | None = None) -> dict[str, Any
         "parameters": json.loads(json.dumps(tool.parameters)),
     }
     constrained = getattr(tool, "constrained_sampling", None)
-    if constrained is not None:
+    if constrained is not None and constrained is not False:  # False: none declared
         declaration["constrainedSampling"] = constrained
     return declaration
 
@@ -198,10 +198,14 @@ class ToolSet:
         wanted = set(requested)
         kept = [n for n in self._active if n in wanted]
         order = list(dict.fromkeys([*kept, *requested]))
-        self._active = [
-            n for n in order if n in self._by_name and self.exposure(n) != "hidden"
-        ]
+        self._active = [n for n in order if n in self._by_name and self.exposure(n) != "hidden"]
         self._prepare_loadout()
+
+    def replace_active(self, names: Iterable[str]) -> None:
+        """Make ``names`` the active set in exactly that order (the session's first
+        selection, ``pi run --tools``: nothing was declared yet, so no order to keep)."""
+        self._active = []
+        self.set_active(names)
 
     def activate(self, names: Iterable[str]) -> None:
         """Append ``names`` to the active set (``set_active([*active, *names])``)."""
@@ -257,9 +261,7 @@ class ToolSet:
     def declarations(self) -> list[dict[str, Any]]:
         """The declarations of the active tools, in order (:func:`tool_declaration`, with
         the loadout's descriptions)."""
-        return [
-            tool_declaration(t, self._descriptions.get(t.name)) for t in self.active
-        ]
+        return [tool_declaration(t, self._descriptions.get(t.name)) for t in self.active]
 
     def model_tools(self) -> list[AgentTool]:
         """The active tools as the loop gets them: descriptions replaced by the loadout

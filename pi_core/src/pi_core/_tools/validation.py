@@ -916,7 +916,9 @@ def _pi16_converts(value: Any, type_name: Any) -> bool:
     if type_name == "boolean":
         if value is None or (finite and value in (0, 1)):
             return True
-        return isinstance(value, str) and (value.lower() in ("true", "false") or value in "01")
+        return isinstance(value, str) and (
+            value.lower() in ("true", "false") or value in ("0", "1")
+        )
     if type_name == "null":
         if value is False or (finite and value == 0):
             return True
@@ -984,6 +986,7 @@ class _Explainer:
             resource = referencing.jsonschema.DRAFT202012.create_resource(node)
             resolver = resolver.in_subresource(resource)
         push = self.errors.append
+        start = len(self.errors)
         types = node.get("type")
         if types is not None:
             names = [types] if isinstance(types, str) else _list(types)
@@ -1031,6 +1034,36 @@ class _Explainer:
                 push((path, f"unresolved reference {ref}"))
             else:
                 self.walk(resolved.contents, value, path, resolved.resolver)
+        if len(self.errors) == start and node.get("unevaluatedProperties") is not None:
+            self._walk_unevaluated(node, value, path, resolver)
+
+    def _walk_unevaluated(
+        self, node: dict[str, Any], value: Any, path: _PathParts, resolver: _Resolver
+    ) -> None:
+        """``unevaluatedProperties`` over the properties this node and its ``allOf`` members
+        declare (a simplification of JSON Schema's annotation collection)."""
+        if not isinstance(value, dict):
+            return
+        declared: set[str] = set()
+        patterns: list[str] = []
+        for member in [node, *_list(node.get("allOf"))]:
+            if isinstance(member, dict):
+                properties = member.get("properties")
+                declared.update(properties if isinstance(properties, dict) else ())
+                pattern_map = member.get("patternProperties")
+                patterns.extend(pattern_map if isinstance(pattern_map, dict) else ())
+                if member.get("additionalProperties") is not None:
+                    return
+        rest = node["unevaluatedProperties"]
+        for name in value:
+            if name in declared or (
+                isinstance(name, str) and any(re.search(p, name) for p in patterns)
+            ):
+                continue
+            if isinstance(rest, dict) and rest.get(_FALSE_SCHEMA):
+                self.errors.append(((*path, name), "unknown field"))
+            else:
+                self.walk(rest, value[name], (*path, name), resolver)
 
     def _walk_string(self, node: dict[str, Any], value: str, path: _PathParts) -> None:
         length = len(value)
@@ -1054,10 +1087,10 @@ class _Explainer:
             ("exclusiveMaximum", "<", lambda bound: value >= bound),
         )
         for keyword, sign, fails in checks:
-            bound = node.get(keyword)
+            bound: Any = node.get(keyword)
             if _is_number(bound) and fails(bound):
                 self.errors.append((path, f"expected {sign} {js_number_to_string(bound)}"))
-        step = node.get("multipleOf")
+        step: Any = node.get("multipleOf")
         if _is_number(step) and not self.ok({"multipleOf": step}, value, self.root):
             self.errors.append((path, f"expected a multiple of {js_number_to_string(step)}"))
 
@@ -1171,7 +1204,10 @@ class _Explainer:
         for branch in branches:
             inner = _Explainer(self.coercer, self.root)
             inner.walk(branch, value, path, resolver)
-            if not inner.errors and not inner.refused:
+            if not inner.errors:
+                if inner.refused:  # Pi 1.6 would have converted the value to this branch
+                    self.refused += inner.refused
+                    return
                 continue
             declared = 0
             if isinstance(value, dict) and isinstance(branch, dict):

@@ -1,0 +1,431 @@
+"""The ``codemode`` tool (Pi 1.6.0's ``extensions/codemode``): the model sends JavaScript that
+calls other tools; each call is a nested tool call through the whole pipeline.
+
+The script is the body of an async function, run in QuickJS (the ``jsbox`` package) inside a
+worker process (:mod:`pi_builtin_tools._codemode_worker`) that this module starts per script and
+kills when the script ends, at its deadline or on abort: scripts have no file system, network,
+timers or process of their own (``docs/explanation/codemode-engine.md`` says why this engine).
+The worker runs Pi's own prelude (``codemode_prelude.js``): ``tools.<id>(args)``, ``ALL_TOOLS``,
+``text``, ``image``, ``console.*``, ``exit``, ``store``/``load`` and their texts and limits.
+
+This module is the host side (Pi's ``execute.js``): it runs each ``tools.x(args)`` with
+:meth:`pi_core.ToolCallContext.execute_tool`, keeps ``details.calls`` and reports progress,
+waits for a free worker (:data:`DEFAULT_MAX_WORKERS`, ``PI_CODEMODE_MAX_WORKERS``), enforces
+``timeout_ms``, and lays out the result (:func:`format_result`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from pi_builtin_tools.codemode_common import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    WORKER_WAIT_SECONDS,
+    NoWorkerFree,
+    OutputItem,
+    ScriptError,
+    ScriptRun,
+    codemode_worker_slot,
+    commit_store,
+    script_result,
+)
+from pi_builtin_tools.codemode_source import (
+    CODEMODE_SOURCE_GRAMMAR,
+    CodemodeSourceError,
+    parse_codemode_source,
+)
+from pi_core import (
+    AgentToolResult,
+    TextContent,
+    ToolDefinition,
+    ToolError,
+    current_tool_context,
+)
+
+CODEMODE_TOOL_NAME = "codemode"
+CODEMODE_STORE_STATE_KEY = "codemode"
+"""``SessionContext.state`` entry: ``{"store": {key: json text}}``, the ``store()`` writes of the
+session's successful scripts (Pi keeps them as ``codemode-store`` session entries)."""
+
+CODEMODE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "description": "Raw JavaScript source."}},
+    "required": ["code"],
+}
+
+DESCRIPTION_INTRO = (
+    "Run JavaScript that calls other tools. The input is raw JavaScript (not JSON, no code "
+    "fence), run as an async function body in a QuickJS sandbox: top-level `await` and `return` "
+    "work. No Node, file system, network, or timers.\n"
+    "- `await tools.<name>({ ...args })` resolves to a string, or an object if the tool's "
+    "declaration says so, and rejects with an Error on failure. A tool whose declaration returns "
+    "an object resolves on failure too when it returned that object; check its fields. Calls "
+    "still running when the script ends are cancelled.\n"
+    '- Optional first line: `// @options: {"max_output_tokens": 10000, "timeout_ms": 60000}`'
+)
+DESCRIPTION_GLOBALS = "\n".join(
+    [
+        "Globals:",
+        "- `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)`, and top-level "
+        "`return` add output; `exit()` ends the script. With several text items, each starts "
+        "with a `==> text N/M <==` line, and `console` lines follow the other output in one "
+        "`<console_output>` block. `image()` also saves the image to a temp file and the result "
+        "names its path.",
+        "- `store(key, value)` and `load(key)` keep JSON values across codemode calls.",
+        "- `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, "
+        "`await describeTool(name)`, `await describeNamespace(name)`: find unlisted tools, such "
+        "as MCP tools.",
+    ]
+)
+CODEMODE_DESCRIPTION = f"{DESCRIPTION_INTRO}\n\n{DESCRIPTION_GLOBALS}"
+PROMPT_SNIPPET = "Run JavaScript that calls other tools"
+PROMPT_GUIDELINES = [
+    "Use codemode to batch independent tool calls (Promise.allSettled), chain them, or filter "
+    "large output, instead of many separate calls."
+]
+
+MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
+"""Heap limit of the QuickJS VM; overruns throw ``InternalError: out of memory``."""
+ARGS_PREVIEW_CHARS = 200
+ERROR_PREVIEW_CHARS = 500
+WORKER_EXITED_TEXT = "The codemode worker exited without a result (exit code {code})"
+
+WORKER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_codemode_worker.py")
+
+
+# ---------------------------------------------------------------------------------------------
+# Identifiers, previews, UTF-16 lengths
+# ---------------------------------------------------------------------------------------------
+
+
+def to_codemode_identifier(name: str) -> str:
+    """The identifier a script uses for a tool: characters not valid in a JavaScript identifier
+    become ``_`` (``my-tool`` → ``my_tool``, empty → ``_``)."""
+    out: list[str] = []
+    for char in name:
+        first = not out
+        valid = (char.isascii() and (char.isalpha() or char in "_$")) or (
+            not first and char.isascii() and char.isdigit()
+        )
+        out.append(char if valid else "_")
+    return "".join(out) or "_"
+
+
+def _u16len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def slice_head(text: str, units: int) -> str:
+    """The first ``units`` UTF-16 code units of ``text``, never splitting a surrogate pair."""
+    return text.encode("utf-16-le")[: 2 * max(units, 0)].decode("utf-16-le", "ignore")
+
+
+def _truncate_text(text: str, max_chars: int) -> str:
+    return f"{slice_head(text, max_chars - 3)}..." if _u16len(text) > max_chars else text
+
+
+def _js_json(value: Any) -> str:
+    """``JSON.stringify(value)``: compact, non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def preview_args(args: Any) -> str:
+    """``details.calls[].args``: compact JSON, at most 200 characters (``...`` suffix)."""
+    if args is None:
+        return ""
+    return _truncate_text(_js_json(args), ARGS_PREVIEW_CHARS)
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker
+# ---------------------------------------------------------------------------------------------
+
+
+def _value_text(value_json: str) -> str:
+    """Like ``text()``: strings as is, other values as compact JSON (the worker's ``value`` is
+    ``JSON.stringify`` of the returned value)."""
+    value = json.loads(value_json)
+    return value if isinstance(value, str) else value_json
+
+
+def _clean_stack(stack: str) -> str:
+    """QuickJS frames of the script read ``codemode.js:<line>:<column>`` as in Pi; the frame
+    of the host's top-level call is dropped."""
+    lines = [line for line in stack.split("\n") if "at <eval> (eval_script:" not in line]
+    return "\n".join(lines).replace("eval_script:", "codemode.js:")
+
+
+class _Lines:
+    """JSON lines from a trio receive stream."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.buffer = bytearray()
+
+    async def next(self) -> dict[str, Any] | None:
+        while True:
+            end = self.buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self.buffer[:end])
+                del self.buffer[: end + 1]
+                return json.loads(line)
+            chunk = await self.stream.receive_some(1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+
+def _kill(process: trio.Process) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# One script
+# ---------------------------------------------------------------------------------------------
+
+
+class _Script:
+    """The host side of one running script: its :class:`ScriptRun` (output items, call rows)
+    and how the worker ended it (``done`` message, or ``error``)."""
+
+    def __init__(self, run: ScriptRun, tools: dict[str, Any], publish: Callable[[], None]) -> None:
+        self.run = run
+        self.tools = tools
+        self.publish = publish
+        self.done: dict[str, Any] | None = None
+        self.error: ScriptError | None = None
+
+    def add_output(self, item: dict[str, Any]) -> None:
+        """An item the prelude already checked against the output limits."""
+        if item.get("type") == "image":
+            self.run.output.append(
+                OutputItem("image", data=str(item["data"]), mime_type=str(item["mimeType"]))
+            )
+        else:
+            kind = "console" if item.get("console") else "text"
+            self.run.output.append(OutputItem(kind, text=str(item.get("text", ""))))
+
+    async def call(
+        self, message: dict[str, Any], reply: Callable[[dict[str, Any]], Awaitable[None]]
+    ) -> None:
+        """Run ``tools.<id>(args)`` as a nested tool call and answer the worker with what the
+        script receives (Pi's ``toScriptValue``)."""
+        call_id, name = message["id"], message["name"]
+        tool = self.tools.get(name)
+        if message.get("target") != "tool" or tool is None:
+            unknown = f'Unknown {"tool" if message.get("target") == "tool" else "global"} "{name}"'
+            await reply({"type": "result", "id": call_id, "ok": False, "payload": unknown})
+            return
+        raw_args = message.get("args")
+        args = json.loads(raw_args) if isinstance(raw_args, str) else None
+        row = self.run.start_call(name, args)
+        row.args = preview_args(args)
+        self.publish()
+        outcome = await current_tool_context().execute_tool(name, args)
+        result = outcome.result
+        text = "\n".join(b.text for b in result.content or [] if isinstance(b, TextContent))
+        error = (text or f'Tool "{name}" failed') if outcome.is_error else None
+        ScriptRun.finish_call(row, outcome.tool_call.id, "error" if error else "ok", None)
+        if error is not None:
+            row.error = _truncate_text(error, ERROR_PREVIEW_CHARS)
+        self.publish()
+        if tool.output_schema and result.structured_content is not None:
+            answer = {"ok": True, "payload": _js_json(result.structured_content)}
+        elif error is not None:
+            answer = {"ok": False, "payload": error}
+        else:
+            answer = {"ok": True, "payload": _js_json(text)}
+        await reply({"type": "result", "id": call_id, **answer})
+
+    async def drive(self, process: trio.Process, start: dict[str, Any]) -> None:
+        """Feed the worker ``start``, run the calls it makes, until ``done`` or its end."""
+        assert process.stdin is not None and process.stdout is not None
+        stdin = process.stdin
+        lock = trio.Lock()
+
+        async def send(message: dict[str, Any]) -> None:
+            data = json.dumps(message, ensure_ascii=False) + "\n"
+            async with lock:
+                try:
+                    await stdin.send_all(data.encode("utf-8", "surrogatepass"))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass  # the worker is gone; its exit ends the script
+
+        lines = _Lines(process.stdout)
+        async with trio.open_nursery() as nursery:
+            await send(start)
+            while True:
+                message = await lines.next()
+                if message is None:
+                    code = await process.wait()
+                    self.error = ScriptError("sandbox", WORKER_EXITED_TEXT.format(code=code))
+                    break
+                kind = message.get("type")
+                if kind == "output":
+                    self.add_output(message["item"])
+                elif kind == "call":
+                    nursery.start_soon(self.call, message, send)
+                elif kind == "done":
+                    self.done = message
+                    if not message.get("ok"):
+                        self.error = _script_error(str(message.get("error")))
+                    break
+                elif kind == "crash":
+                    self.error = ScriptError("sandbox", str(message.get("message")))
+                    break
+            nursery.cancel_scope.cancel()  # calls still running are cancelled with the script
+
+
+def _script_error(error_json: str) -> ScriptError:
+    """A ``script`` error from the prelude's description: the stack (``Name: message`` and
+    the script's frames), else ``Name: message``."""
+    parsed = json.loads(error_json)
+    stack = parsed.get("stack")
+    if isinstance(stack, str):
+        return ScriptError("script", _clean_stack(stack))
+    return ScriptError("script", f"{parsed.get('name') or 'Error'}: {parsed.get('message', '')}")
+
+
+def _store_writes(writes_json: Any) -> dict[str, str | None]:
+    """The prelude's ``[[key, json] | [key], ...]`` as ``{key: json | None}``."""
+    writes: dict[str, str | None] = {}
+    for entry in json.loads(writes_json) if isinstance(writes_json, str) else []:
+        writes[entry[0]] = entry[1] if len(entry) > 1 else None
+    return writes
+
+
+async def _run_worker(script: _Script, start: dict[str, Any]) -> None:
+    """One worker process for the script; killed (its whole process group) when the script
+    ends, however it ends."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-I", WORKER_PATH],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, "PI_CODEMODE_PARENT_PID": str(os.getpid())},
+    )
+    try:
+        await script.drive(process, start)
+    finally:
+        with trio.CancelScope(shield=True):
+            _kill(process)
+            await process.wait()
+
+
+async def execute_codemode(
+    tool_call_id: str, params: Any, on_update: Any, ctx: Any
+) -> AgentToolResult:
+    """Run one script (the ``codemode`` tool's ``execute``)."""
+    started = time.monotonic()
+    code = params.get("code") if isinstance(params, dict) else None
+    try:
+        source = parse_codemode_source(code if isinstance(code, str) else "")
+    except CodemodeSourceError as e:
+        raise ToolError(str(e)) from None
+    try:
+        callable_tools = [t for t in current_tool_context().tools if t.name != CODEMODE_TOOL_NAME]
+    except RuntimeError:  # called outside a pipeline call: no tools to reach
+        callable_tools = []
+    run = ScriptRun(tool_call_id)
+
+    def publish() -> None:
+        if on_update is not None:
+            on_update(AgentToolResult(content=[], details=run.details()))
+
+    script = _Script(run, {t.name: t for t in callable_tools}, publish)
+    publish()
+    state = getattr(getattr(ctx, "session", None), "state", None)
+    store: dict[str, str] = {}
+    if isinstance(state, dict):
+        store = state.setdefault(CODEMODE_STORE_STATE_KEY, {}).setdefault("store", {})
+    start = {
+        "code": source.code,
+        "tools": [
+            {"name": t.name, "jsName": to_codemode_identifier(t.name), "description": t.description}
+            for t in callable_tools
+        ],
+        "globals": [],
+        "store": dict(store),
+        "memoryLimitBytes": MEMORY_LIMIT_BYTES,
+    }
+    deadline = math.inf if source.timeout_ms is None else source.timeout_ms / 1000
+    error: ScriptError | None = None
+    with trio.move_on_after(deadline) as timeout_scope:
+        try:
+            async with codemode_worker_slot(min(deadline, WORKER_WAIT_SECONDS)):
+                await _run_worker(script, start)
+        except NoWorkerFree as e:
+            error = ScriptError(
+                "not_started",
+                f"Script timed out: Execution timed out after {source.timeout_ms} ms while "
+                "waiting for a free codemode worker"
+                if deadline <= WORKER_WAIT_SECONDS
+                else str(e),
+            )
+    if error is None and timeout_scope.cancelled_caught:
+        error = ScriptError("timeout", f"Execution timed out after {source.timeout_ms} ms")
+    elif error is None:
+        error = script.error
+    done = script.done
+    value: str | None = None
+    if error is None and done is not None:
+        commit_store(store, _store_writes(done.get("writes")))
+        if isinstance(done.get("value"), str):
+            value = _value_text(done["value"])
+    return script_result(
+        run,
+        started=started,
+        error=error,
+        value=value,
+        max_output_tokens=(
+            DEFAULT_MAX_OUTPUT_TOKENS
+            if source.max_output_tokens is None
+            else source.max_output_tokens
+        ),
+    )
+
+
+def create_codemode_tool_definition() -> ToolDefinition:
+    """The ``codemode`` :class:`~pi_core.ToolDefinition`: ``model-only`` (scripts cannot start
+    scripts), inactive until ``--tools``/``pi replay --codemode`` activates it."""
+    return ToolDefinition(
+        name=CODEMODE_TOOL_NAME,
+        label=CODEMODE_TOOL_NAME,
+        description=CODEMODE_DESCRIPTION,
+        parameters=CODEMODE_PARAMETERS,
+        execute=execute_codemode,
+        prompt_snippet=PROMPT_SNIPPET,
+        prompt_guidelines=list(PROMPT_GUIDELINES),
+        exposure="model-only",
+        default_active=False,
+        constrained_sampling={
+            "type": "grammar",
+            "variants": {"openai_lark": CODEMODE_SOURCE_GRAMMAR},
+        },
+    )
+
+
+__all__ = [
+    "CODEMODE_DESCRIPTION",
+    "CODEMODE_PARAMETERS",
+    "CODEMODE_TOOL_NAME",
+    "MEMORY_LIMIT_BYTES",
+    "create_codemode_tool_definition",
+    "execute_codemode",
+    "preview_args",
+    "to_codemode_identifier",
+]

@@ -1,0 +1,520 @@
+"""The ``codemode_python`` tool: Pi's ``codemode`` contract (delta §3) with scripts in Python,
+run by ``pydantic-monty`` (Monty, a Rust interpreter for AI-written Python, in a worker process).
+
+Driving the script from trio. Monty's synchronous start/resume API runs a script until it needs
+the host: a tool call, a global (``text``, ``store``...), an undefined name, an OS call, or a
+moment where every script task waits on a pending call. Each step (``feed_start``, ``resume``)
+runs in a worker thread. A tool call (``tools.read(path="x")``) starts a nested call
+(:meth:`pi_core.ToolCallContext.execute_tool`: the whole pipeline, every hook, events with
+``parent_tool_call_id``) in a task of this call's nursery and answers the script with a pending
+future, so ``await asyncio.gather(...)`` runs calls concurrently on pi's loop. When every script
+task waits, the driver waits until a call finishes and resumes the script with the finished ones.
+
+Ending. A cancelled call (abort, ``timeout_ms``) cancels the nested calls (they are tasks of the
+call's nursery) and kills the worker process (SIGKILL, then the pool is closed), so nothing is
+left running. Limits: Monty's heap limit (256 MiB, ``MemoryError``), Pi's output and store
+limits, and the process's codemode workers (``codemode_worker_slot``).
+
+Reach. Monty has no ``subprocess``, ``socket`` or host modules, and surfaces every filesystem
+and environment call (``open``, ``os.listdir``, ``os.getenv``, ``Path.read_text``...) to the host,
+which refuses it: tools are a script's only reach.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pydantic_monty as monty
+import trio
+
+from pi_builtin_tools.codemode_common import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    VM_MEMORY_BYTES,
+    NoWorkerFree,
+    OutputItem,
+    ScriptError,
+    ScriptFailure,
+    ScriptRun,
+    Store,
+    codemode_worker_slot,
+    commit_store,
+    image_data,
+    parse_options_line,
+    script_result,
+    text_of,
+)
+from pi_builtin_tools.tool_search import Bm25Ranker, search_document
+from pi_core import (
+    AgentToolResult,
+    TextContent,
+    ToolDefinition,
+    ToolError,
+    current_tool_context,
+)
+
+CODEMODE_PYTHON_TOOL_NAME = "codemode_python"
+SCRIPT_TOOL_NAMES = frozenset({"codemode", CODEMODE_PYTHON_TOOL_NAME})
+"""Tools a script cannot call (scripts cannot start scripts; both are ``model-only``)."""
+
+OPTIONS_PREFIX = "# @options:"
+FIRST_LINE_HINT = (
+    'Python only, optionally with a first line `# @options: {"max_output_tokens": 1000}`.'
+)
+NO_OS_TEXT = (
+    "codemode_python scripts have no filesystem, network or processes; call a tool instead "
+    "(tools.read, tools.bash, ...)"
+)
+SEARCH_LIMIT = 8
+
+DESCRIPTION = """Run Python that calls other tools. The input is raw Python source, run as a \
+script (top-level `await` works) in Monty, a sandboxed Python interpreter: no filesystem, \
+network, subprocesses, timers or host modules; tools are the only way to reach the outside.
+
+Call a tool with keyword arguments: `await tools.read(path="README.md")`; \
+`getattr(tools, "raw name")` for a name that is not an identifier. Run independent calls \
+concurrently with `await asyncio.gather(...)` after `import asyncio`. A call returns the \
+tool's structured result (a dict) when the tool declares an output schema (bash: \
+{"output", "exit_code", ...}), also when it failed; else its text, and a failed call raises \
+RuntimeError with the tool's error text. An optional first line sets limits: \
+`# @options: {"max_output_tokens": 1000, "timeout_ms": 60000}`.
+
+Globals:
+- `text(value)`: append text to the output (strings as is, other values as JSON)
+- `image(value)`: append an image (base64 data: URL, {"image_url": ...} or an image block)
+- `print(...)`: write a line to the console block shown after the output
+- the value of the script's last expression is appended like `text(value)` unless it is None
+- `exit()`: end the script successfully
+- `store(key, value)` / `load(key)`: JSON values kept for later scripts of the session \
+(`store(key, None)` deletes)
+- `ALL_TOOLS`: [{"name", "description"}] of every callable tool
+- `search_tools(query, limit=8, namespace=None)`: the tools matching a topic
+- `describe_tool(name)`: a tool's declaration, or None"""
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "description": "Raw Python source."}},
+    "required": ["code"],
+}
+
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
+
+
+def identifier(name: str) -> str:
+    """A tool's attribute on ``tools``: every character not valid in a Python identifier
+    replaced by ``_`` (a leading digit too; empty: ``_``)."""
+    ident = _NOT_IDENT.sub("_", name)
+    if not ident:
+        return "_"
+    return "_" + ident[1:] if ident[0].isdigit() else ident
+
+
+def parse_source(code: str) -> tuple[str, dict[str, int]]:
+    """``(code, options)`` of the tool's input (``# @options:`` first line); ``ToolError``."""
+    try:
+        return parse_options_line(
+            code, prefix=OPTIONS_PREFIX, language="Python", first_line_hint=FIRST_LINE_HINT
+        )
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+
+
+class Tools:
+    """The script's ``tools``: attribute reads and method calls are answered by the host."""
+
+
+def _comparable(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def missing_tool_text(attr: str, names: list[str]) -> str:
+    """Pi's text for a member of ``tools`` that does not exist, in Python terms."""
+    wanted = _comparable(attr)
+    close = [n for n in names if _comparable(n) == wanted] or [
+        n for n in names if wanted and (wanted in _comparable(n) or _comparable(n) in wanted)
+    ]
+    message = f"tools.{attr} does not exist."
+    if close:
+        message += " Did you mean " + ", ".join(f"tools.{n}" for n in close[:5]) + "?"
+    elif len(names) <= 20:
+        message += " Available: " + ", ".join(names) + "."
+    message += " ALL_TOOLS lists every tool; search_tools(query) finds tools by topic."
+    return message + f' Check for a member with hasattr(tools, "{attr}").'
+
+
+_PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
+
+
+def declaration(tool: Any) -> str:
+    """``describe_tool``: the tool as a Python ``async def`` with keyword-only parameters."""
+    schema = tool.parameters or {}
+    required = set(schema.get("required", []))
+    params = []
+    for pname, prop in (schema.get("properties") or {}).items():
+        json_type = prop.get("type") if isinstance(prop, dict) else None
+        kind = _PY_TYPES.get(json_type, "Any") if isinstance(json_type, str) else "Any"
+        params.append(f"{pname}: {kind}" if pname in required else f"{pname}: {kind} | None = None")
+    signature = ", ".join(["*", *params]) if params else ""
+    returns = "dict" if tool.output_schema else "str"
+    doc = (tool.description or "").strip().replace('"""', "'''")
+    return f'async def {identifier(tool.name)}({signature}) -> {returns}:\n    """{doc}"""'
+
+
+_EXC_TYPES = {"RangeError": "ValueError", "TypeError": "TypeError"}
+
+
+class _ScriptDriver:
+    """One script run: the Monty session, its globals and its nested calls."""
+
+    def __init__(self, run: ScriptRun, tools: list[Any], store: Store, on_update: Any) -> None:
+        self.run = run
+        self.tools = tools
+        self.by_name: dict[str, Any] = {}  # identifiers first (the first tool wins), raw names
+        for tool in tools:
+            self.by_name.setdefault(identifier(tool.name), tool)
+        for tool in tools:
+            self.by_name.setdefault(tool.name, tool)
+        self.ids = list(dict.fromkeys(identifier(t.name) for t in tools))
+        self.store = store
+        self.on_update = on_update
+        self.results: dict[int, dict[str, Any]] = {}
+        self.finished = trio.Event()
+        self.pid: int | None = None
+        self.exited = False
+        self.failure: ScriptFailure | None = None
+        self._line = ""
+
+    # -- output ---------------------------------------------------------------------------
+
+    def print_callback(self, stream: str, text: str) -> None:
+        """``print()`` output: each complete line a console item."""
+        self._line += text
+        *lines, self._line = self._line.split("\n")
+        for line in lines:
+            self._output(OutputItem("console", line), raise_failure=False)
+
+    def flush_console(self) -> None:
+        if self._line:
+            line, self._line = self._line, ""
+            self._output(OutputItem("console", line), raise_failure=False)
+
+    def _output(self, item: OutputItem, *, raise_failure: bool = True) -> None:
+        """Add an output item. Past the output limits the script ends (the driver stops at
+        its next step), whether or not it catches the error."""
+        if self.failure is not None:
+            return
+        try:
+            self.run.add(item)
+        except ScriptFailure as exc:
+            self.failure = exc
+            if raise_failure:
+                raise
+
+    def progress(self) -> None:
+        if self.on_update is not None:
+            self.on_update(AgentToolResult(content=[], details=self.run.details()))
+
+    # -- globals --------------------------------------------------------------------------
+
+    def globals(self) -> dict[str, Callable[..., Any]]:
+        def text(value: Any) -> None:
+            self._output(OutputItem("text", text_of(value)))
+
+        def image(value: Any) -> None:
+            data, mime_type = image_data(value)
+            self._output(OutputItem("image", data=data, mime_type=mime_type))
+
+        def exit() -> None:
+            self.exited = True
+            raise SystemExit()
+
+        def search_tools(query: Any, limit: Any = SEARCH_LIMIT, namespace: Any = None) -> Any:
+            if not isinstance(query, str):
+                raise ScriptFailure("TypeError", "search_tools() expects a query string")
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+                raise ScriptFailure("ValueError", "search_tools() limit must be a positive integer")
+            if namespace is not None and not isinstance(namespace, str):
+                raise ScriptFailure("TypeError", "search_tools() namespace must be a string")
+            documents = []
+            for tool in self.tools:
+                space = getattr(tool, "namespace", None)
+                if namespace and not _in_namespace(space, namespace):
+                    continue
+                documents.append(search_document(tool, space))
+            return [
+                {"name": identifier(name), "description": self.by_name[name].description}
+                for name, _ in Bm25Ranker().rank(query, documents, limit)
+            ]
+
+        def describe_tool(name: Any) -> str | None:
+            if not isinstance(name, str):
+                raise ScriptFailure("TypeError", "describe_tool() expects a tool name")
+            for tool in self.tools:
+                if name in (tool.name, identifier(tool.name)):
+                    return declaration(tool)
+            return None
+
+        return {
+            "text": text,
+            "image": image,
+            "exit": exit,
+            "store": self.store.set,
+            "load": self.store.get,
+            "search_tools": search_tools,
+            "describe_tool": describe_tool,
+        }
+
+    def all_tools(self) -> list[dict[str, str]]:
+        first = {identifier(t.name): t for t in reversed(self.tools)}
+        return [{"name": i, "description": first[i].description} for i in self.ids]
+
+    # -- tool calls -----------------------------------------------------------------------
+
+    async def call_tool(self, call_id: int, tool: Any, kwargs: dict[str, Any]) -> None:
+        """One nested call; its answer to the script goes to ``results[call_id]``."""
+        row = self.run.start_call(tool.name, kwargs)
+        self.progress()
+        outcome = await current_tool_context().execute_tool(tool.name, kwargs)
+        result = outcome.result
+        text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+        error = (text or f'Tool "{tool.name}" failed') if outcome.is_error else None
+        ScriptRun.finish_call(row, outcome.tool_call.id, "error" if error else "ok", error)
+        if tool.output_schema and result.structured_content is not None:
+            self.results[call_id] = {"return_value": result.structured_content}
+        elif error is not None:
+            self.results[call_id] = {"exc_type": "RuntimeError", "message": error}
+        else:
+            self.results[call_id] = {"return_value": text}
+        self.progress()
+        self.finished.set()
+
+    # -- the driver -----------------------------------------------------------------------
+
+    async def drive(self, code: str, nursery: trio.Nursery) -> Any:
+        """Run the script to its end; returns the value of its last expression. Raises
+        ``monty.MontyError`` when the script fails."""
+        pool = monty.Monty(min_processes=1, max_processes=1)
+        session: Any = None
+        try:
+            await _in_thread(pool.__enter__)
+            session = pool.checkout(limits={"max_memory": VM_MEMORY_BYTES})
+            await _in_thread(session.__enter__)
+            self.pid = session.worker_pid
+            tools = monty.ClassInstance(Tools(), allowed_methods="all")
+            snap = await _in_thread(
+                lambda: session.feed_start(
+                    code, inputs={"tools": tools}, print_callback=self.print_callback
+                )
+            )
+            host = self.globals()
+            while not isinstance(snap, monty.MontyComplete):
+                if self.failure is not None:  # over the output limits: the script ends
+                    return None
+                snap = await self._answer(snap, host, nursery)
+            return None if self.failure is not None else snap.output
+        finally:
+            with trio.CancelScope(shield=True):
+                self.kill()
+                await _in_thread(lambda: _close(session, pool))
+
+    async def _answer(self, snap: Any, host: dict[str, Any], nursery: trio.Nursery) -> Any:
+        """Answer one suspension; returns the next one."""
+        if isinstance(snap, monty.NameLookupSnapshot):
+            name = snap.variable_name
+            if snap.object_id is not None:  # tools.<name> read as a value, getattr(tools, ...)
+                if name in self.by_name:
+                    return await _resume(snap.resume, value=_tool_function(name))
+                return await _resume(snap.resume)  # AttributeError: hasattr() is False
+            if name in host:
+                return await _resume(snap.resume, value=host[name])
+            if name == "ALL_TOOLS":
+                return await _resume(snap.resume, value=self.all_tools())
+            return await _resume(snap.resume)  # NameError
+        if isinstance(snap, monty.FunctionSnapshot):
+            name = snap.function_name
+            if snap.is_os_function:
+                if name == "import":  # a module Monty does not have
+                    return await _resume(snap.resume_not_handled)
+                refusal = {"exc_type": "PermissionError", "message": NO_OS_TEXT}
+                return await _resume(snap.resume, refusal)
+            if snap.object_id is not None or name.startswith("tools."):  # a tool call
+                attr = name.removeprefix("tools.") if snap.object_id is None else name
+                tool = self.by_name.get(attr)
+                if tool is None:
+                    missing = missing_tool_text(attr, self.ids)
+                    return await _resume(
+                        snap.resume, {"exc_type": "AttributeError", "message": missing}
+                    )
+                if snap.args:
+                    message = f"tools.{attr}() takes keyword arguments only"
+                    return await _resume(snap.resume, {"exc_type": "TypeError", "message": message})
+                nursery.start_soon(self.call_tool, snap.call_id, tool, dict(snap.kwargs))
+                return await _resume(snap.resume, {"future": ...})
+            return await self._call_global(snap, host.get(name))
+        # a FutureSnapshot: every script task waits on tool calls
+        pending = list(snap.pending_call_ids)
+        while not any(i in self.results for i in pending):
+            self.finished = trio.Event()
+            await self.finished.wait()
+        ready = {i: self.results.pop(i) for i in pending if i in self.results}
+        return await _resume(snap.resume, ready)
+
+    async def _call_global(self, snap: Any, fn: Callable[..., Any] | None) -> Any:
+        try:
+            if fn is None:
+                raise ScriptFailure("NameError", f"name '{snap.function_name}' is not defined")
+            value = fn(*snap.args, **snap.kwargs)
+        except SystemExit:
+            return await _resume(snap.resume, {"exception": SystemExit()})
+        except ScriptFailure as exc:
+            kind = _EXC_TYPES.get(exc.kind, exc.kind)
+            return await _resume(snap.resume, {"exc_type": kind, "message": exc.message})
+        except TypeError as exc:  # wrong arguments to a global
+            return await _resume(snap.resume, {"exc_type": "TypeError", "message": str(exc)})
+        return await _resume(snap.resume, {"return_value": value})
+
+    def kill(self) -> None:
+        """Kill the worker process (end of the run, cancel, timeout)."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _in_namespace(space: Any, query: str) -> bool:
+    if space is None:
+        return False
+    names = [space.name, *getattr(space, "aliases", ())]
+    return any(n == query or identifier(n) == identifier(query) for n in names)
+
+
+def _tool_function(name: str) -> Callable[..., None]:
+    """A host function the script can hold (``f = tools.read``); calling it arrives as
+    ``tools.<name>``."""
+
+    def call(**kwargs: Any) -> None:  # never run: the driver answers the call
+        return None
+
+    call.__name__ = call.__qualname__ = f"tools.{name}"
+    return call
+
+
+async def _in_thread(fn: Callable[[], Any]) -> Any:
+    return await trio.to_thread.run_sync(fn, abandon_on_cancel=True)
+
+
+async def _resume(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return await _in_thread(lambda: method(*args, **kwargs))
+
+
+def _close(session: Any, pool: Any) -> None:
+    for part in (session, pool):
+        if part is None:
+            continue
+        try:
+            part.__exit__(None, None, None)
+        except Exception:  # a killed worker: nothing left to close
+            pass
+
+
+def _script_error(exc: monty.MontyError) -> ScriptError:
+    if isinstance(exc, monty.MontyRuntimeError | monty.MontySyntaxError):
+        return ScriptError("script", exc.display("traceback"))
+    if isinstance(exc, monty.MontyCrashedError):
+        return ScriptError("sandbox", str(exc))
+    return ScriptError("script", f"{type(exc).__name__}: {exc}")
+
+
+STORE_STATE_KEY = "codemode"
+"""``SessionContext.state`` entry shared with the JavaScript ``codemode``: ``{"store": {key:
+JSON text}}``, so a value one language's script stores the other's can load."""
+
+
+def _session_store(ctx: Any) -> dict[str, str]:
+    state = getattr(getattr(ctx, "session", None), "state", None)
+    if not isinstance(state, dict):
+        return {}
+    store: dict[str, str] = state.setdefault(STORE_STATE_KEY, {}).setdefault("store", {})
+    return store
+
+
+def create_codemode_python_tool_definition() -> ToolDefinition:
+    """The ``codemode_python`` :class:`~pi_core.ToolDefinition` (inactive, ``model-only``)."""
+
+    async def execute(tool_call_id: str, params: Any, on_update: Any, ctx: Any) -> AgentToolResult:
+        started = time.monotonic()
+        code, options = parse_source(params.get("code", ""))
+        context = current_tool_context()
+        tools = [t for t in context.tools if t.name not in SCRIPT_TOOL_NAMES]
+        session_store = _session_store(ctx)
+        run = ScriptRun(codemode_id=tool_call_id)
+        driver = _ScriptDriver(run, tools, Store(session_store), on_update)
+        driver.progress()
+        timeout_ms = options.get("timeout_ms")
+        error: ScriptError | None = None
+        value: Any = None
+        failure: monty.MontyError | None = None
+        with trio.move_on_after(timeout_ms / 1000 if timeout_ms else float("inf")) as deadline:
+            try:
+                async with codemode_worker_slot():
+                    async with trio.open_nursery() as nursery:
+                        try:
+                            value = await driver.drive(code, nursery)
+                        except monty.MontyError as exc:
+                            failure = exc
+                        nursery.cancel_scope.cancel()  # calls the script no longer waits for
+            except NoWorkerFree as exc:
+                error = ScriptError("not_started", str(exc))
+            if failure is not None:
+                inner = (
+                    failure.exception() if isinstance(failure, monty.MontyRuntimeError) else None
+                )
+                if not (driver.exited and isinstance(inner, SystemExit)):
+                    error = _script_error(failure)
+                value = None
+        if deadline.cancelled_caught:
+            error = ScriptError("timeout", f"Execution timed out after {timeout_ms} ms")
+        driver.flush_console()
+        if error is None and driver.failure is not None:  # output over the limits
+            error = ScriptError("script", f"ValueError: {driver.failure.message}")
+        if error is None:
+            commit_store(session_store, driver.store.writes())
+        return script_result(
+            run,
+            started=started,
+            error=error,
+            value=value,
+            max_output_tokens=options.get("max_output_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
+        )
+
+    return ToolDefinition(
+        name=CODEMODE_PYTHON_TOOL_NAME,
+        label=CODEMODE_PYTHON_TOOL_NAME,
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        execute=execute,
+        prompt_snippet="Run Python that calls other tools",
+        prompt_guidelines=[
+            "Use codemode_python to batch independent tool calls (asyncio.gather), chain them, "
+            "or filter large output, instead of many separate calls."
+        ],
+        exposure="model-only",
+        default_active=False,
+    )
+
+
+__all__ = [
+    "CODEMODE_PYTHON_TOOL_NAME",
+    "DESCRIPTION",
+    "Tools",
+    "create_codemode_python_tool_definition",
+    "declaration",
+    "identifier",
+    "missing_tool_text",
+    "parse_source",
+]

@@ -1,0 +1,394 @@
+"""``codemode_python``: Python scripts in pydantic-monty calling tools through the pipeline,
+run for real with ``pi call``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+PI = Path(sys.executable).parent / "pi"
+
+POLICY = """
+from pi_core import BeforeToolCallResult, hookimpl
+
+
+@hookimpl
+def pi_before_tool_call(context):
+    command = context.args.get("command", "") if isinstance(context.args, dict) else ""
+    if context.tool_call.name == "bash" and "rm " in command:
+        return BeforeToolCallResult(block=True, reason="no_rm_policy: rm is not allowed")
+    return None
+"""
+
+
+def pi_call(cwd: Path, code: str, *plugins: str) -> dict[str, Any]:
+    args = [str(PI), "-p", "builtin_tools"]
+    for plugin in plugins:
+        args += ["-p", plugin]
+    proc = subprocess.run(
+        [*args, "call", "codemode_python", json.dumps({"code": code}), "--json"],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "PI_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "PYTHONPATH": str(cwd),
+        },
+    )
+    assert proc.stderr == ""
+    message: dict[str, Any] = json.loads(proc.stdout)
+    return message
+
+
+def result_text(message: dict[str, Any]) -> str:
+    """The content with the wall time replaced by ``<s>``."""
+    text = "".join(c["text"] for c in message["content"] if c["type"] == "text")
+    return re.sub(r"Wall time \d+\.\d seconds", "Wall time <s> seconds", text)
+
+
+def wall_time(message: dict[str, Any]) -> float:
+    found = re.search(r"Wall time (\d+\.\d) seconds", message["content"][0]["text"])
+    assert found is not None
+    return float(found.group(1))
+
+
+def monty_workers() -> list[str]:
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True)
+    return [line for line in ps.stdout.splitlines() if re.search(r"/monty( |$)", line)]
+
+
+def test_read_and_bash_results_arrive_concurrently(tmp_path: Path) -> None:
+    (tmp_path / "hello.txt").write_text("hello\n")
+    code = (
+        "import asyncio\n"
+        'print("start")\n'
+        "a, b, c = await asyncio.gather(\n"
+        '    tools.bash(command="sleep 1; echo one"),\n'
+        '    tools.read(path="hello.txt"),\n'
+        '    tools.bash(command="sleep 1; echo two"),\n'
+        ")\n"
+        "text(b)\n"
+        'text(a["output"] + c["output"])\n'
+        'a["exit_code"]\n'
+    )
+    message = pi_call(tmp_path, code)
+    assert result_text(message) == (
+        "Script completed\nWall time <s> seconds\nOutput:\n"
+        "==> text 1/3 <==\nhello\n"
+        "==> text 2/3 <==\none\ntwo\n"
+        "==> text 3/3 <==\n0\n"
+        "<console_output>\nstart\n</console_output>"
+    )
+    assert message["isError"] is False
+    calls = message["details"]["calls"]
+    assert [(c["id"], c["name"], c["status"]) for c in calls] == [
+        ("call-1/1", "bash", "ok"),
+        ("call-1/2", "read", "ok"),
+        ("call-1/3", "bash", "ok"),
+    ]
+    assert calls[1]["args"] == '{"path":"hello.txt"}'
+    # two one-second commands in parallel: the script takes about one second, not two
+    assert wall_time(message) < 1.8
+
+
+def test_a_third_party_policy_blocks_a_nested_call_with_its_own_reason(tmp_path: Path) -> None:
+    (tmp_path / "no_rm_policy.py").write_text(POLICY)
+    (tmp_path / "keep.txt").write_text("x")
+    code = (
+        "try:\n"
+        '    await tools.bash(command="rm keep.txt")\n'
+        "except RuntimeError as e:\n"
+        '    text("blocked: " + str(e))\n'
+        'r = await tools.bash(command="echo fine")\n'
+        'r["output"]\n'
+    )
+    message = pi_call(tmp_path, code, "no_rm_policy")
+    assert result_text(message) == (
+        "Script completed\nWall time <s> seconds\nOutput:\n"
+        "==> text 1/2 <==\nblocked: no_rm_policy: rm is not allowed\n"
+        "==> text 2/2 <==\nfine\n"
+    )
+    calls = message["details"]["calls"]
+    assert [(c["id"], c["status"], c.get("error")) for c in calls] == [
+        ("call-1/1", "error", "no_rm_policy: rm is not allowed"),
+        ("call-1/2", "ok", None),
+    ]
+    assert (tmp_path / "keep.txt").exists()
+
+
+NO_OS = (
+    "PermissionError: codemode_python scripts have no filesystem, network or processes; "
+    "call a tool instead (tools.read, tools.bash, ...)"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "last_line"),
+    [
+        ('open("/etc/hostname").read()', NO_OS),
+        ('import os\nos.listdir("/")', NO_OS),
+        ('import os\nos.system("id")', "AttributeError: module 'os' has no attribute 'system'"),
+        ("import socket", "ModuleNotFoundError: No module named 'socket'"),
+        ("import subprocess", "ModuleNotFoundError: No module named 'subprocess'"),
+        ('__import__("os")', "NameError: name '__import__' is not defined"),
+    ],
+)
+def test_the_sandbox_reaches_nothing_but_tools(tmp_path: Path, code: str, last_line: str) -> None:
+    message = pi_call(tmp_path, code)
+    text = result_text(message)
+    assert message["isError"] is True
+    assert text.startswith("Script failed\nWall time <s> seconds\nOutput:\nScript error:\n")
+    assert text.endswith(f"\n{last_line}\n\nNo tool calls were made.")
+
+
+def test_a_script_that_loops_forever_times_out_and_leaves_no_worker(tmp_path: Path) -> None:
+    before = monty_workers()
+    code = '# @options: {"timeout_ms": 500}\nwhile True:\n    pass\n'
+    message = pi_call(tmp_path, code)
+    assert result_text(message) == (
+        "Script failed\nWall time <s> seconds\nOutput:\nScript error:\n"
+        "Script timed out: Execution timed out after 500 ms\n\nNo tool calls were made."
+    )
+    assert monty_workers() == before
+
+
+def test_a_script_that_allocates_without_bound_ends_with_the_memory_error(tmp_path: Path) -> None:
+    before = monty_workers()
+    code = "x = [1]\nwhile True:\n    x = x + x\n"
+    message = pi_call(tmp_path, code)
+    text = result_text(message)
+    assert message["isError"] is True
+    assert re.search(
+        r"\nMemoryError: memory limit exceeded: \d+ bytes > 268435456 bytes\n\n"
+        r"No tool calls were made\.$",
+        text,
+    ), text
+    assert monty_workers() == before
+
+
+def test_a_script_error_lists_the_calls_made_before_it(tmp_path: Path) -> None:
+    code = 'await tools.bash(command="echo hi")\nraise ValueError("boom")\n'
+    message = pi_call(tmp_path, code)
+    assert result_text(message) == (
+        "Script failed\nWall time <s> seconds\nOutput:\nScript error:\n"
+        "Traceback (most recent call last):\n"
+        '  File "<python-input-0>", line 2, in <module>\n'
+        '    raise ValueError("boom")\n'
+        "ValueError: boom\n\n"
+        "Tool calls made before the failure (they are not undone): bash (ok)"
+    )
+
+
+def test_a_missing_tool_names_close_ones(tmp_path: Path) -> None:
+    message = pi_call(tmp_path, 'await tools.read_file(path="x")')
+    assert result_text(message).endswith(
+        "AttributeError: tools.read_file does not exist. Did you mean tools.read? "
+        "ALL_TOOLS lists every tool; search_tools(query) finds tools by topic. "
+        'Check for a member with hasattr(tools, "read_file").'
+        "\n\nNo tool calls were made."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# In a loop run: events, abort, store (the tool with scripted model turns)
+# ---------------------------------------------------------------------------------------------
+
+
+def codemode_tool() -> Any:
+    from pi_builtin_tools.codemode_python import create_codemode_python_tool_definition
+    from pi_core._tools.definition import to_agent_tool
+
+    return to_agent_tool(create_codemode_python_tool_definition())
+
+
+def sleeper(name: str, seconds: float) -> Any:
+    import trio
+    from test_loop_support import make_tool
+
+    from pi_core import AgentToolResult, TextContent
+
+    async def execute(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:
+        await trio.sleep(seconds)
+        return AgentToolResult(content=[TextContent(text=f"{name} done")])
+
+    return make_tool(name, execute)
+
+
+def script_call(code: str, call_id: str = "c") -> Any:
+    from test_loop_support import call, tool_use
+
+    return tool_use(call(call_id, "codemode_python", {"code": code}))
+
+
+async def test_nested_calls_run_concurrently_with_their_events_under_the_script() -> None:
+    from test_loop_support import run, text
+
+    code = (
+        "import asyncio\n"
+        "slow, fast = await asyncio.gather(tools.slow(), tools.fast())\n"
+        "[slow, fast]\n"
+    )
+    tools = [codemode_tool(), sleeper("slow", 0.5), sleeper("fast", 0.0)]
+    messages, rec, _ = await run([script_call(code), text("ok")], tools)
+    events = [e for e in rec.tool_events() if not e.startswith("update:")]
+    assert events == ["start:c", "start:c/1", "start:c/2", "end:c/2", "end:c/1", "end:c", "msg:c"]
+    assert [e.parent_tool_call_id for e in rec.of("tool_execution_start")] == [None, "c", "c"]
+    result = next(m for m in messages if m.role == "toolResult")
+    assert re.sub(r"\d+\.\d", "<s>", result.content[0].text) == (
+        "Script completed\nWall time <s> seconds\nOutput:\n"
+    )
+    assert result.content[1].text == '["slow done","fast done"]'
+    assert [(c["id"], c["status"]) for c in result.details["calls"]] == [
+        ("c/1", "ok"),
+        ("c/2", "ok"),
+    ]
+    assert result.nested_calls["calls"][0]["name"] == "slow"
+
+
+async def test_abort_cancels_the_script_and_its_nested_calls_and_kills_the_worker() -> None:
+    import trio
+    from test_loop_support import make_tool, run, text
+
+    from pi_core import AgentToolResult
+    from pi_core._abort import Abort
+
+    abort = Abort()
+    cancelled: list[str] = []
+
+    async def forever(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:
+        try:
+            await trio.sleep(0.3)
+            abort.abort()
+            await trio.sleep_forever()
+        finally:
+            cancelled.append(tool_call_id)
+        raise AssertionError("not reached")
+
+    before = monty_workers()
+    tools = [codemode_tool(), make_tool("forever", forever)]
+    with trio.fail_after(20):
+        messages, rec, _ = await run(
+            [script_call("await tools.forever()"), text("ok")], tools, abort=abort
+        )
+    assert cancelled == ["c/1"]
+    assert [e for e in rec.tool_events() if not e.startswith("update:")] == [
+        "start:c",
+        "start:c/1",
+        "end:c/1",
+        "end:c",
+        "msg:c",
+    ]
+    assert next(m for m in messages if m.role == "toolResult").text == "Operation aborted"
+    assert monty_workers() == before
+
+
+async def test_abort_kills_a_script_that_computes_forever() -> None:
+    import trio
+    from test_loop_support import run, text
+
+    from pi_core._abort import Abort
+
+    abort = Abort()
+    before = monty_workers()
+
+    async def abort_soon() -> None:
+        await trio.sleep(0.5)
+        abort.abort()
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(abort_soon)
+            messages, _, _ = await run(
+                [script_call("while True:\n    pass\n"), text("ok")],
+                [codemode_tool()],
+                abort=abort,
+            )
+    assert next(m for m in messages if m.role == "toolResult").text == "Operation aborted"
+    assert monty_workers() == before
+
+
+async def test_store_keeps_a_successful_scripts_values_and_exit_ends_successfully() -> None:
+    from test_loop_support import run, text
+
+    from pi_builtin_tools.codemode_python import create_codemode_python_tool_definition
+    from pi_core._tools.definition import wrap_tool_definition
+
+    session = SimpleNamespace(state={})
+    tool = wrap_tool_definition(
+        create_codemode_python_tool_definition(), SimpleNamespace(session=session)
+    )
+    script = [
+        script_call('store("a", {"n": 1})\nstore("gone", 1)', "c1"),
+        script_call('store("b", 2)\nraise ValueError("no")', "c2"),
+        script_call(
+            'store("gone", None)\ntext([load("a"), load("b"), load("gone")])\nexit()\ntext("not reached")',
+            "c3",
+        ),
+        text("ok"),
+    ]
+    messages, _, _ = await run(script, [tool])
+    outputs = [m for m in messages if m.role == "toolResult"]
+    assert outputs[1].is_error is True
+    assert outputs[2].is_error is False
+    assert "".join(c.text for c in outputs[2].content[1:]) == '[{"n":1},null,null]'
+    assert session.state == {"codemode": {"store": {"a": '{"n":1}'}}}
+
+
+def test_output_over_the_budget_is_cut_and_saved(tmp_path: Path) -> None:
+    code = '# @options: {"max_output_tokens": 10}\ntext("a" * 50)\ntext("b" * 50)\n'
+    message = pi_call(tmp_path, code)
+    text = result_text(message)
+    path = message["details"]["fullOutputPath"]
+    assert text == (
+        "Script completed\nWall time <s> seconds\nOutput:\n"
+        "Warning: truncated output (original token count: 34)\nTotal output lines: 4\n\n"
+        "==> text 1/2 <==\naaa…24 tokens truncated…bbbbbbbbbbbbbbbbbbbb"
+        f"\n\n[Full output: {path} (read with offset/limit)]"
+    )
+    assert Path(path).read_text() == (
+        "==> text 1/2 <==\n" + "a" * 50 + "\n==> text 2/2 <==\n" + "b" * 50
+    )
+    assert Path(path).stat().st_mode & 0o777 == 0o600
+    Path(path).unlink()
+
+
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [
+        (
+            "",
+            "Expected Python source text (non-empty). Provide Python only, optionally with a "
+            'first line `# @options: {"max_output_tokens": 1000}`.',
+        ),
+        (
+            "x = 1\n# @options: {}",
+            "The # @options: line must be the first line of the input; found one on line 2",
+        ),
+        (
+            '# @options: {"timeout_ms": 0}\nx',
+            "@options field `timeout_ms` must be a positive integer up to 2147483647",
+        ),
+        (
+            '# @options: {"x": 1}\nx',
+            "@options only supports `max_output_tokens` and `timeout_ms`; got `x`",
+        ),
+        (
+            "# @options: {}",
+            "The @options line must be followed by Python source on subsequent lines",
+        ),
+    ],
+)
+def test_source_errors_are_plain_error_results(tmp_path: Path, code: str, error: str) -> None:
+    message = pi_call(tmp_path, code)
+    assert (message["content"], message["isError"]) == ([{"type": "text", "text": error}], True)
