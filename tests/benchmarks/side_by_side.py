@@ -343,7 +343,9 @@ def main() -> int:
                 if label in ("pi", "pi before"):
                     problem = check_output(out, wl.calls) or wl.check(ws)
                     if run.status != 0:
-                        problem = f"exit status {run.status}"
+                        err = out.with_suffix(".err").read_bytes().decode(errors="replace")
+                        last = (err.strip().splitlines() or [""])[-1][:200]
+                        problem = f"exit status {run.status}: {last}"
                     if problem:
                         problems.append(f"{label}: {problem}")
                 if i >= args.warmup:

@@ -65,7 +65,7 @@ FIELDS = "`max_output_tokens` and `timeout_ms`"
         (
             '// @options: {"max_output_tokens": 10, "timeout_ms": abc}\nx',
             f"@options must be valid JSON with supported fields {FIELDS}: "
-            "Unexpected token 'a', ...\"eout_ms\": abc}\" is not valid JSON",
+            'Unexpected token \'a\', ..."eout_ms": abc}" is not valid JSON',
         ),
         (
             '// @options: {"timeout_ms": 0, "bogus": 1}\nx',
@@ -142,7 +142,7 @@ def test_options_are_split_from_the_code_which_keeps_its_line_numbers() -> None:
         ("x", "Unexpected token 'x', \"x\" is not valid JSON"),
         ('{"a":1', "Expected ',' or '}' after property value in JSON at position 6"),
         ('{"a" 1}', "Expected ':' after property name in JSON at position 5"),
-        ('{"a":1,"b"}', "Unexpected token '}', \"{\"a\":1,\"b\"}\" is not valid JSON"),
+        ('{"a":1,"b"}', 'Unexpected token \'}\', "{"a":1,"b"}" is not valid JSON'),
         ('{"a":1,"b" 2}', "Unexpected number in JSON at position 11"),
         ("[1 2]", "Expected ',' or ']' after array element in JSON at position 3"),
         ("{} x", "Unexpected non-whitespace character after JSON at position 3"),
@@ -157,7 +157,10 @@ def test_options_are_split_from_the_code_which_keeps_its_line_numbers() -> None:
         ('"a\\q"', "Bad escaped character in JSON at position 3"),
         ('"a\tb"', "Bad control character in string literal in JSON at position 2"),
         ('"\\u12"', "Bad Unicode escape in JSON at position 5"),
-        ("x2345678901234567890", "Unexpected token 'x', \"x2345678901234567890\" is not valid JSON"),
+        (
+            "x2345678901234567890",
+            "Unexpected token 'x', \"x2345678901234567890\" is not valid JSON",
+        ),
         ("x23456789012345678901", "Unexpected token 'x', \"x234567890\"... is not valid JSON"),
         ('{"a": [1, 2.5e-3, true, null, "x\\n"]}', None),
     ],
@@ -343,7 +346,7 @@ def test_a_failing_script_keeps_its_output_and_lists_the_calls_made(tmp_path: Pa
     assert texts(message) == [
         FAILED,
         "before\n<console_output>\nlogged\n</console_output>\nScript error:\n"
-        "Error: boom\n    at <anonymous> (codemode.js:4:19)\n\n"
+        "Error: boom\n    at <anonymous> (codemode.js:4:13)\n\n"
         "Tool calls made before the failure (they are not undone): read (ok)",
     ]
     assert message["isError"] is True
@@ -400,50 +403,32 @@ def test_a_script_allocating_without_bound_ends_with_the_memory_error(tmp_path: 
 
 
 def test_the_engine_reaches_no_file_network_timer_or_process(tmp_path: Path) -> None:
+    """Tools are a script's only reach: no Node or QuickJS host API, no module loading."""
     (tmp_path / "secret.txt").write_text("secret\n")
+    globals_ = [
+        "require", "process", "fetch", "XMLHttpRequest", "WebSocket", "setTimeout",
+        "setInterval", "std", "os", "Deno", "Bun", "scriptArgs", "print", "module",
+    ]  # fmt: skip
+    modules = ["std", "os", "fs", "node:fs", "child_process", "./secret.txt", "/etc/passwd"]
     message = run_script(
         tmp_path,
-        "const r = {};\n"
-        'for (const g of ["require", "process", "fetch", "XMLHttpRequest", "WebSocket", '
-        '"setTimeout", "setInterval", "std", "os", "Deno", "Bun", "scriptArgs", "print"]) '
-        "r[g] = typeof globalThis[g];\n"
-        'for (const m of ["std", "os", "fs", "node:fs", "child_process", "./secret.txt"]) {\n'
-        "  try { await import(m); r[m] = 'imported'; } catch (e) { r[m] = e.message; }\n"
+        f"const globals = {json.dumps(globals_)};\n"
+        f"const modules = {json.dumps(modules)};\n"
+        "const r = { globals: {}, modules: {} };\n"
+        "for (const g of globals) r.globals[g] = typeof globalThis[g];\n"
+        "for (const m of modules) {\n"
+        "  try { await import(m); r.modules[m] = 'imported'; }\n"
+        "  catch (e) { r.modules[m] = e.name + ': ' + e.message; }\n"
         "}\n"
-        "try { r.eval = eval('typeof require'); } catch (e) { r.eval = e.message; }\n"
+        "r.eval = eval('typeof require');\n"
         "return r;",
     )
-    value = json.loads(texts(message)[1])
-    assert value == {
-        "require": "undefined",
-        "process": "undefined",
-        "fetch": "undefined",
-        "XMLHttpRequest": "undefined",
-        "WebSocket": "undefined",
-        "setTimeout": "undefined",
-        "setInterval": "undefined",
-        "std": "undefined",
-        "os": "undefined",
-        "Deno": "undefined",
-        "Bun": "undefined",
-        "scriptArgs": "undefined",
-        "print": "undefined",
-        "std": "undefined",
-        "os": "undefined",
-        "fs": "module not found: fs",
-        "node:fs": "module not found: node:fs",
-        "child_process": "module not found: child_process",
-        "./secret.txt": "module not found: ./secret.txt",
+    assert json.loads(texts(message)[1]) == {
+        "globals": dict.fromkeys(globals_, "undefined"),
+        "modules": {m: f"Error: module not found: {m}" for m in modules},
         "eval": "undefined",
-    } | {"std": value["std"], "os": value["os"]}
-    assert value["std"] in ("undefined",)  # the global; the modules:
-    message = run_script(
-        tmp_path,
-        'const r = [];\nfor (const m of ["std", "os"]) {\n'
-        "  try { await import(m); r.push('imported'); } catch (e) { r.push(e.message); }\n}\n"
-        "return r;",
-    )
-    assert json.loads(texts(message)[1]) == ["module not found: std", "module not found: os"]
+    }
+    assert message["details"] == {"calls": []}
 
 
 def test_store_values_persist_across_the_scripts_of_a_session(tmp_path: Path) -> None:
@@ -451,7 +436,12 @@ def test_store_values_persist_across_the_scripts_of_a_session(tmp_path: Path) ->
         return {
             "role": "assistant",
             "content": [
-                {"type": "toolCall", "id": f"cm{n}", "name": "codemode", "arguments": {"code": code}}
+                {
+                    "type": "toolCall",
+                    "id": f"cm{n}",
+                    "name": "codemode",
+                    "arguments": {"code": code},
+                }
             ],
             "stopReason": "toolUse",
         }
@@ -462,17 +452,102 @@ def test_store_values_persist_across_the_scripts_of_a_session(tmp_path: Path) ->
         call(3, 'store("gone", undefined); return [load("k"), load("gone")];'),
         call(4, 'return [load("k"), load("gone")];'),
     ]
-    replay = tmp_path / "in.json"
-    replay.write_text(json.dumps(messages))
+    replay = tmp_path / "in.jsonl"
+    replay.write_text("".join(json.dumps(m) + "\n" for m in messages))
     proc = pi(tmp_path, "replay", str(replay), "--codemode", "--json")
     assert proc.returncode == 0, proc.stderr
-    results = [m for m in json.loads(proc.stdout) if m.get("role") == "toolResult"]
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    results = [m for m in lines if m.get("role") == "toolResult"]
     assert [texts(m)[1:] for m in results] == [
         ['{"v":1}'],
         [
-            "Script error:\nError: dropped\n    at <anonymous> (codemode.js:1:37)\n\n"
+            "Script error:\nError: dropped\n    at <anonymous> (codemode.js:1:54)\n\n"
             "No tool calls were made."
         ],
         ['[{"v":1},null]'],
         ['[{"v":1},null]'],
     ]
+
+
+def test_discovery_globals(tmp_path: Path) -> None:
+    """``ALL_TOOLS``, ``searchTools``, ``describeTool`` and ``describeNamespace`` show Pi's
+    declarations of the callable tools."""
+    message = run_script(
+        tmp_path,
+        "const r = {};\n"
+        'r.all = ALL_TOOLS.find((t) => t.name === "ls").description;\n'
+        'r.search = (await searchTools("list directory entries", { limit: 2 })).map((t) => t.name);\n'
+        'r.describe = (await describeTool("ls")) === r.all;\n'
+        'r.none = [await describeTool("nope"), await describeNamespace("nope")];\n'
+        "r.errors = [];\n"
+        "for (const f of [() => searchTools(1), () => searchTools('x', { limit: 0 }),\n"
+        "  () => searchTools('x', { namespace: 3 }), () => describeTool(),\n"
+        "  () => describeNamespace(null)]) {\n"
+        "  try { await f(); } catch (e) { r.errors.push(e.message); }\n"
+        "}\n"
+        "return r;",
+    )
+    value = json.loads(texts(message)[1])
+    assert value["all"].endswith(
+        "\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { ls(args: {\n"
+        "  // Maximum number of entries to return (default: 500)\n  limit?: number;\n"
+        "  // Directory to list (default: current directory)\n  path?: string;\n"
+        "}): Promise<string>; };\n```"
+    )
+    assert value["search"][0] == "ls"
+    assert value["describe"] is True
+    assert value["none"] == [None, None]
+    assert value["errors"] == [
+        "searchTools() expects a query string",
+        "searchTools() limit must be a positive integer",
+        "searchTools() namespace must be a string",
+        "describeTool() expects a tool name",
+        "describeNamespace() expects a namespace name",
+    ]
+    assert message["details"] == {"calls": []}
+
+
+PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+def test_images_output_budget_and_store_limits(tmp_path: Path) -> None:
+    message = run_script(
+        tmp_path,
+        f'text("see");\nimage("data:image/png;base64,{PNG_1X1}");\n'
+        'try { image("https://x/y.png"); } catch (e) { console.log(e.message); }\n'
+        'try { store("big", "x".repeat(300000)); } catch (e) { console.log(e.name, e.message); }',
+    )
+    blocks = message["content"]
+    assert [b["type"] for b in blocks] == ["text", "text", "image", "text"]
+    saved = re.fullmatch(
+        r"see\n\[Image saved to (/\S+/pi-codemode-[0-9a-f]{16}\.png) \(image/png, 70B\)\]",
+        blocks[1]["text"],
+    )
+    assert saved is not None
+    assert Path(saved.group(1)).read_bytes()[:4] == b"\x89PNG"
+    assert (os.stat(saved.group(1)).st_mode & 0o777) == 0o600
+    assert blocks[2] == {"type": "image", "data": PNG_1X1, "mimeType": "image/png"}
+    assert blocks[3]["text"] == (
+        "<console_output>\nremote image URLs are not supported in tool outputs. Pass a base64 "
+        'data URI instead\nRangeError store("big") value has 300002 characters of JSON, more '
+        "than the limit of 262144. store() is for small state such as IDs or summaries. Show "
+        "images with image(), keep large data in variables, or write it to a file with a tool.\n"
+        "</console_output>"
+    )
+    os.unlink(saved.group(1))
+
+    message = run_script(
+        tmp_path,
+        '// @options: {"max_output_tokens": 5}\nfor (let i = 0; i < 10; i++) text("line " + i);',
+    )
+    text = texts(message)[1]
+    found = re.fullmatch(
+        r"Warning: truncated output \(original token count: 63\)\nTotal output lines: 20\n\n"
+        r"==> text 1…58 tokens truncated…<==\nline 9\n\n"
+        r"\[Full output: (/\S+/pi-codemode-[0-9a-f]{16}\.txt) \(read with offset/limit\)\]",
+        text,
+    )
+    assert found is not None, text
+    assert message["details"]["fullOutputPath"] == found.group(1)
+    assert Path(found.group(1)).read_text().startswith("==> text 1/10 <==\nline 0\n==> text 2/10")
+    os.unlink(found.group(1))

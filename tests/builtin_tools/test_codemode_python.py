@@ -1,20 +1,37 @@
 """``codemode_python``: Python scripts in pydantic-monty calling tools through the pipeline,
-run for real with ``pi call``."""
+run for real with ``pi call`` (real tools, real worker processes) and in loop runs with a
+scripted model (events, abort, store)."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import trio
+from test_loop_support import call, make_tool, run, text, tool_use
+
+from pi_builtin_tools.codemode_common import (
+    NoWorkerFree,
+    ScriptFailure,
+    Store,
+    codemode_worker_slot,
+)
+from pi_builtin_tools.codemode_python import create_codemode_python_tool_definition
+from pi_core import AgentToolResult, TextContent
+from pi_core._abort import Abort
+from pi_core._tools.definition import to_agent_tool, wrap_tool_definition
 
 PI = Path(sys.executable).parent / "pi"
+PR_SET_CHILD_SUBREAPER = 36
 
 POLICY = """
 from pi_core import BeforeToolCallResult, hookimpl
@@ -29,7 +46,7 @@ def pi_before_tool_call(context):
 """
 
 
-def pi_call(cwd: Path, code: str, *plugins: str) -> dict[str, Any]:
+def pi_call(cwd: Path, code: str, *plugins: str, **env: str) -> dict[str, Any]:
     args = [str(PI), "-p", "builtin_tools"]
     for plugin in plugins:
         args += ["-p", plugin]
@@ -44,6 +61,7 @@ def pi_call(cwd: Path, code: str, *plugins: str) -> dict[str, Any]:
             **os.environ,
             "PI_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYTHONPATH": str(cwd),
+            **env,
         },
     )
     assert proc.stderr == ""
@@ -63,9 +81,29 @@ def wall_time(message: dict[str, Any]) -> float:
     return float(found.group(1))
 
 
-def monty_workers() -> list[str]:
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True)
-    return [line for line in ps.stdout.splitlines() if re.search(r"/monty( |$)", line)]
+@pytest.fixture
+def subreaper() -> Iterator[None]:
+    """Make this process the subreaper of what it starts: a monty worker that outlives its
+    ``pi call`` becomes our child, where :func:`monty_children` sees it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) is not available")
+    try:
+        yield
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def monty_children() -> list[str]:
+    """``ps`` lines of this process's live (not zombie) monty workers."""
+    ps = subprocess.run(
+        ["ps", "-o", "pid,stat,args", "--ppid", str(os.getpid())], capture_output=True, text=True
+    )
+    return [
+        line
+        for line in ps.stdout.splitlines()[1:]
+        if re.search(r"/monty( |$)", line) and line.split()[1][0] != "Z"
+    ]
 
 
 def test_read_and_bash_results_arrive_concurrently(tmp_path: Path) -> None:
@@ -98,6 +136,11 @@ def test_read_and_bash_results_arrive_concurrently(tmp_path: Path) -> None:
         ("call-1/3", "bash", "ok"),
     ]
     assert calls[1]["args"] == '{"path":"hello.txt"}'
+    nested = message["nestedCalls"]
+    assert ([c["id"] for c in nested["calls"]], nested["complete"]) == (
+        ["call-1/1", "call-1/2", "call-1/3"],
+        True,
+    )
     # two one-second commands in parallel: the script takes about one second, not two
     assert wall_time(message) < 1.8
 
@@ -142,6 +185,13 @@ NO_OS = (
         ("import socket", "ModuleNotFoundError: No module named 'socket'"),
         ("import subprocess", "ModuleNotFoundError: No module named 'subprocess'"),
         ('__import__("os")', "NameError: name '__import__' is not defined"),
+        ('import os\nos.environ["HOME"]', NO_OS),
+        ('from pathlib import Path\nPath("/etc/hostname").read_text()', NO_OS),
+        (
+            "import asyncio\nawait asyncio.sleep(1)",
+            "NotImplementedError: codemode_python scripts have no timers: time.sleep and "
+            "asyncio.sleep do not exist here",
+        ),
     ],
 )
 def test_the_sandbox_reaches_nothing_but_tools(tmp_path: Path, code: str, last_line: str) -> None:
@@ -152,19 +202,21 @@ def test_the_sandbox_reaches_nothing_but_tools(tmp_path: Path, code: str, last_l
     assert text.endswith(f"\n{last_line}\n\nNo tool calls were made.")
 
 
-def test_a_script_that_loops_forever_times_out_and_leaves_no_worker(tmp_path: Path) -> None:
-    before = monty_workers()
+def test_a_script_that_loops_forever_times_out_and_leaves_no_worker(
+    tmp_path: Path, subreaper: None
+) -> None:
     code = '# @options: {"timeout_ms": 500}\nwhile True:\n    pass\n'
     message = pi_call(tmp_path, code)
     assert result_text(message) == (
         "Script failed\nWall time <s> seconds\nOutput:\nScript error:\n"
         "Script timed out: Execution timed out after 500 ms\n\nNo tool calls were made."
     )
-    assert monty_workers() == before
+    assert monty_children() == []
 
 
-def test_a_script_that_allocates_without_bound_ends_with_the_memory_error(tmp_path: Path) -> None:
-    before = monty_workers()
+def test_a_script_that_allocates_without_bound_ends_with_the_memory_error(
+    tmp_path: Path, subreaper: None
+) -> None:
     code = "x = [1]\nwhile True:\n    x = x + x\n"
     message = pi_call(tmp_path, code)
     text = result_text(message)
@@ -174,7 +226,7 @@ def test_a_script_that_allocates_without_bound_ends_with_the_memory_error(tmp_pa
         r"No tool calls were made\.$",
         text,
     ), text
-    assert monty_workers() == before
+    assert monty_children() == []
 
 
 def test_a_script_error_lists_the_calls_made_before_it(tmp_path: Path) -> None:
@@ -206,17 +258,11 @@ def test_a_missing_tool_names_close_ones(tmp_path: Path) -> None:
 
 
 def codemode_tool() -> Any:
-    from pi_builtin_tools.codemode_python import create_codemode_python_tool_definition
-    from pi_core._tools.definition import to_agent_tool
 
     return to_agent_tool(create_codemode_python_tool_definition())
 
 
 def sleeper(name: str, seconds: float) -> Any:
-    import trio
-    from test_loop_support import make_tool
-
-    from pi_core import AgentToolResult, TextContent
 
     async def execute(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:
         await trio.sleep(seconds)
@@ -226,13 +272,11 @@ def sleeper(name: str, seconds: float) -> Any:
 
 
 def script_call(code: str, call_id: str = "c") -> Any:
-    from test_loop_support import call, tool_use
 
     return tool_use(call(call_id, "codemode_python", {"code": code}))
 
 
 async def test_nested_calls_run_concurrently_with_their_events_under_the_script() -> None:
-    from test_loop_support import run, text
 
     code = (
         "import asyncio\n"
@@ -257,11 +301,6 @@ async def test_nested_calls_run_concurrently_with_their_events_under_the_script(
 
 
 async def test_abort_cancels_the_script_and_its_nested_calls_and_kills_the_worker() -> None:
-    import trio
-    from test_loop_support import make_tool, run, text
-
-    from pi_core import AgentToolResult
-    from pi_core._abort import Abort
 
     abort = Abort()
     cancelled: list[str] = []
@@ -275,7 +314,6 @@ async def test_abort_cancels_the_script_and_its_nested_calls_and_kills_the_worke
             cancelled.append(tool_call_id)
         raise AssertionError("not reached")
 
-    before = monty_workers()
     tools = [codemode_tool(), make_tool("forever", forever)]
     with trio.fail_after(20):
         messages, rec, _ = await run(
@@ -290,17 +328,12 @@ async def test_abort_cancels_the_script_and_its_nested_calls_and_kills_the_worke
         "msg:c",
     ]
     assert next(m for m in messages if m.role == "toolResult").text == "Operation aborted"
-    assert monty_workers() == before
+    assert monty_children() == []
 
 
 async def test_abort_kills_a_script_that_computes_forever() -> None:
-    import trio
-    from test_loop_support import run, text
-
-    from pi_core._abort import Abort
 
     abort = Abort()
-    before = monty_workers()
 
     async def abort_soon() -> None:
         await trio.sleep(0.5)
@@ -315,14 +348,10 @@ async def test_abort_kills_a_script_that_computes_forever() -> None:
                 abort=abort,
             )
     assert next(m for m in messages if m.role == "toolResult").text == "Operation aborted"
-    assert monty_workers() == before
+    assert monty_children() == []
 
 
 async def test_store_keeps_a_successful_scripts_values_and_exit_ends_successfully() -> None:
-    from test_loop_support import run, text
-
-    from pi_builtin_tools.codemode_python import create_codemode_python_tool_definition
-    from pi_core._tools.definition import wrap_tool_definition
 
     session = SimpleNamespace(state={})
     tool = wrap_tool_definition(
@@ -392,3 +421,89 @@ def test_output_over_the_budget_is_cut_and_saved(tmp_path: Path) -> None:
 def test_source_errors_are_plain_error_results(tmp_path: Path, code: str, error: str) -> None:
     message = pi_call(tmp_path, code)
     assert (message["content"], message["isError"]) == ([{"type": "text", "text": error}], True)
+
+
+async def test_workers_are_shared_fifo_and_a_script_waits_at_most_60_seconds(
+    autojump_clock: Any,
+) -> None:
+
+    order: list[str] = []
+
+    async def hold(name: str, seconds: float) -> None:
+        async with codemode_worker_slot():
+            order.append(name)
+            await trio.sleep(seconds)
+
+    async with trio.open_nursery() as nursery:
+        for name, seconds in [("a", 50), ("b", 60), ("c", 1), ("d", 1)]:
+            nursery.start_soon(hold, name, seconds)  # c takes a's worker at 50 s, d b's at 60 s
+            await trio.lowlevel.checkpoint()
+    started = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(hold, "e", 200)
+        await trio.lowlevel.checkpoint()
+        nursery.start_soon(hold, "f", 200)
+        await trio.sleep(1)
+        with pytest.raises(NoWorkerFree) as excinfo:
+            async with codemode_worker_slot():
+                raise AssertionError("not reached")
+        assert trio.current_time() - started == 61
+    assert order == ["a", "b", "c", "d", "e", "f"]
+    assert str(excinfo.value) == (
+        "No codemode worker became free within 60 seconds. All 2 workers, shared by every "
+        "session in this process, are held by other scripts. Retry after they finish."
+    )
+
+
+def test_store_limits_and_texts() -> None:
+
+    store = Store({"old": "1"})
+    store.set("a", {"x": [1, 2]})
+    assert (store.get("a"), store.get("old"), store.get("missing")) == ({"x": [1, 2]}, 1, None)
+    with pytest.raises(ScriptFailure) as big:
+        store.set("big", "x" * 262_144)
+    assert (big.value.kind, big.value.message) == (
+        "RangeError",
+        'store("big") value has 262146 characters of JSON, more than the limit of 262144. '
+        "store() is for small state such as IDs or summaries. Show images with image(), keep "
+        "large data in variables, or write it to a file with a tool.",
+    )
+    for n in range(4):
+        store.set(f"k{n}", "x" * 262_000)
+    with pytest.raises(ScriptFailure) as full:
+        store.set("k4", "x" * 262_000)
+    assert full.value.message.startswith(
+        "store is full: stored values would exceed 1048576 characters of JSON. "
+        "Delete keys with store(key, None)."
+    )
+    store.set("old", None)
+    assert store.writes()["old"] is None and store.writes()["a"] == '{"x":[1,2]}'
+
+
+def test_a_failed_call_raises_its_error_text_and_scripts_cannot_start_scripts(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "try:\n"
+        "    await tools.read()\n"
+        "except RuntimeError as e:\n"
+        "    text(str(e))\n"
+        'text([hasattr(tools, "codemode_python"), hasattr(tools, "read")])\n'
+    )
+    message = pi_call(tmp_path, code)
+    assert result_text(message) == (
+        "Script completed\nWall time <s> seconds\nOutput:\n"
+        '==> text 1/2 <==\nValidation failed for tool "read":\n  - path: missing\n\n'
+        "Received arguments:\n{}\n"
+        "==> text 2/2 <==\n[false,true]"
+    )
+    assert message["details"]["calls"][0]["status"] == "error"
+
+
+def test_a_sandbox_that_cannot_start_is_a_sandbox_failure(tmp_path: Path) -> None:
+    message = pi_call(tmp_path, "1", MONTY_BIN=str(tmp_path / "no-monty"))
+    assert result_text(message) == (
+        "Script failed\nWall time <s> seconds\nOutput:\nScript error:\n"
+        f"Script sandbox failed: failed to spawn monty worker: {tmp_path}/no-monty: "
+        "No such file or directory (os error 2)\n\nNo tool calls were made."
+    )

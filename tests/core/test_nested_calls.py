@@ -535,3 +535,46 @@ def test_combine_usage() -> None:
     assert combine_usage({"cost": {"totalFromProvider": True}}, {"cost": {}}) == {
         "cost": {"totalFromProvider": False}
     }
+
+
+@pytest.mark.parametrize(
+    ("mode", "order"),
+    [
+        ("parallel", ["start:c", "start:c/1", "start:c/2", "end:c/2", "end:c/1", "end:c", "msg:c"]),
+        (
+            "sequential",
+            ["start:c", "start:c/1", "start:c/2", "end:c/1", "end:c/2", "end:c", "msg:c"],
+        ),
+    ],
+)
+async def test_delta_2_3_verified_example_with_the_real_bash(
+    tmp_path: Any, mode: str, order: list[str]
+) -> None:
+    """Delta §2.3: ``Promise.all([bash "sleep 0.4; echo slow", bash "echo fast"])``."""
+    import pi_builtin_tools.plugin
+    from pi_core import build_session, make_plugin_manager
+
+    pm = make_plugin_manager(autoload=False)
+    pm.register(pi_builtin_tools.plugin, name="builtin_tools")
+    session = build_session(pm, tmp_path)
+    texts: dict[str, str] = {}
+
+    async def outer(ctx: Any) -> str:
+        async def one(command: str) -> None:
+            outcome = await ctx.execute_tool("bash", {"command": command})
+            texts[outcome.tool_call.id] = outcome.result.structured_content["output"]
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, "sleep 0.4; echo slow")
+            await trio.sleep(0.05)
+            nursery.start_soon(one, "echo fast")
+        return "both"
+
+    async with session:
+        _, rec, _ = await run(
+            [tool_use(call("c", "outer")), text("ok")],
+            [caller_tool("outer", outer), session.tools_by_name["bash"]],
+            config=session.loop_config(tool_execution=mode, tool_set=None),
+        )
+    assert [e for e in rec.tool_events() if not e.startswith("update:")] == order
+    assert texts == {"c/1": "slow\n", "c/2": "fast\n"}

@@ -38,6 +38,7 @@ DOOR_NAMES = {
     "BashSpawnContext",
     "BeforeToolCallContext",
     "CommandInvocation",
+    "ConstrainedSampling",
     "ConfigError",
     "LoopConfig",
     "OnUpdate",
@@ -129,7 +130,11 @@ def test_providers_door() -> None:
         "StreamDone",
         "StreamError",
         "StreamStart",
+        "UnsupportedStrictSchema",
         "error_message",
+        "make_strict_json_schema",
+        "omit_added_nulls",
+        "resolve_strict_sampling",
         "stream_events",
     ]
 

@@ -166,8 +166,25 @@ def test_changed_cases_exist() -> None:
         pytest.skip("../shared/conformance is not beside this checkout")
     assert set(CHANGED_IN_16) <= set(CONFORMANCE_IDS)
     assert set(CONFLICTS_16) <= set(CONFORMANCE16_IDS)
+    assert set(CASES_CHANGED_IN_16) <= set(CASE_IDS)
 
 
-@pytest.mark.parametrize("case_id", CASE_IDS)
+CASES_CHANGED_IN_16: dict[str, str] = {
+    # bug-report cases whose expected text is the 0.73.1 one that Pi 1.6.0 changed
+    "c15-args-numbers-as-strings": (
+        "§11: a non-numeric string for a number reads 'offset: expected number, got string'"
+    ),
+    "c27-write-edit-through-symlink": "§12.3: write says 'Successfully wrote to <path>'",
+}
+
+
+def _marked_case(case_id: str) -> object:
+    if case_id in CASES_CHANGED_IN_16:
+        reason = CASES_CHANGED_IN_16[case_id]
+        return pytest.param(case_id, marks=pytest.mark.xfail(reason=reason))
+    return case_id
+
+
+@pytest.mark.parametrize("case_id", [_marked_case(case_id) for case_id in CASE_IDS])
 def test_bug_report_case(case_id: str, case_failures: dict[str, str]) -> None:
     assert case_id not in case_failures, case_failures.get(case_id)

@@ -204,7 +204,7 @@ async def test_ls_find_grep_hide_denied_files(session: Session, ws: Path) -> Non
     )
     assert await call(session, "grep", pattern="TOKEN") == ("No matches found", False)
     assert await call(session, "grep", pattern=SECRET, context=1) == (
-        f"a.txt-1- hello\na.txt:2: {SECRET} in a\na.txt-3- ",
+        f"a.txt-1- hello\na.txt:2: {SECRET} in a",
         False,
     )
     text, is_error = await call(session, "grep", pattern="TOKEN", path=".env")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import signal
 import sys
 from typing import Any
@@ -48,7 +49,7 @@ def _describe(error: jsbox.JavaScriptError) -> dict[str, Any]:
     error object) is the heap limit."""
     name = getattr(error, "name", None)
     message = getattr(error, "message", None)
-    if not name:
+    if not name:  # QuickJS threw null: it could not allocate the error either
         return dict(OUT_OF_MEMORY)
     head = f"{name}: {message}" if message else str(name)
     frames = (getattr(error, "stack", None) or "").rstrip()
@@ -64,7 +65,8 @@ class Worker:
         self.finished = False
         self.pending: set[int] = set()
         self._loop = asyncio.new_event_loop()  # a factory of futures only; it never runs
-        self.runtime = jsbox.Runtime(memory_limit=int(start["memoryLimitBytes"]))
+        self.memory_limit = int(start["memoryLimitBytes"])
+        self.runtime = jsbox.Runtime(memory_limit=self.memory_limit)
         self.runtime.bind_function("__pi_bridge", self.bridge)
         self.runtime.bind_function("__pi_next", self._loop.create_future)
         self.runtime.bind_object(
@@ -122,7 +124,15 @@ class Worker:
             if a:
                 _send({"type": "done", "ok": True, "value": b, "writes": c})
             else:
+                if b == '{"message":"null"}' and self.near_memory_limit():
+                    b = json.dumps(OUT_OF_MEMORY)
                 _send({"type": "done", "ok": False, "error": b})
+
+    def near_memory_limit(self) -> bool:
+        """Whether this process grew to half the VM's heap limit: QuickJS throws ``null``
+        instead of ``InternalError: out of memory`` when it cannot even allocate that error."""
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+        return peak >= self.memory_limit // 2
 
     def run(self, code: str) -> None:
         """Run the script to its end: after each drain of the promise jobs, either deliver the
@@ -133,8 +143,13 @@ class Worker:
         except jsbox.JavaScriptError as e:
             _send({"type": "crash", "message": f"{e.name}: {e.message}"})
             return
-        # The prefix shares the first line with the script, so line numbers stay.
-        runtime._begin_async(f"__pi(async(tools,console)=>{{{code}\n}})", None)
+        # The prefix has the length of Pi's `(async (tools, console) => {` and shares the first
+        # line with the script, so reported lines and columns are those of Pi.
+        try:
+            runtime._begin_async(f"__pi(async(tools,console)=>{{{code}\n}})", None)
+        except jsbox.JavaScriptError as e:  # a syntax error
+            self.fail(e)
+            return
         try:
             while not self.finished:
                 done, waiting = runtime._poll()
@@ -149,11 +164,15 @@ class Worker:
                         message = {"type": "stalled"}
                     runtime._settle(wait_id, True, message)
         except jsbox.JavaScriptError as e:
-            if not self.finished:
-                self.finished = True
-                _send({"type": "done", "ok": False, "error": json.dumps(_describe(e))})
+            self.fail(e)
         finally:
             runtime._end_async()
+
+    def fail(self, error: jsbox.JavaScriptError) -> None:
+        """Report an error the prelude could not report itself."""
+        if not self.finished:
+            self.finished = True
+            _send({"type": "done", "ok": False, "error": json.dumps(_describe(error))})
 
     def receive(self) -> dict[str, Any] | None:
         """The next result from the host (``None``: the host closed stdin)."""

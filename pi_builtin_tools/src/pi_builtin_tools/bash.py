@@ -1,7 +1,9 @@
 """The ``bash`` tool (``docs/reference/tools.md``).
 
 The tool never starts a process itself: it runs commands through a
-:class:`~pi_core.BashOperations` backend (the local one, SSH, a container...). Per call:
+:class:`~pi_core.BashOperations` backend (the local one, SSH, a container...). The same shell
+core (:func:`create_shell_tool_definition`, configured by a :class:`ShellToolConfig`) makes the
+``powershell`` tool (:mod:`pi_builtin_tools.powershell`). Per call:
 
 1. the timeout is validated;
 2. ``command_prefix`` (if configured) is put before the command, on its own line;

@@ -39,16 +39,29 @@ from pi_builtin_tools.codemode_common import (
     commit_store,
     script_result,
 )
+from pi_builtin_tools.codemode_declarations import (
+    create_codemode_description,
+    describe_script_call,
+    render_tool_sample,
+    to_codemode_identifier,
+)
 from pi_builtin_tools.codemode_source import (
     CODEMODE_SOURCE_GRAMMAR,
     CodemodeSourceError,
     parse_codemode_source,
 )
+from pi_builtin_tools.tool_search import (
+    DEFAULT_TOOL_SEARCH_LIMIT,
+    Bm25Ranker,
+    search_document,
+)
 from pi_core import (
     AgentToolResult,
+    LoadoutChanges,
     TextContent,
     ToolDefinition,
     ToolError,
+    ToolLoadout,
     current_tool_context,
 )
 
@@ -100,25 +113,15 @@ ARGS_PREVIEW_CHARS = 200
 ERROR_PREVIEW_CHARS = 500
 WORKER_EXITED_TEXT = "The codemode worker exited without a result (exit code {code})"
 
+DISCOVERY_GLOBALS = ("searchTools", "describeTool", "describeNamespace")
+"""Globals answered by the host: ranked search and lookup over the script's tools."""
+
 WORKER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_codemode_worker.py")
 
 
 # ---------------------------------------------------------------------------------------------
 # Identifiers, previews, UTF-16 lengths
 # ---------------------------------------------------------------------------------------------
-
-
-def to_codemode_identifier(name: str) -> str:
-    """The identifier a script uses for a tool: characters not valid in a JavaScript identifier
-    become ``_`` (``my-tool`` → ``my_tool``, empty → ``_``)."""
-    out: list[str] = []
-    for char in name:
-        first = not out
-        valid = (char.isascii() and (char.isalpha() or char in "_$")) or (
-            not first and char.isascii() and char.isdigit()
-        )
-        out.append(char if valid else "_")
-    return "".join(out) or "_"
 
 
 def _u16len(text: str) -> int:
@@ -207,6 +210,7 @@ class _Script:
         self.publish = publish
         self.done: dict[str, Any] | None = None
         self.error: ScriptError | None = None
+        self.samples = {name: render_tool_sample(tool) for name, tool in tools.items()}
 
     def add_output(self, item: dict[str, Any]) -> None:
         """An item the prelude already checked against the output limits."""
@@ -224,9 +228,12 @@ class _Script:
         """Run ``tools.<id>(args)`` as a nested tool call and answer the worker with what the
         script receives (Pi's ``toScriptValue``)."""
         call_id, name = message["id"], message["name"]
+        if message.get("target") == "global":
+            await reply({"type": "result", "id": call_id, **self.call_global(message)})
+            return
         tool = self.tools.get(name)
-        if message.get("target") != "tool" or tool is None:
-            unknown = f'Unknown {"tool" if message.get("target") == "tool" else "global"} "{name}"'
+        if tool is None:
+            unknown = f'Unknown tool "{name}"'
             await reply({"type": "result", "id": call_id, "ok": False, "payload": unknown})
             return
         raw_args = message.get("args")
@@ -235,6 +242,10 @@ class _Script:
         row.args = preview_args(args)
         self.publish()
         outcome = await current_tool_context().execute_tool(name, args)
+        if trio.current_effective_deadline() == -math.inf:
+            # The script is ending (done, timeout, abort): as in Pi, whose script returns without
+            # waiting for it, the row keeps its "/?" id and becomes "cancelled".
+            await trio.lowlevel.checkpoint()
         result = outcome.result
         text = "\n".join(b.text for b in result.content or [] if isinstance(b, TextContent))
         error = (text or f'Tool "{name}" failed') if outcome.is_error else None
@@ -249,6 +260,81 @@ class _Script:
         else:
             answer = {"ok": True, "payload": _js_json(text)}
         await reply({"type": "result", "id": call_id, **answer})
+
+    def call_global(self, message: dict[str, Any]) -> dict[str, Any]:
+        """``searchTools``, ``describeTool``, ``describeNamespace`` (Pi's discovery globals):
+        the answer to the worker, ``{"ok", "payload"}``."""
+        raw_args = message.get("args")
+        args = json.loads(raw_args) if isinstance(raw_args, str) else []
+        handlers: dict[str, Callable[..., Any]] = {
+            "searchTools": self.search_tools,
+            "describeTool": self.describe_tool,
+            "describeNamespace": self.describe_namespace,
+        }
+        handler = handlers.get(message["name"])
+        if handler is None:
+            return {"ok": False, "payload": f'Unknown global "{message["name"]}"'}
+        try:
+            value = handler(*(args if isinstance(args, list) else []))
+        except ValueError as e:
+            return {"ok": False, "payload": str(e)}
+        return {"ok": True, "payload": None if value is None else _js_json(value)}
+
+    def _entry(self, tool: Any) -> dict[str, str]:
+        return {"name": to_codemode_identifier(tool.name), "description": self.samples[tool.name]}
+
+    def search_tools(self, query: Any = None, options: Any = None) -> list[dict[str, str]]:
+        if not isinstance(query, str):
+            raise ValueError("searchTools() expects a query string")
+        options = options if isinstance(options, dict) else {}
+        limit = options.get("limit")
+        limit = DEFAULT_TOOL_SEARCH_LIMIT if limit is None else limit
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0:
+            raise ValueError("searchTools() limit must be a positive integer")
+        if isinstance(limit, float) and not limit.is_integer():
+            raise ValueError("searchTools() limit must be a positive integer")
+        namespace = options.get("namespace")
+        if namespace is not None and not isinstance(namespace, str):
+            raise ValueError("searchTools() namespace must be a string")
+        documents = []
+        for tool in self.tools.values():
+            tool_namespace = getattr(tool, "namespace", None)
+            if namespace and (
+                tool_namespace is None or not _is_namespace_name(tool_namespace, namespace)
+            ):
+                continue
+            documents.append(search_document(tool, tool_namespace))
+        ranked = Bm25Ranker().rank(query, documents, int(limit))
+        return [self._entry(self.tools[name]) for name, _ in ranked]
+
+    def describe_tool(self, name: Any = None) -> str | None:
+        if not isinstance(name, str):
+            raise ValueError("describeTool() expects a tool name")
+        for tool in self.tools.values():
+            if name in (tool.name, to_codemode_identifier(tool.name)):
+                return self.samples[tool.name]
+        return None
+
+    def describe_namespace(self, name: Any = None) -> dict[str, Any] | None:
+        if not isinstance(name, str):
+            raise ValueError("describeNamespace() expects a namespace name")
+        found: Any = None
+        names: list[str] = []
+        for tool in self.tools.values():
+            tool_namespace = getattr(tool, "namespace", None)
+            if tool_namespace is None or not _is_namespace_name(tool_namespace, name):
+                continue
+            found = found or tool_namespace
+            names.append(to_codemode_identifier(tool.name))
+        if found is None:
+            return None
+        out: dict[str, Any] = {"name": found.name}
+        if found.description:
+            out["description"] = found.description
+        if found.instructions:
+            out["instructions"] = found.instructions
+        out["tools"] = names
+        return out
 
     async def drive(self, process: trio.Process, start: dict[str, Any]) -> None:
         """Feed the worker ``start``, run the calls it makes, until ``done`` or its end."""
@@ -287,6 +373,14 @@ class _Script:
                     self.error = ScriptError("sandbox", str(message.get("message")))
                     break
             nursery.cancel_scope.cancel()  # calls still running are cancelled with the script
+
+
+def _is_namespace_name(namespace: Any, query: str) -> bool:
+    """Whether ``query`` names the namespace: its name or an alias, as written or as the same
+    script identifier."""
+    query_id = to_codemode_identifier(query)
+    names = [namespace.name, *(getattr(namespace, "aliases", ()) or ())]
+    return any(n == query or to_codemode_identifier(n) == query_id for n in names)
 
 
 def _script_error(error_json: str) -> ScriptError:
@@ -355,10 +449,14 @@ async def execute_codemode(
     start = {
         "code": source.code,
         "tools": [
-            {"name": t.name, "jsName": to_codemode_identifier(t.name), "description": t.description}
+            {
+                "name": t.name,
+                "jsName": to_codemode_identifier(t.name),
+                "description": script.samples[t.name],
+            }
             for t in callable_tools
         ],
-        "globals": [],
+        "globals": [{"name": name, "spread": True} for name in DISCOVERY_GLOBALS],
         "store": dict(store),
         "memoryLimitBytes": MEMORY_LIMIT_BYTES,
     }
@@ -399,6 +497,26 @@ async def execute_codemode(
     )
 
 
+def prepare_codemode_loadout(loadout: ToolLoadout) -> LoadoutChanges:
+    """Pi's ``prepareCodemodeLoadout`` (mode ``on``): each declared tool a script can call gets
+    a ``Codemode:`` line saying what ``tools.<id>(args)`` resolves to, and the codemode tool's
+    description lists the callable tools that are not declared directly (``codemode``
+    exposure; ``deferred`` ones never), within the inline budget."""
+    callable_tools = [t for t in loadout.callable if t.name != CODEMODE_TOOL_NAME]
+    names = {t.name for t in callable_tools}
+    descriptions = {t.name: describe_script_call(t) for t in loadout.declared if t.name in names}
+    listed = [t for t in callable_tools if loadout.get_exposure(t.name) != "direct"]
+    namespaces = {t.name: ns for t in listed if (ns := loadout.get_namespace(t.name)) is not None}
+    descriptions[CODEMODE_TOOL_NAME] = create_codemode_description(
+        CODEMODE_DESCRIPTION,
+        listed,
+        namespaces=namespaces,
+        guidelines={t.name: loadout.get_prompt_guidelines(t.name) for t in listed},
+        deferred={t.name for t in listed if loadout.get_exposure(t.name) == "deferred"},
+    )
+    return LoadoutChanges(descriptions=descriptions)
+
+
 def create_codemode_tool_definition() -> ToolDefinition:
     """The ``codemode`` :class:`~pi_core.ToolDefinition`: ``model-only`` (scripts cannot start
     scripts), inactive until ``--tools``/``pi replay --codemode`` activates it."""
@@ -412,6 +530,7 @@ def create_codemode_tool_definition() -> ToolDefinition:
         prompt_guidelines=list(PROMPT_GUIDELINES),
         exposure="model-only",
         default_active=False,
+        prepare_loadout=prepare_codemode_loadout,
         constrained_sampling={
             "type": "grammar",
             "variants": {"openai_lark": CODEMODE_SOURCE_GRAMMAR},

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -69,7 +70,24 @@ NO_OS_TEXT = (
     "codemode_python scripts have no filesystem, network or processes; call a tool instead "
     "(tools.read, tools.bash, ...)"
 )
+NO_TIMERS_TEXT = (
+    "codemode_python scripts have no timers: time.sleep and asyncio.sleep do not exist here"
+)
+SLEEP_FUNCTIONS = frozenset({"system.sleep", "system.async_sleep"})
 SEARCH_LIMIT = 8
+CLOSE_WAIT_SECONDS = 10.0
+
+CODEMODE_PYTHON_SOURCE_GRAMMAR = r"""
+start: options_source | plain_source
+options_source: OPTIONS_LINE NEWLINE SOURCE
+plain_source: SOURCE
+
+OPTIONS_LINE: /[ \t]*# @options:[^\r\n]*/
+NEWLINE: /\r?\n/
+SOURCE: /[\s\S]+/
+"""
+"""Lark grammar for providers with grammar-constrained tool input (``codemode``'s, with the
+Python options line): it fixes the shape of the options line only."""
 
 DESCRIPTION = """Run Python that calls other tools. The input is raw Python source, run as a \
 script (top-level `await` works) in Monty, a sandboxed Python interpreter: no filesystem, \
@@ -186,6 +204,9 @@ class _ScriptDriver:
         self.pid: int | None = None
         self.exited = False
         self.failure: ScriptFailure | None = None
+        self.idle = threading.Event()  # no step of the sandbox is running in a thread
+        self.idle.set()
+        self._steps = trio.CapacityLimiter(1)  # one step at a time
         self._line = ""
 
     # -- output ---------------------------------------------------------------------------
@@ -300,12 +321,17 @@ class _ScriptDriver:
         pool = monty.Monty(min_processes=1, max_processes=1)
         session: Any = None
         try:
-            await _in_thread(pool.__enter__)
-            session = pool.checkout(limits={"max_memory": VM_MEMORY_BYTES})
-            await _in_thread(session.__enter__)
+            try:
+                await self._in_thread(pool.__enter__)
+                session = pool.checkout(limits={"max_memory": VM_MEMORY_BYTES})
+                await self._in_thread(session.__enter__)
+            except monty.MontyError:
+                raise
+            except Exception as exc:  # no worker binary, spawn failure
+                raise SandboxStartError(str(exc)) from exc
             self.pid = session.worker_pid
             tools = monty.ClassInstance(Tools(), allowed_methods="all")
-            snap = await _in_thread(
+            snap = await self._in_thread(
                 lambda: session.feed_start(
                     code, inputs={"tools": tools}, print_callback=self.print_callback
                 )
@@ -319,7 +345,11 @@ class _ScriptDriver:
         finally:
             with trio.CancelScope(shield=True):
                 self.kill()
-                await _in_thread(lambda: _close(session, pool))
+                # a step abandoned by a cancel returns once its worker is dead: close the pool
+                # only then, so that it does not outlive the pool (or start a replacement)
+                await trio.to_thread.run_sync(self.idle.wait, CLOSE_WAIT_SECONDS)
+                self.kill()
+                await trio.to_thread.run_sync(lambda: _close(session, pool))
 
     async def _answer(self, snap: Any, host: dict[str, Any], nursery: trio.Nursery) -> Any:
         """Answer one suspension; returns the next one."""
@@ -327,33 +357,38 @@ class _ScriptDriver:
             name = snap.variable_name
             if snap.object_id is not None:  # tools.<name> read as a value, getattr(tools, ...)
                 if name in self.by_name:
-                    return await _resume(snap.resume, value=_tool_function(name))
-                return await _resume(snap.resume)  # AttributeError: hasattr() is False
+                    return await self._resume(snap.resume, value=_tool_function(name))
+                return await self._resume(snap.resume)  # AttributeError: hasattr() is False
             if name in host:
-                return await _resume(snap.resume, value=host[name])
+                return await self._resume(snap.resume, value=host[name])
             if name == "ALL_TOOLS":
-                return await _resume(snap.resume, value=self.all_tools())
-            return await _resume(snap.resume)  # NameError
+                return await self._resume(snap.resume, value=self.all_tools())
+            return await self._resume(snap.resume)  # NameError
         if isinstance(snap, monty.FunctionSnapshot):
             name = snap.function_name
             if snap.is_os_function:
                 if name == "import":  # a module Monty does not have
-                    return await _resume(snap.resume_not_handled)
+                    return await self._resume(snap.resume_not_handled)
+                if name in SLEEP_FUNCTIONS:
+                    no_timers = {"exc_type": "NotImplementedError", "message": NO_TIMERS_TEXT}
+                    return await self._resume(snap.resume, no_timers)
                 refusal = {"exc_type": "PermissionError", "message": NO_OS_TEXT}
-                return await _resume(snap.resume, refusal)
+                return await self._resume(snap.resume, refusal)
             if snap.object_id is not None or name.startswith("tools."):  # a tool call
                 attr = name.removeprefix("tools.") if snap.object_id is None else name
                 tool = self.by_name.get(attr)
                 if tool is None:
                     missing = missing_tool_text(attr, self.ids)
-                    return await _resume(
+                    return await self._resume(
                         snap.resume, {"exc_type": "AttributeError", "message": missing}
                     )
                 if snap.args:
                     message = f"tools.{attr}() takes keyword arguments only"
-                    return await _resume(snap.resume, {"exc_type": "TypeError", "message": message})
+                    return await self._resume(
+                        snap.resume, {"exc_type": "TypeError", "message": message}
+                    )
                 nursery.start_soon(self.call_tool, snap.call_id, tool, dict(snap.kwargs))
-                return await _resume(snap.resume, {"future": ...})
+                return await self._resume(snap.resume, {"future": ...})
             return await self._call_global(snap, host.get(name))
         # a FutureSnapshot: every script task waits on tool calls
         pending = list(snap.pending_call_ids)
@@ -361,7 +396,7 @@ class _ScriptDriver:
             self.finished = trio.Event()
             await self.finished.wait()
         ready = {i: self.results.pop(i) for i in pending if i in self.results}
-        return await _resume(snap.resume, ready)
+        return await self._resume(snap.resume, ready)
 
     async def _call_global(self, snap: Any, fn: Callable[..., Any] | None) -> Any:
         try:
@@ -369,13 +404,32 @@ class _ScriptDriver:
                 raise ScriptFailure("NameError", f"name '{snap.function_name}' is not defined")
             value = fn(*snap.args, **snap.kwargs)
         except SystemExit:
-            return await _resume(snap.resume, {"exception": SystemExit()})
+            return await self._resume(snap.resume, {"exception": SystemExit()})
         except ScriptFailure as exc:
             kind = _EXC_TYPES.get(exc.kind, exc.kind)
-            return await _resume(snap.resume, {"exc_type": kind, "message": exc.message})
+            return await self._resume(snap.resume, {"exc_type": kind, "message": exc.message})
         except TypeError as exc:  # wrong arguments to a global
-            return await _resume(snap.resume, {"exc_type": "TypeError", "message": str(exc)})
-        return await _resume(snap.resume, {"return_value": value})
+            return await self._resume(snap.resume, {"exc_type": "TypeError", "message": str(exc)})
+        return await self._resume(snap.resume, {"return_value": value})
+
+    async def _in_thread(self, fn: Callable[[], Any]) -> Any:
+        """One blocking step of the sandbox in a worker thread; a cancel abandons the thread
+        (the finally of :meth:`drive` kills the worker, which ends the step)."""
+
+        def step() -> Any:
+            try:
+                return fn()
+            finally:
+                self.idle.set()
+
+        # the step's thread always starts once idle is cleared: no cancel point is left between
+        # this check and the start (the driver's own limiter never makes it wait)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self.idle.clear()
+        return await trio.to_thread.run_sync(step, abandon_on_cancel=True, limiter=self._steps)
+
+    async def _resume(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await self._in_thread(lambda: method(*args, **kwargs))
 
     def kill(self) -> None:
         """Kill the worker process (end of the run, cancel, timeout)."""
@@ -404,14 +458,6 @@ def _tool_function(name: str) -> Callable[..., None]:
     return call
 
 
-async def _in_thread(fn: Callable[[], Any]) -> Any:
-    return await trio.to_thread.run_sync(fn, abandon_on_cancel=True)
-
-
-async def _resume(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return await _in_thread(lambda: method(*args, **kwargs))
-
-
 def _close(session: Any, pool: Any) -> None:
     for part in (session, pool):
         if part is None:
@@ -422,10 +468,14 @@ def _close(session: Any, pool: Any) -> None:
             pass
 
 
-def _script_error(exc: monty.MontyError) -> ScriptError:
+class SandboxStartError(Exception):
+    """The Monty worker could not be started (``Script sandbox failed: <message>``)."""
+
+
+def _script_error(exc: Exception) -> ScriptError:
     if isinstance(exc, monty.MontyRuntimeError | monty.MontySyntaxError):
         return ScriptError("script", exc.display("traceback"))
-    if isinstance(exc, monty.MontyCrashedError):
+    if isinstance(exc, monty.MontyCrashedError | SandboxStartError):
         return ScriptError("sandbox", str(exc))
     return ScriptError("script", f"{type(exc).__name__}: {exc}")
 
@@ -458,14 +508,14 @@ def create_codemode_python_tool_definition() -> ToolDefinition:
         timeout_ms = options.get("timeout_ms")
         error: ScriptError | None = None
         value: Any = None
-        failure: monty.MontyError | None = None
+        failure: monty.MontyError | SandboxStartError | None = None
         with trio.move_on_after(timeout_ms / 1000 if timeout_ms else float("inf")) as deadline:
             try:
                 async with codemode_worker_slot():
                     async with trio.open_nursery() as nursery:
                         try:
                             value = await driver.drive(code, nursery)
-                        except monty.MontyError as exc:
+                        except (monty.MontyError, SandboxStartError) as exc:
                             failure = exc
                         nursery.cancel_scope.cancel()  # calls the script no longer waits for
             except NoWorkerFree as exc:
@@ -505,10 +555,15 @@ def create_codemode_python_tool_definition() -> ToolDefinition:
         ],
         exposure="model-only",
         default_active=False,
+        constrained_sampling={
+            "type": "grammar",
+            "variants": {"openai_lark": CODEMODE_PYTHON_SOURCE_GRAMMAR},
+        },
     )
 
 
 __all__ = [
+    "CODEMODE_PYTHON_SOURCE_GRAMMAR",
     "CODEMODE_PYTHON_TOOL_NAME",
     "DESCRIPTION",
     "Tools",

@@ -54,6 +54,7 @@ from pi_core._plugins.markers import hookimpl, hookspec
 from pi_core._plugins.session import Session, build_session
 from pi_core._tools.definition import (
     AgentTool,
+    ConstrainedSampling,
     OnUpdate,
     PathArgument,
     ToolDefinition,
@@ -96,6 +97,7 @@ __all__ = [
     "CommandInvocation",
     "CommandTimeout",
     "ConfigError",
+    "ConstrainedSampling",
     "FileOperations",
     "ImageContent",
     "LoadoutChanges",

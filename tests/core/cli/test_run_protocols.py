@@ -150,3 +150,29 @@ def test_anthropic_protocol_multi_turn_task(pi: Callable[..., Result], keys: Pat
     assert roles == ["system", "user", "assistant", "toolResult", "toolResult", "assistant",
                      "toolResult", "assistant"]  # fmt: skip
     assert entries[-1]["message"]["stopReason"] == "stop"
+
+
+def test_strict_tools_flag_sends_prefer_tools_strict(pi: Callable[..., Result], keys: Path) -> None:
+    """``--strict-tools``: the built-in tools that prefer JSON-schema constrained sampling (read,
+    bash) go strict with their schema converted; grep does not ask for it (issue 11 item 7)."""
+    with ProtocolServer([openai_text_reply(["ok"])]) as server:
+        r = pi(*BUILTINS, "run", "hi", "--model", "openai:gpt-test", "--base-url", server.url,
+               "--tools", "bash,grep", "--strict-tools")  # fmt: skip
+    assert (r.status, r.err) == (0, "")
+    tools = {t["function"]["name"]: t["function"] for t in server.requests[0].body["tools"]}
+    assert tools["bash"]["strict"] is True
+    assert tools["bash"]["parameters"]["required"] == ["command", "timeout"]
+    assert tools["bash"]["parameters"]["additionalProperties"] is False
+    assert tools["bash"]["parameters"]["properties"]["timeout"] == {
+        "anyOf": [
+            {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"},
+            {"type": "null"},
+        ]
+    }
+    assert tools["grep"]["strict"] is False
+    assert "additionalProperties" not in tools["grep"]["parameters"]
+    with ProtocolServer([openai_text_reply(["ok"])]) as server:
+        r = pi(*BUILTINS, "run", "hi", "--model", "openai:gpt-test", "--base-url", server.url,
+               "--tools", "bash")  # fmt: skip
+    assert (r.status, r.err) == (0, "")
+    assert "strict" not in server.requests[0].body["tools"][0]["function"]

@@ -126,7 +126,7 @@ def test_replay_flag_errors_are_one_line_exit_2(
 ) -> None:
     script = write_jsonl(plugin_env / "m.jsonl", [call(("c1", "echo", {"value": "v"}))])
     cases = [
-        (("--codemode",), "--codemode: the codemode tool is not available yet"),
+        (("--codemode",), "--codemode: no plugin registers the codemode tool"),
         (("--exposure", "echo=sideways"),
          "--exposure: unknown exposure 'sideways' for echo (one of: direct, model-only, "
          "codemode, deferred, hidden)"),

@@ -1,9 +1,10 @@
 """``pi run [PROMPT] [--model PROVIDER:MODEL] [--tools a,b] [--max-turns N] [--cwd DIR] [--json]
-[--session FILE] [--base-url URL]``: the full agent loop against a model.
+[--session FILE] [--base-url URL] [--strict-tools]``: the full agent loop against a model.
 
 * The model comes from the providers plugins register (``pi_register_providers``; built in:
   ``scripted:FILE``, ``openai:MODEL``, ``anthropic:MODEL``); ``--base-url`` is passed to the
-  provider as its ``base_url`` option. Without ``--model`` the embedded demo runs
+  provider as its ``base_url`` option, ``--strict-tools`` as ``strict_tools: true`` (the
+  endpoint supports strict tools: :mod:`pi_core._providers.constrained_sampling`). Without ``--model`` the embedded demo runs
   (:mod:`pi_core._cli.demo`): its scripted session in a copy of its project, in a new temporary
   folder or in ``--cwd``; PROMPT may then be left out.
 * The tools are the session's active tools (every registered tool whose exposure is ``direct``
@@ -79,6 +80,8 @@ def resolve_provider(ctx: CommandContext, spec: str) -> ModelProvider:
     options: dict[str, Any] = {}
     if ctx.args.base_url:
         options["base_url"] = ctx.args.base_url
+    if getattr(ctx.args, "strict_tools", False):
+        options["strict_tools"] = True
     return resolve_model(PluginHooks(pm), spec, options)
 
 

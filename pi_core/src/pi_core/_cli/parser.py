@@ -236,6 +236,12 @@ def build_parser(
     run.add_argument("--json", action="store_true", help="print every event as JSON Lines")
     run.add_argument("--session", metavar="FILE", help="write a Pi session file (v3)")
     run.add_argument("--base-url", metavar="URL", help="the provider's base URL")
+    run.add_argument(
+        "--strict-tools",
+        action="store_true",
+        help="the provider supports strict tools: send the tools that ask for JSON-schema "
+        "constrained sampling strict",
+    )
     for extra in extra_commands:
         extra.configure(command(extra.name, extra.help))
     return parser

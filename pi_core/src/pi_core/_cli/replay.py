@@ -9,7 +9,8 @@ reference):
    recorded provider metadata (``api``, ``usage``, ...) and timestamps are not replayed.
 2. :func:`~pi_core._loop.loop.run_agent_loop` runs with the prompt ``replay`` (a user message), a
    :class:`~pi_core._providers.base.ScriptedProvider` answering with those messages in order and then
-   with an assistant text ``done`` (``stopReason: "stop"``), the session's tools and hooks, and
+   with an assistant text ``done`` (``stopReason: "stop"``), the session's tools (every
+   registered ``direct`` tool active, also one registered inactive) and hooks, and
    the ``[pi]`` settings (``--sequential`` forces ``tool_execution = "sequential"``).
 3. A message that ends a loop run (``stopReason`` ``error``/``aborted``, or no tool calls) ends
    its run there; the messages after it are replayed in a new run on the same context (prompt

@@ -56,7 +56,7 @@ from pi_core._providers.assembly import MessageAssembler, total_usage
 from pi_core._providers.constrained_sampling import (
     is_strict_tool_limit_error,
     prefers_strict,
-    resolve_strict,
+    resolve_strict_sampling,
     tool_parameters,
 )
 from pi_core._providers.http import HttpSettings, SSEProvider, error_body_text
@@ -462,7 +462,7 @@ class AnthropicProvider(SSEProvider):
     def _is_strict(self, tool: Any) -> bool:
         if self.over_strict_tool_limits and prefers_strict(tool):
             return False
-        return resolve_strict(tool, self.strict_tools, _strict_unsupported_keyword)
+        return resolve_strict_sampling(tool, self.strict_tools, _strict_unsupported_keyword)
 
     def _tool(self, tool: Any) -> dict[str, Any]:
         strict = self._is_strict(tool)

@@ -177,7 +177,7 @@ def prefers_strict(tool: Any) -> bool:
     )
 
 
-def resolve_strict(
+def resolve_strict_sampling(
     tool: Any, supports_strict: bool, unsupported: UnsupportedKeyword | None = None
 ) -> bool:
     """Whether ``tool`` is sent strict by a provider that does (``supports_strict``) or does not
@@ -251,6 +251,6 @@ __all__ = [
     "make_strict_json_schema",
     "omit_added_nulls",
     "prefers_strict",
-    "resolve_strict",
+    "resolve_strict_sampling",
     "tool_parameters",
 ]

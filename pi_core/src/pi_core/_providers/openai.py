@@ -42,7 +42,7 @@ import httpx_sse
 
 from pi_core._errors import ConfigError, ProviderError
 from pi_core._providers.assembly import MessageAssembler, total_usage
-from pi_core._providers.constrained_sampling import resolve_strict, tool_parameters
+from pi_core._providers.constrained_sampling import resolve_strict_sampling, tool_parameters
 from pi_core._providers.http import HttpSettings, SSEProvider, error_body_text
 from pi_core._providers.options import bool_option, http_settings, llm_history
 from pi_core._wire.messages import (
@@ -354,11 +354,11 @@ class OpenAIProvider(SSEProvider):
         return {
             tool.name: tool.parameters
             for tool in request.tools
-            if resolve_strict(tool, self.strict_tools)
+            if resolve_strict_sampling(tool, self.strict_tools)
         }
 
     def _tool(self, tool: Any) -> dict[str, Any]:
-        strict = resolve_strict(tool, self.strict_tools)
+        strict = resolve_strict_sampling(tool, self.strict_tools)
         function: dict[str, Any] = {
             "name": tool.name,
             "description": tool.description,

@@ -134,8 +134,10 @@ class AssistantMessage(WireModel):
 class ToolResultMessage(WireModel):
     """``{"role": "toolResult", "toolCallId", "toolName", "content", "isError", "timestamp"}``.
 
-    ``details`` (host metadata), ``usage`` (the tool's own usage) and ``structuredContent``
-    (program-facing payload, never sent to the model) appear only when set.
+    ``details`` (host metadata) and ``usage`` (the tool's own usage, plus its nested calls')
+    appear only when set; ``nestedCalls`` only when the tool called tools. ``structuredContent``
+    is never set by the loop (Pi 1.6.0 keeps it off the message); the field only keeps what an
+    older session line carried.
     """
 
     role: Literal["toolResult"] = "toolResult"
