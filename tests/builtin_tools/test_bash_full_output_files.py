@@ -1,6 +1,8 @@
 """Full-output files of the bash tool (``/tmp/pi-bash-*.log``, named by the truncation notice)
-live as long as their session: ``pi_session_end`` removes them, unless ``[tools.bash]
-keep_full_output = true``. The notice keeps Pi's exact text either way."""
+live as long as the session that needs them: ``pi_session_end`` removes them at the end of a
+session the model lives in (``pi run``, an ``Agent``), the one-shot ``pi call``/``pi replay`` keep
+them for their caller, and ``[tools.bash] keep_full_output`` overrides both ways. The notice keeps
+Pi's exact text either way."""
 
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ async def test_full_output_files_are_removed_at_session_end(
     plugin_manager: Any, register_plugin: Any, tmp_path: Path
 ) -> None:
     register_plugin(builtin_plugin, name="builtin_tools")
-    session = build_session(plugin_manager, tmp_path, {}, host="call")
+    session = build_session(plugin_manager, tmp_path, {}, host="run")
     async with session:
         first = await _truncated_call(session, "c1")
         second = await _truncated_call(session, "c2")
@@ -58,7 +60,7 @@ async def test_full_output_files_of_aborted_and_timed_out_commands_are_removed(
     plugin_manager: Any, register_plugin: Any, tmp_path: Path
 ) -> None:
     register_plugin(builtin_plugin, name="builtin_tools")
-    session = build_session(plugin_manager, tmp_path, {}, host="call")
+    session = build_session(plugin_manager, tmp_path, {}, host="agent")
     bash = None
     async with session:
         bash = session.tools_by_name["bash"]
@@ -73,12 +75,37 @@ async def test_full_output_files_of_aborted_and_timed_out_commands_are_removed(
     assert not exists(paths[0])
 
 
+@pytest.mark.parametrize("host", ["call", "replay"])
+async def test_one_shot_hosts_keep_them_by_default(
+    plugin_manager: Any, register_plugin: Any, tmp_path: Path, host: str
+) -> None:
+    register_plugin(builtin_plugin, name="builtin_tools")
+    session = build_session(plugin_manager, tmp_path, {}, host=host)
+    async with session:
+        path = await _truncated_call(session)
+    try:
+        assert exists(path)
+    finally:
+        os.unlink(path)
+
+
+async def test_keep_full_output_false_removes_them_for_one_shot_hosts_too(
+    plugin_manager: Any, register_plugin: Any, tmp_path: Path
+) -> None:
+    register_plugin(builtin_plugin, name="builtin_tools")
+    config = {"tools": {"bash": {"keep_full_output": False}}}
+    session = build_session(plugin_manager, tmp_path, config, host="call")
+    async with session:
+        path = await _truncated_call(session)
+    assert not exists(path)
+
+
 async def test_keep_full_output_keeps_them(
     plugin_manager: Any, register_plugin: Any, tmp_path: Path
 ) -> None:
     register_plugin(builtin_plugin, name="builtin_tools")
     config = {"tools": {"bash": {"keep_full_output": True}}}
-    session = build_session(plugin_manager, tmp_path, config, host="call")
+    session = build_session(plugin_manager, tmp_path, config, host="run")
     async with session:
         path = await _truncated_call(session)
     try:
@@ -115,11 +142,12 @@ def test_keep_full_output_must_be_a_boolean(
     assert str(info.value) == message
 
 
-@pytest.mark.parametrize("keep", [False, True])
-def test_pi_call_removes_the_file_after_printing_its_notice_unless_kept(
-    tmp_path: Path, keep: bool
+@pytest.mark.parametrize("keep", [False, True, None])
+def test_pi_call_keeps_the_file_its_notice_names_unless_told_not_to(
+    tmp_path: Path, keep: bool | None
 ) -> None:
-    (tmp_path / "pi.toml").write_text(f"[tools.bash]\nkeep_full_output = {str(keep).lower()}\n")
+    if keep is not None:
+        (tmp_path / "pi.toml").write_text(f"[tools.bash]\nkeep_full_output = {str(keep).lower()}\n")
     proc = subprocess.run(
         [str(PI), "-p", "builtin_tools", "call", "bash", json.dumps({"command": MANY_LINES})],
         cwd=tmp_path,
@@ -134,9 +162,9 @@ def test_pi_call_removes_the_file_after_printing_its_notice_unless_kept(
     assert match, proc.stdout[-200:]
     path = Path(match.group(1))
     try:
-        assert path.exists() is keep
+        assert path.exists() is (keep is not False)
     finally:
-        if keep:
+        if keep is not False:
             path.unlink()
 
 

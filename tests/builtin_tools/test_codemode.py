@@ -551,3 +551,31 @@ def test_images_output_budget_and_store_limits(tmp_path: Path) -> None:
     assert message["details"]["fullOutputPath"] == found.group(1)
     assert Path(found.group(1)).read_text().startswith("==> text 1/10 <==\nline 0\n==> text 2/10")
     os.unlink(found.group(1))
+
+
+async def test_cancelling_the_call_kills_the_worker() -> None:
+    """An abort (the call's cancellation) ends a running script: its worker process is gone
+    when the cancellation returns."""
+    import trio
+
+    from pi_builtin_tools.codemode import execute_codemode
+
+    before = codemode_workers()
+    with trio.move_on_after(1.5) as scope:
+        await execute_codemode("c1", {"code": "while (true) {}"}, None, None)
+    assert scope.cancelled_caught
+    assert codemode_workers() == before
+
+
+def test_an_input_error_is_a_plain_error_result(tmp_path: Path) -> None:
+    message = run_script(tmp_path, '// @options: {"timeout": 5}\nx')
+    assert (message["content"], message["details"], message["isError"]) == (
+        [
+            {
+                "type": "text",
+                "text": "@options only supports `max_output_tokens` and `timeout_ms`; got `timeout`",
+            }
+        ],
+        {},
+        True,
+    )

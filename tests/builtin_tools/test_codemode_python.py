@@ -32,6 +32,7 @@ from pi_core._tools.definition import to_agent_tool, wrap_tool_definition
 
 PI = Path(sys.executable).parent / "pi"
 PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
 
 POLICY = """
 from pi_core import BeforeToolCallResult, hookimpl
@@ -86,12 +87,15 @@ def subreaper() -> Iterator[None]:
     """Make this process the subreaper of what it starts: a monty worker that outlives its
     ``pi call`` becomes our child, where :func:`monty_children` sees it."""
     libc = ctypes.CDLL(None, use_errno=True)
+    before = ctypes.c_int(0)
+    libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(before), 0, 0, 0)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) is not available")
     try:
         yield
     finally:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        # tests/conftest.py makes the whole session a subreaper: put back what was there
+        libc.prctl(PR_SET_CHILD_SUBREAPER, before.value, 0, 0, 0)
 
 
 def monty_children() -> list[str]:
@@ -288,6 +292,13 @@ async def test_nested_calls_run_concurrently_with_their_events_under_the_script(
     events = [e for e in rec.tool_events() if not e.startswith("update:")]
     assert events == ["start:c", "start:c/1", "start:c/2", "end:c/2", "end:c/1", "end:c", "msg:c"]
     assert [e.parent_tool_call_id for e in rec.of("tool_execution_start")] == [None, "c", "c"]
+    progress = [
+        [(c["id"], c["status"]) for c in e.partial_result.details["calls"]]
+        for e in rec.of("tool_execution_update")
+        if e.tool_call_id == "c"
+    ]
+    assert progress[0] == [] and progress[-1] == [("c/1", "ok"), ("c/2", "ok")]
+    assert [("c/?", "running")] in progress
     result = next(m for m in messages if m.role == "toolResult")
     assert re.sub(r"\d+\.\d", "<s>", result.content[0].text) == (
         "Script completed\nWall time <s> seconds\nOutput:\n"
@@ -507,3 +518,35 @@ def test_a_sandbox_that_cannot_start_is_a_sandbox_failure(tmp_path: Path) -> Non
         f"Script sandbox failed: failed to spawn monty worker: {tmp_path}/no-monty: "
         "No such file or directory (os error 2)\n\nNo tool calls were made."
     )
+
+
+def test_the_description_lists_the_tools_only_scripts_can_call() -> None:
+    from pi_builtin_tools.codemode_python import DESCRIPTION, prepare_codemode_python_loadout
+    from pi_core import ToolLoadout
+
+    async def execute(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:
+        raise AssertionError("not called")
+
+    lookup = make_tool("lookup-user", execute, schema={
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "verbose": {"type": "boolean"}},
+        "required": ["id"],
+    })  # fmt: skip
+    direct = make_tool("direct", execute)
+    exposure: dict[str, Any] = {"lookup-user": "codemode", "direct": "direct"}
+    loadout = ToolLoadout(
+        declared=[direct],
+        callable=[direct, lookup],
+        registered=[direct, lookup],
+        get_exposure=lambda name: exposure[name],
+        get_namespace=lambda name: None,
+        get_prompt_guidelines=lambda name: ["Ask for one user at a time."],
+    )
+    changes = prepare_codemode_python_loadout(loadout)
+    assert changes.descriptions == {
+        "codemode_python": DESCRIPTION
+        + "\n\nNested tools:\n\n### `lookup_user` (`lookup-user`)\nlookup-user\n\n"
+        "- Ask for one user at a time.\n\ncodemode_python tool declaration:\n```python\n"
+        "async def lookup_user(*, id: int, verbose: bool | None = None) -> str: ...\n```"
+    }
+    assert changes.hidden_declarations == []

@@ -100,7 +100,19 @@ def test_arbitrary_arguments_to_every_tool(tmp_path_factory, data) -> None:
     root = tmp_path_factory.mktemp("ws")
     session = session_for(root)
     names = [tool.name for tool in session.tools]
-    assert names == ["read", "bash", "edit", "write", "grep", "find", "ls"]
+    assert names == [
+        "read",
+        "bash",
+        "powershell",
+        "edit",
+        "write",
+        "grep",
+        "find",
+        "ls",
+        "tool_search",
+        "codemode",
+        "codemode_python",
+    ]
     calls = []
     for index, name in enumerate(names):
         arguments = data.draw(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,65 @@ def test_core_alone_has_no_plugins(tmp_path: Path) -> None:
     proc = run_pi(path, "call", "read", '{"path": "x"}', "--json", cwd=tmp_path)
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["content"] == [{"type": "text", "text": "Tool read not found"}]
+
+
+# -- issue 12 item 3: the pip-installed policy blocks a script's nested call -----------------
+
+WALL = re.compile(r"Wall time \d+\.\d seconds")
+
+
+def call_script(venv: Path, tool: str, code: str, cwd: Path) -> tuple[int, str]:
+    """``pi call TOOL {"code": CODE}``: the exit status and the result's text (wall time
+    replaced by ``X``)."""
+    proc = run_pi(venv, "call", tool, json.dumps({"code": code}), "--json", cwd=cwd)
+    assert proc.stderr == ""
+    text = "".join(b["text"] for b in json.loads(proc.stdout)["content"])
+    return proc.returncode, WALL.sub("Wall time X seconds", text)
+
+
+def test_the_policy_blocks_a_call_inside_a_javascript_script(venv: Path, tmp_path: Path) -> None:
+    """pi-weather's ``pi_before_tool_call`` refuses ``curl`` in bash: inside a ``codemode``
+    script the call is refused with the plugin's reason, which the script sees as the error
+    (caught, then uncaught)."""
+    caught = (
+        'try { await tools.bash({command: "curl http://example.com"}); }\n'
+        'catch (e) { return "blocked: " + e.message; }'
+    )
+    assert call_script(venv, "codemode", caught, tmp_path) == (
+        0,
+        "Script completed\nWall time X seconds\nOutput:\nblocked: network access is not allowed",
+    )
+    uncaught = 'await tools.bash({command: "curl http://example.com"});'
+    assert call_script(venv, "codemode", uncaught, tmp_path) == (
+        1,
+        "Script failed\nWall time X seconds\nOutput:\nScript error:\n"
+        "Error: network access is not allowed\n\n"
+        "Tool calls made before the failure (they are not undone): bash (error)",
+    )
+
+
+def test_the_policy_blocks_a_call_inside_a_python_script(venv: Path, tmp_path: Path) -> None:
+    """The same policy inside a ``codemode_python`` script: the awaited call raises
+    ``RuntimeError`` with the plugin's reason."""
+    caught = (
+        "try:\n"
+        '    await tools.bash(command="curl http://example.com")\n'
+        "except RuntimeError as e:\n"
+        '    print("blocked:", e)\n'
+    )
+    assert call_script(venv, "codemode_python", caught, tmp_path) == (
+        0,
+        "Script completed\nWall time X seconds\nOutput:\n"
+        "<console_output>\nblocked: network access is not allowed\n</console_output>",
+    )
+    uncaught = 'await tools.bash(command="curl http://example.com")'
+    assert call_script(venv, "codemode_python", uncaught, tmp_path) == (
+        1,
+        "Script failed\nWall time X seconds\nOutput:\nScript error:\n"
+        "Traceback (most recent call last):\n"
+        '  File "<python-input-0>", line 1, in <module>\n'
+        '    await tools.bash(command="curl http://example.com")\n'
+        "    " + "~" * 51 + "\n"
+        "RuntimeError: network access is not allowed\n\n"
+        "Tool calls made before the failure (they are not undone): bash (error)",
+    )

@@ -253,12 +253,15 @@ class BashToolOptions:
     line. ``expose_session_environment``: set ``PI_SESSION_ID``… from the session context.
     ``update_interval``: seconds between streaming updates (100 ms). ``max_lines`` /
     ``max_bytes``: the model-facing limits. ``keep_full_output``: leave the full-output files
-    in the temporary directory when the session ends (Pi's behaviour; default: removed).
+    in the temporary directory when the session ends (``True``, Pi's behaviour), remove them
+    (``False``), or ``None`` (the default): removed at the end of sessions that the model lives
+    in (``pi run``, an ``Agent``, an MCP session), kept by the one-shot commands ``pi call`` and
+    ``pi replay``, whose printed result names the file for the caller to read afterwards.
     """
 
     command_prefix: str | None = None
     expose_session_environment: bool = True
-    keep_full_output: bool = False
+    keep_full_output: bool | None = None
     update_interval: float = 0.1
     max_lines: int = DEFAULT_MAX_LINES
     max_bytes: int = DEFAULT_MAX_BYTES
@@ -289,8 +292,8 @@ class BashToolOptions:
         if not isinstance(expose, bool):
             key = keys["expose_session_environment"]
             raise ConfigError(f"{file}: {section}.{key}: must be a boolean")
-        keep = values.get("keep_full_output", False)
-        if not isinstance(keep, bool):
+        keep = values.get("keep_full_output")
+        if keep is not None and not isinstance(keep, bool):
             raise ConfigError(f"{file}: {section}.keep_full_output: must be a boolean")
         return cls(
             command_prefix=prefix or None,

@@ -38,6 +38,7 @@ from pi_builtin_tools.codemode_common import (
     codemode_worker_slot,
     commit_store,
     script_result,
+    session_store,
 )
 from pi_builtin_tools.codemode_declarations import (
     create_codemode_description,
@@ -442,10 +443,7 @@ async def execute_codemode(
 
     script = _Script(run, {t.name: t for t in callable_tools}, publish)
     publish()
-    state = getattr(getattr(ctx, "session", None), "state", None)
-    store: dict[str, str] = {}
-    if isinstance(state, dict):
-        store = state.setdefault(CODEMODE_STORE_STATE_KEY, {}).setdefault("store", {})
+    store = session_store(getattr(ctx, "session", None))
     start = {
         "code": source.code,
         "tools": [
@@ -481,7 +479,7 @@ async def execute_codemode(
     done = script.done
     value: str | None = None
     if error is None and done is not None:
-        commit_store(store, _store_writes(done.get("writes")))
+        commit_store(store, _store_writes(done.get("writes")), getattr(ctx, "session", None))
         if isinstance(done.get("value"), str):
             value = _value_text(done["value"])
     return script_result(

@@ -531,13 +531,53 @@ class Store:
         return dict(self._writes)
 
 
-def commit_store(session_store: dict[str, str], writes: dict[str, str | None]) -> None:
-    """Apply a successful script's writes to the session's store."""
+STORE_ENTRY_TYPE = "codemode-store"
+"""``customType`` of the session entries that keep ``store()`` writes (Pi's)."""
+
+STORE_STATE_KEY = "codemode"
+"""``SessionContext.state`` entry of both codemode tools: ``{"store": {key: json text}}``."""
+
+
+def session_store(session: Any) -> dict[str, str]:
+    """The store of ``session`` (a :class:`~pi_core.SessionContext`; anything else: a new empty
+    dict): ``state["codemode"]["store"]``, key → JSON text. Made on first use from the
+    session's ``codemode-store`` entries (those of the session it continues), in order."""
+    state = getattr(session, "state", None)
+    if not isinstance(state, dict):
+        return {}
+    holder = state.setdefault(STORE_STATE_KEY, {})
+    if "store" not in holder:
+        store: dict[str, str] = {}
+        for entry in getattr(session, "entries", None) or []:
+            data = entry.get("data") if entry.get("customType") == STORE_ENTRY_TYPE else None
+            if isinstance(data, dict):
+                for key, value in (data.get("set") or {}).items():
+                    store[key] = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+                for key in data.get("delete") or []:
+                    store.pop(key, None)
+        holder["store"] = store
+    result: dict[str, str] = holder["store"]
+    return result
+
+
+def commit_store(
+    session_store: dict[str, str], writes: dict[str, str | None], session: Any = None
+) -> None:
+    """Apply a successful script's writes to the session's store, and append them to
+    ``session`` as the entry ``{customType: "codemode-store", data: {set: {k: v}, delete:
+    [k]}}`` (when there are writes; written to the session file when there is one)."""
     for key, encoded in writes.items():
         if encoded is None:
             session_store.pop(key, None)
         else:
             session_store[key] = encoded
+    append = getattr(session, "append_entry", None)
+    if writes and callable(append):
+        data = {
+            "set": {k: json.loads(v) for k, v in writes.items() if v is not None},
+            "delete": [k for k, v in writes.items() if v is None],
+        }
+        append(STORE_ENTRY_TYPE, data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -587,6 +627,8 @@ async def codemode_worker_slot(wait: float = WORKER_WAIT_SECONDS) -> AsyncIterat
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
+    "STORE_ENTRY_TYPE",
+    "STORE_STATE_KEY",
     "CallRow",
     "NoWorkerFree",
     "OutputItem",
@@ -601,5 +643,6 @@ __all__ = [
     "image_data",
     "parse_options_line",
     "script_result",
+    "session_store",
     "text_of",
 ]

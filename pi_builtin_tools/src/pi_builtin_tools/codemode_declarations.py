@@ -407,10 +407,14 @@ def create_codemode_description(
     guidelines: dict[str, list[str]],
     deferred: set[str],
     inline_budget: int | None = DEFAULT_INLINE_BUDGET,
+    render_section: Any = None,
 ) -> str:
     """Pi's ``createCodemodeDescription``: ``intro`` (the introduction and the globals), then
     ``Nested tools:`` with a section per listed tool (grouped by namespace, the tools without
-    one first), as many as fit the inline budget, cheapest first in each group."""
+    one first), as many as fit the inline budget, cheapest first in each group.
+    ``render_section(tool, guidelines)`` renders a tool's section (default: the TypeScript one;
+    ``codemode_python`` passes its Python one)."""
+    render = render_section or _tool_section
     listed = [t for t in tools if t.name not in deferred]
     if not listed:
         return intro
@@ -419,7 +423,7 @@ def create_codemode_description(
         namespace = namespaces.get(tool.name)
         key = f"ns:{namespace.name}" if namespace is not None else ""
         group = groups.setdefault(key, (namespace, []))
-        section = _tool_section(tool, guidelines.get(tool.name, []))
+        section = render(tool, guidelines.get(tool.name, []))
         group[1].append((tool.name, section, -(-len(section) // CHARS_PER_TOKEN)))
     ordered = sorted(
         groups.values(), key=lambda g: (g[0] is not None, g[0].name if g[0] is not None else "")

@@ -47,14 +47,18 @@ from pi_builtin_tools.codemode_common import (
     image_data,
     parse_options_line,
     script_result,
+    session_store,
     text_of,
 )
+from pi_builtin_tools.codemode_declarations import create_codemode_description
 from pi_builtin_tools.tool_search import Bm25Ranker, search_document
 from pi_core import (
     AgentToolResult,
+    LoadoutChanges,
     TextContent,
     ToolDefinition,
     ToolError,
+    ToolLoadout,
     current_tool_context,
 )
 
@@ -111,7 +115,7 @@ Globals:
 (`store(key, None)` deletes)
 - `ALL_TOOLS`: [{"name", "description"}] of every callable tool
 - `search_tools(query, limit=8, namespace=None)`: the tools matching a topic
-- `describe_tool(name)`: a tool's declaration, or None"""
+- `describe_tool(name)`: a tool's description and declaration, or None"""
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -164,22 +168,87 @@ def missing_tool_text(attr: str, names: list[str]) -> str:
     return message + f' Check for a member with hasattr(tools, "{attr}").'
 
 
-_PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
+_PY_TYPES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "object": "dict",
+    "array": "list",
+    "null": "None",
+}
+
+
+def python_type(schema: Any) -> str:
+    """The Python type of a JSON Schema, for declarations (``Any`` when it says nothing)."""
+    if not isinstance(schema, dict):
+        return "Any"
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            types = list(dict.fromkeys(python_type(s) for s in schema[key]))
+            return "Any" if "Any" in types else " | ".join(types)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(dict.fromkeys(_PY_TYPES.get(k, "Any") for k in kind))
+    if "const" in schema and isinstance(schema["const"], str | int | bool):
+        return f"Literal[{schema['const']!r}]"
+    if isinstance(schema.get("enum"), list):
+        return "Literal[" + ", ".join(repr(v) for v in schema["enum"]) + "]"
+    return _PY_TYPES.get(kind, "Any") if isinstance(kind, str) else "Any"
 
 
 def declaration(tool: Any) -> str:
-    """``describe_tool``: the tool as a Python ``async def`` with keyword-only parameters."""
+    """The tool as a Python ``async def`` with keyword-only parameters: it returns its output
+    schema's type, ``str`` (its text) without one."""
     schema = tool.parameters or {}
     required = set(schema.get("required", []))
     params = []
     for pname, prop in (schema.get("properties") or {}).items():
-        json_type = prop.get("type") if isinstance(prop, dict) else None
-        kind = _PY_TYPES.get(json_type, "Any") if isinstance(json_type, str) else "Any"
+        kind = python_type(prop)
         params.append(f"{pname}: {kind}" if pname in required else f"{pname}: {kind} | None = None")
     signature = ", ".join(["*", *params]) if params else ""
-    returns = "dict" if tool.output_schema else "str"
-    doc = (tool.description or "").strip().replace('"""', "'''")
-    return f'async def {identifier(tool.name)}({signature}) -> {returns}:\n    """{doc}"""'
+    returns = python_type(tool.output_schema) if tool.output_schema else "str"
+    return f"async def {identifier(tool.name)}({signature}) -> {returns}: ..."
+
+
+def tool_sample(tool: Any, guidelines: list[str] | None = None) -> str:
+    """What ``describe_tool``, ``ALL_TOOLS`` and ``search_tools`` give for a tool, and its
+    section in the description: its description (and guidelines), then its declaration."""
+    description = (tool.description or "").strip()
+    bullets = [f"- {g.strip()}" for g in guidelines or [] if g.strip()]
+    if bullets:
+        description = description + "\n\n" + "\n".join(bullets)
+    return (
+        f"{description}\n\ncodemode_python tool declaration:\n```python\n{declaration(tool)}\n```"
+    )
+
+
+def tool_section(tool: Any, guidelines: list[str]) -> str:
+    """``### `id``` (``(`raw name`)`` when they differ), then the tool's sample."""
+    ident = identifier(tool.name)
+    heading = f"### `{ident}`" if ident == tool.name else f"### `{ident}` (`{tool.name}`)"
+    return f"{heading}\n{tool_sample(tool, guidelines).strip()}"
+
+
+def prepare_codemode_python_loadout(loadout: ToolLoadout) -> LoadoutChanges:
+    """The description lists the tools a script can call that the model does not see declared
+    (``codemode`` exposure; ``deferred`` ones never), within the inline budget, as
+    ``codemode``'s does (the descriptions of the declared tools are left to ``codemode``)."""
+    listed = [
+        t
+        for t in loadout.callable
+        if t.name not in SCRIPT_TOOL_NAMES and loadout.get_exposure(t.name) != "direct"
+    ]
+    namespaces = {t.name: ns for t in listed if (ns := loadout.get_namespace(t.name)) is not None}
+    description = create_codemode_description(
+        DESCRIPTION,
+        listed,
+        namespaces=namespaces,
+        guidelines={t.name: loadout.get_prompt_guidelines(t.name) for t in listed},
+        deferred={t.name for t in listed if loadout.get_exposure(t.name) == "deferred"},
+        render_section=tool_section,
+    )
+    return LoadoutChanges(descriptions={CODEMODE_PYTHON_TOOL_NAME: description})
 
 
 _EXC_TYPES = {"RangeError": "ValueError", "TypeError": "TypeError"}
@@ -267,7 +336,7 @@ class _ScriptDriver:
                     continue
                 documents.append(search_document(tool, space))
             return [
-                {"name": identifier(name), "description": self.by_name[name].description}
+                {"name": identifier(name), "description": tool_sample(self.by_name[name])}
                 for name, _ in Bm25Ranker().rank(query, documents, limit)
             ]
 
@@ -276,7 +345,7 @@ class _ScriptDriver:
                 raise ScriptFailure("TypeError", "describe_tool() expects a tool name")
             for tool in self.tools:
                 if name in (tool.name, identifier(tool.name)):
-                    return declaration(tool)
+                    return tool_sample(tool)
             return None
 
         return {
@@ -291,7 +360,7 @@ class _ScriptDriver:
 
     def all_tools(self) -> list[dict[str, str]]:
         first = {identifier(t.name): t for t in reversed(self.tools)}
-        return [{"name": i, "description": first[i].description} for i in self.ids]
+        return [{"name": i, "description": tool_sample(first[i])} for i in self.ids]
 
     # -- tool calls -----------------------------------------------------------------------
 
@@ -486,11 +555,7 @@ JSON text}}``, so a value one language's script stores the other's can load."""
 
 
 def _session_store(ctx: Any) -> dict[str, str]:
-    state = getattr(getattr(ctx, "session", None), "state", None)
-    if not isinstance(state, dict):
-        return {}
-    store: dict[str, str] = state.setdefault(STORE_STATE_KEY, {}).setdefault("store", {})
-    return store
+    return session_store(getattr(ctx, "session", None))
 
 
 def create_codemode_python_tool_definition() -> ToolDefinition:
@@ -533,7 +598,7 @@ def create_codemode_python_tool_definition() -> ToolDefinition:
         if error is None and driver.failure is not None:  # output over the limits
             error = ScriptError("script", f"ValueError: {driver.failure.message}")
         if error is None:
-            commit_store(session_store, driver.store.writes())
+            commit_store(session_store, driver.store.writes(), getattr(ctx, "session", None))
         return script_result(
             run,
             started=started,
@@ -555,6 +620,7 @@ def create_codemode_python_tool_definition() -> ToolDefinition:
         ],
         exposure="model-only",
         default_active=False,
+        prepare_loadout=prepare_codemode_python_loadout,
         constrained_sampling={
             "type": "grammar",
             "variants": {"openai_lark": CODEMODE_PYTHON_SOURCE_GRAMMAR},
@@ -572,4 +638,7 @@ __all__ = [
     "identifier",
     "missing_tool_text",
     "parse_source",
+    "prepare_codemode_python_loadout",
+    "python_type",
+    "tool_sample",
 ]

@@ -73,6 +73,10 @@ def _bash_config(config: dict[str, Any] | None) -> dict[str, Any]:
     return tools_table(config, "bash")
 
 
+ONE_SHOT_HOSTS = frozenset({"call", "replay"})
+"""Hosts whose printed result is read after the process ends: they keep bash's full-output files
+unless ``[tools.bash] keep_full_output = false``."""
+
 STATE_KEY = "builtin_tools"
 """This plugin's entry in ``SessionContext.state``: ``{"full_output_files": FullOutputFiles}``."""
 
@@ -86,7 +90,10 @@ def _bash_tool(context: RegisterToolsContext) -> Any:
     )
     files = None
     if context.session is not None:
-        files = FullOutputFiles(keep=options.keep_full_output)
+        keep = options.keep_full_output
+        if keep is None:
+            keep = context.session.host in ONE_SHOT_HOSTS
+        files = FullOutputFiles(keep=keep)
         context.session.state.setdefault(STATE_KEY, {})["full_output_files"] = files
     return create_bash_tool_definition(
         context.cwd,

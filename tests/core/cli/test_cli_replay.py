@@ -124,9 +124,8 @@ def test_events_start_at_the_first_tool_execution(pi, two_turns: Path) -> None:
     done = without_timestamps(events[-2]["message"])
     assert (done["content"], done["stopReason"]) == ([{"type": "text", "text": "done"}], "stop")
     system, prompt = events[-1]["messages"][:2]
-    assert [t["name"] for t in system["toolsAdded"]] == [
-        "echo", "fail", "where", "wait", "stdin", "sequential"
-    ]
+    declared = [t["name"] for t in system["toolsAdded"]]
+    assert declared == ["echo", "fail", "where", "wait", "stdin", "sequential"]
     assert (system["role"], system["content"], "toolsRemoved" in system) == ("system", "", False)
     assert without_timestamps(prompt) == {
         "role": "user",

@@ -286,7 +286,7 @@ def test_a_plugin_provider_gets_the_system_prompt_tools_and_base_url(
     [
         (["run", "x", "--tools", "read,nope"],
          "--tools: unknown tool 'nope' (registered tools: read, bash, powershell, edit, write, "
-         "grep, find, ls, tool_search)"),
+         "grep, find, ls, tool_search, codemode, codemode_python)"),
         (["run", "--model", "scripted:s.jsonl"], "a PROMPT is required with --model"),
         (["run", "x", "--model", "nope:m"],
          "unknown model provider 'nope' in 'nope:m' (registered providers: anthropic, openai, "

@@ -127,6 +127,8 @@ def test_replay_flag_errors_are_one_line_exit_2(
     script = write_jsonl(plugin_env / "m.jsonl", [call(("c1", "echo", {"value": "v"}))])
     cases = [
         (("--codemode",), "--codemode: no plugin registers the codemode tool"),
+        (("--codemode-python",),
+         "--codemode-python: no plugin registers the codemode_python tool"),
         (("--exposure", "echo=sideways"),
          "--exposure: unknown exposure 'sideways' for echo (one of: direct, model-only, "
          "codemode, deferred, hidden)"),
@@ -182,3 +184,26 @@ def test_a_session_file_keeps_its_system_messages_and_replay_honours_them(
     plain = write_jsonl(plugin_env / "m.jsonl", [call(("c1", "echo", {"value": "v"}))])
     result = pi(*PLUGIN, "replay", str(plain), "--json")
     assert [json.loads(line)["content"][0]["text"] for line in result.out.splitlines()] == ["v"]
+
+
+def test_replay_codemode_python_activates_the_python_variant(
+    pi: Callable[..., Result], plugin_env: Path
+) -> None:
+    """``--codemode-python`` (pi's own flag) activates ``codemode_python``; ``--codemode``
+    activates ``codemode`` only, as in Pi 1.6, so a recorded Python script needs the flag."""
+    (plugin_env / "a.txt").write_text("hello\n")
+    code = 'r = await tools.read(path="a.txt")\nprint(r.strip())'
+    script = write_jsonl(plugin_env / "m.jsonl", [call(("p1", "codemode_python", {"code": code}))])
+    result = pi(*BUILTINS, "replay", str(script), "--json", "--codemode-python")
+    message = json.loads(result.out)
+    assert (result.status, message["isError"]) == (0, False)
+    assert [b["text"] for b in message["content"]][1:] == [
+        "<console_output>\nhello\n</console_output>"
+    ]
+    assert [(c["name"], c["status"]) for c in message["details"]["calls"]] == [("read", "ok")]
+    result = pi(*BUILTINS, "replay", str(script), "--json", "--codemode")
+    message = json.loads(result.out)
+    assert (message["content"], message["isError"]) == (
+        [{"type": "text", "text": "Tool codemode_python not found"}],
+        True,
+    )

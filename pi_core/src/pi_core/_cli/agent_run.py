@@ -127,6 +127,8 @@ def cmd_run(ctx: CommandContext) -> int:
             session_out.close()
         raise
     writer = SessionWriter(None, cwd, file=session_out)
+    if session_out is not None:
+        session.session_context.entry_sink = writer.custom
     config.provider = provider
     provider_name, _, model_id = spec.partition(":")
     writer.model_change(provider_name, model_id)

@@ -181,6 +181,12 @@ def build_parser(
         help="activate the codemode tool",
     )
     replay.add_argument(
+        "--codemode-python",
+        action="store_true",
+        dest="codemode_python",
+        help="activate the codemode_python tool",
+    )
+    replay.add_argument(
         "--respect-replay-policy",
         action="store_true",
         dest="respect_replay_policy",

@@ -303,6 +303,18 @@ class RunView:
 
         5 turns, 6 tool calls, 1 error, 0.3s                (from :meth:`closing`)
 
+    A nested call (an event with a ``parent_tool_call_id``: a call a tool made, such as a
+    script's) is shown as it happens, indented under its parent (two more spaces a level),
+    with its status; its updates and result are not shown (its parent's result says what
+    matters), and the closing counts count the model's calls only::
+
+        • codemode {"code":"..."}
+          running read a.txt
+          ok      read a.txt
+          running read missing.txt
+          error   read missing.txt: ENOENT: no such file or directory, ...
+          Script completed
+
     Result lines are indented by two spaces. On a terminal the same text is styled with rich:
     calls bold cyan, error results and failures red, diff lines green/red, notices yellow,
     bash output dim, the closing line bold.
@@ -333,6 +345,8 @@ class RunView:
         self._running: list[str] = []  # calls whose result is not shown yet, in start order
         self._ended: dict[str, Any] = {}  # finished calls waiting for an earlier one
         self._blank = True  # the last line printed was empty (or nothing was printed)
+        self._parents: dict[str, str] = {}  # nested call id -> its parent's call id
+        self._root_names: dict[str, str] = {}  # model-issued call id -> tool name
 
     # -- low-level output -------------------------------------------------------------------
 
@@ -393,10 +407,13 @@ class RunView:
                 self._assistant_end(event.message)
         elif kind == "turn_end":
             self.turns += 1
+        elif kind.startswith("tool_execution_") and self._nested_event(event):
+            return
         elif kind == "tool_execution_start":
             self.tool_calls += 1
             self._args[event.tool_call_id] = event.args
             self._running.append(event.tool_call_id)
+            self._root_names[event.tool_call_id] = event.tool_name
             self._header(event.tool_call_id, event.tool_name, "• ")
         elif kind == "tool_execution_update":
             tool = self.tools.get(event.tool_name)
@@ -410,6 +427,40 @@ class RunView:
             # order): each waits for the calls before it
             while self._running and self._running[0] in self._ended:
                 self._tool_end(self._ended.pop(self._running.pop(0)))
+
+    def _nested_event(self, event: Any) -> bool:
+        """Show an event of a nested call (one with a ``parent_tool_call_id``: a call a tool
+        made, such as a script's): a status line indented under its parent, ``running`` when
+        it starts, ``ok`` or ``error: FIRST LINE`` when it ends; its updates are not shown.
+        ``False`` for an event of a model-issued call."""
+        parent = getattr(event, "parent_tool_call_id", None)
+        if parent is None:
+            return False
+        call_id = event.tool_call_id
+        if event.type == "tool_execution_start":
+            self._parents[call_id] = parent
+            self._args[call_id] = event.args
+            status, style, detail = "running", "dim", ""
+        elif event.type == "tool_execution_end":
+            if event.is_error:
+                text = "".join(b.text for b in event.result.content if isinstance(b, TextContent))
+                first = next((line for line in text.split("\n") if line.strip()), "")
+                status, style, detail = "error", "red", f": {first}" if first else ""
+            else:
+                status, style, detail = "ok", "green", ""
+        else:
+            return True
+        self._parents.setdefault(call_id, parent)
+        depth, root = 1, parent
+        while root in self._parents:
+            depth, root = depth + 1, self._parents[root]
+        if root in self._root_names:
+            self._owner(root, self._root_names[root])
+        summary = self._summary(event.tool_name, self._args.get(call_id))
+        self._line("  " * depth + f"{status:<7} {summary}{detail}", style)
+        if event.type == "tool_execution_end":
+            self._args.pop(call_id, None)
+        return True
 
     def _header(self, call_id: str, name: str, mark: str) -> None:
         """``• SUMMARY`` when a call starts; ``↳ SUMMARY`` before output of a call whose

@@ -107,10 +107,15 @@ TOOL_SEARCH_TOOL = "tool_search"
 CODEMODE_TOOL = "codemode"
 """The tool ``--codemode`` activates."""
 
+CODEMODE_PYTHON_TOOL = "codemode_python"
+"""The tool ``--codemode-python`` activates (pi's own: Pi 1.6 has no such flag, so
+``--codemode`` alone keeps the tool set of Pi's replays)."""
+
 
 def apply_tool_flags(ctx: CommandContext, session: Session) -> None:
     """``--exposure NAME=LEVEL,...`` (overrides, then the default active set again: ``direct``
-    and ``model-only`` tools), ``--tool-search`` and ``--codemode`` (activate that tool).
+    and ``model-only`` tools), ``--tool-search``, ``--codemode`` and ``--codemode-python``
+    (activate that tool).
     Unknown names and levels are usage errors."""
     from pi_core._cli.parser import UsageError
     from pi_core._tools.exposure import parse_exposure_list
@@ -132,6 +137,10 @@ def apply_tool_flags(ctx: CommandContext, session: Session) -> None:
         if tool_set.get(CODEMODE_TOOL) is None:
             raise UsageError("--codemode: no plugin registers the codemode tool")
         extra.append(CODEMODE_TOOL)
+    if ctx.args.codemode_python:
+        if tool_set.get(CODEMODE_PYTHON_TOOL) is None:
+            raise UsageError("--codemode-python: no plugin registers the codemode_python tool")
+        extra.append(CODEMODE_PYTHON_TOOL)
     if ctx.args.tool_search:
         if tool_set.get(TOOL_SEARCH_TOOL) is None:
             raise UsageError("--tool-search: no plugin registers the tool_search tool")
@@ -215,7 +224,7 @@ def respect_replay_policy(
 
 def cmd_replay(ctx: CommandContext) -> int:
     """``pi replay FILE [--cwd DIR] [--json] [--events] [--sequential] [--exposure N=L,...]
-    [--tool-search] [--codemode] [--respect-replay-policy]``."""
+    [--tool-search] [--codemode] [--codemode-python] [--respect-replay-policy]``."""
     from pi_core._cli.parser import UsageError
     from pi_core._loop.loop import run_agent_loop
     from pi_core._providers.base import ScriptedProvider

@@ -7,7 +7,11 @@ Lines, each one compact JSON object, appended and flushed as the run goes::
     {"type":"session","version":3,"id":UUID,"timestamp":ISO,"cwd":"/abs/cwd"}
     {"type":"model_change","id":ID8,"parentId":null,"timestamp":ISO,"provider":"scripted","modelId":"..."}
     {"type":"message","id":ID8,"parentId":<previous id>,"timestamp":ISO,"message":{...}}
+    {"type":"custom","id":ID8,"parentId":...,"timestamp":ISO,"customType":"...","data":...}
     ...
+
+A ``custom`` entry is what a tool appended through ``SessionContext.append_entry`` (codemode's
+``store()`` writes), written when it is appended.
 
 Every entry is the child of the one before (one branch); ``ID8`` is 8 hex digits, unique in the
 file; timestamps are UTC ISO 8601 with milliseconds (``2026-11-30T03:10:00.000Z``).
@@ -99,6 +103,13 @@ class SessionWriter:
     def message(self, message: Any) -> None:
         """``{"type": "message", ..., "message": <the message's wire JSON>}``."""
         self._append({"type": "message", "message": message.to_json_dict()})
+
+    def custom(self, entry: dict[str, Any]) -> None:
+        """``{"type": "custom", ..., "customType", "data"}``: a tool's entry
+        (:meth:`pi_core.SessionContext.append_entry`)."""
+        self._append(
+            {"type": "custom", "customType": entry["customType"], "data": entry.get("data")}
+        )
 
     def close(self) -> None:
         if self._file is not None:

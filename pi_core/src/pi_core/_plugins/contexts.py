@@ -49,6 +49,11 @@ class SessionContext:
       tools; ``None`` until the tools are registered). A tool reaches it from its execute
       context (``ctx.session.tools``): ``tool_search`` activates the tools it finds with
       ``ctx.session.tools.activate([...])``.
+    * ``entries``: the session's custom entries (``{"type": "custom", "customType": ...,
+      "data": ...}``, as in a Pi session file), in order: those of the session it continues
+      (its host puts them here before any tool runs), then those :meth:`append_entry` added.
+    * ``entry_sink``: set by a host that writes a session file (``pi run --session``): called
+      with each entry :meth:`append_entry` adds; ``None``: the entries are kept in memory only.
     """
 
     cwd: str
@@ -59,6 +64,19 @@ class SessionContext:
     reason: str | None = None
     error: BaseException | None = None
     tools: Any = field(default=None, repr=False)
+    entries: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    entry_sink: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)
+
+    def append_entry(self, custom_type: str, data: Any) -> None:
+        """Append a custom entry ``{"type": "custom", "customType": custom_type, "data":
+        data}`` to the session (``data``: JSON-serialisable): kept in :attr:`entries` and
+        written to the session file when the host writes one (:attr:`entry_sink`). A tool's
+        state that must outlive the process goes here (codemode's ``store()`` writes); the
+        tool reads it back from :attr:`entries` when the session is continued."""
+        entry = {"type": "custom", "customType": custom_type, "data": data}
+        self.entries.append(entry)
+        if self.entry_sink is not None:
+            self.entry_sink(dict(entry))
 
 
 @dataclass

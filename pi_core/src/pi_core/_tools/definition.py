@@ -198,6 +198,9 @@ class ToolDefinition:
     * ``constrained_sampling``: :data:`ConstrainedSampling`, part of the declaration sent to
       the model (Pi's ``constrainedSampling``): ``{"type": "json_schema", "strict": "prefer"}``
       asks a provider with strict tools to sample the arguments under the schema.
+    * ``exposure``, ``default_active``, ``namespace``, ``prepare_loadout``: where the tool is
+      exposed and how the session's :class:`~pi_core.ToolSet` treats it (see the fields of
+      :class:`AgentTool` and ``docs/explanation/exposure.md``).
     """
 
     name: str
