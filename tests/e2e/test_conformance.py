@@ -32,7 +32,6 @@ REF_PACKAGES = {
 }
 pytestmark = pytest.mark.slow
 
-CODEMODE_REASON = "codemode lands with issue 12"
 
 CHANGED_IN_16: dict[str, str] = {
     # cases/ whose 0.73.1 output Pi 1.6.0 changed: judged by the 1.6.0 run only
@@ -141,8 +140,6 @@ def case_failures() -> dict[str, str]:
 
 
 def _marked16(case_id: str) -> object:
-    if case_id.startswith("r16-codemode-"):
-        return pytest.param(case_id, marks=pytest.mark.skip(reason=CODEMODE_REASON))
     if case_id in CONFLICTS_16:
         return pytest.param(case_id, marks=pytest.mark.xfail(reason=CONFLICTS_16[case_id]))
     return case_id
