@@ -579,3 +579,59 @@ def test_an_input_error_is_a_plain_error_result(tmp_path: Path) -> None:
         {},
         True,
     )
+
+
+@pytest.mark.slow
+def test_a_busy_script_runs_until_its_own_deadline_past_ten_seconds(tmp_path: Path) -> None:
+    """The worker outlives the host thread that spawned it (trio retires idle threads after 10
+    s): only the script's own ``timeout_ms`` ends a busy script."""
+    message = run_script(tmp_path, '// @options: {"timeout_ms": 11500}\nwhile (true) {}')
+    assert texts(message) == [
+        FAILED,
+        "Script error:\nScript timed out: Execution timed out after 11500 ms\n\n"
+        "No tool calls were made.",
+    ]
+    assert "Wall time 11.5 seconds" in message["content"][0]["text"]
+
+
+def _workers_of(pid: int) -> list[int]:
+    """Live codemode workers started by the process ``pid`` (they name it in their environment)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        marker = f"PI_CODEMODE_PARENT_PID={pid}".encode()
+        if b"_codemode_worker.py" in cmdline and marker in environ and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def test_a_killed_pi_leaves_no_busy_worker(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [str(PI), "-p", "builtin_tools", "call", "codemode", json.dumps({"code": "while(true){}"})],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PI_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _workers_of(proc.pid):
+            assert time.monotonic() < deadline, "no worker started"
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 3
+        while _workers_of(proc.pid):
+            assert time.monotonic() < deadline, f"workers left: {_workers_of(proc.pid)}"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -94,4 +97,32 @@ async def test_escape_sequence_in_paths_of_errors(tmp_path: Path) -> None:
     )
     assert await error_of(tmp_path, "read", path="missing\x1b") == (
         f"ENOENT: no such file or directory, access '{tmp_path}/missing\\x1b'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("read", {"path": "a\ud800b"}),
+        ("write", {"path": "a\ud800b", "content": "x"}),
+        ("edit", {"path": "a\ud800b", "edits": [{"oldText": "a", "newText": "b"}]}),
+        ("ls", {"path": "a\ud800b"}),
+        ("find", {"pattern": "*", "path": "a\ud800b"}),
+        ("grep", {"pattern": "x", "path": "a\ud800b"}),
+    ],
+)
+def test_a_lone_surrogate_in_a_path_is_named(tmp_path, tool, arguments) -> None:
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "pi"), "call", tool, json.dumps(arguments)],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        1,
+        'Invalid path "a\\ud800b": a path cannot contain a lone surrogate (U+D800 to U+DFFF), '
+        "which no file name can be encoded with.\n",
+        "",
     )

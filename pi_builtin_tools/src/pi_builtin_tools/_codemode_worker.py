@@ -22,7 +22,6 @@ import asyncio
 import json
 import os
 import resource
-import signal
 import sys
 from typing import Any
 
@@ -187,16 +186,30 @@ class Worker:
 
 
 def _die_with_parent() -> None:
-    """Linux: SIGKILL this process when the process that started it dies (a host killed
-    without its cleanup must not leave a script running). Elsewhere the host's kill is all."""
-    try:
-        import ctypes
+    """End this process when the process that started it dies (a host killed without its
+    cleanup must not leave a script running).
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    The host passes the read end of a pipe whose write end only it holds
+    (``PI_CODEMODE_LIFELINE``). With ``O_ASYNC`` the kernel sends ``SIGIO`` when that end
+    closes, and ``SIGIO``'s default action ends the process at once, even while a script holds
+    the interpreter. (``PR_SET_PDEATHSIG`` follows the *thread* that spawned the worker, and
+    trio spawns from worker threads it retires after 10 idle seconds; a watcher thread cannot
+    run while QuickJS holds the GIL.)"""
+    if os.getppid() != PARENT_PID:  # it died before we got here
+        os._exit(1)
+    lifeline = os.environ.get("PI_CODEMODE_LIFELINE")
+    if lifeline is None:
         return
-    if os.getppid() != PARENT_PID:  # it died before prctl took effect
+    try:
+        import fcntl
+
+        fd = int(lifeline)
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_ASYNC | os.O_NONBLOCK)
+    except (OSError, ValueError, ImportError):
+        return
+    if os.getppid() != PARENT_PID:  # it died while we armed the lifeline
         os._exit(1)
 
 

@@ -405,20 +405,34 @@ def _store_writes(writes_json: Any) -> dict[str, str | None]:
 async def _run_worker(script: _Script, start: dict[str, Any]) -> None:
     """One worker process for the script; killed (its whole process group) when the script
     ends, however it ends."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-I", WORKER_PATH],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        env={**os.environ, "PI_CODEMODE_PARENT_PID": str(os.getpid())},
-    )
+    # the lifeline: the worker ends when its write end closes (this process died)
+    lifeline_read, lifeline_write = os.pipe()
+    try:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-I", WORKER_PATH],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=(lifeline_read,),
+            env={
+                **os.environ,
+                "PI_CODEMODE_PARENT_PID": str(os.getpid()),
+                "PI_CODEMODE_LIFELINE": str(lifeline_read),
+            },
+        )
+    except BaseException:
+        os.close(lifeline_write)
+        raise
+    finally:
+        os.close(lifeline_read)
     try:
         await script.drive(process, start)
     finally:
         with trio.CancelScope(shield=True):
             _kill(process)
             await process.wait()
+            os.close(lifeline_write)
 
 
 async def execute_codemode(

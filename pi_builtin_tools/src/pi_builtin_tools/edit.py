@@ -55,6 +55,7 @@ from pi_builtin_tools.file_encoding import (
     encode_text,
 )
 from pi_builtin_tools.fs_errors import (
+    check_no_surrogate,
     error_code,
     node_error_message,
     not_regular_file_error,
@@ -350,6 +351,7 @@ async def edit_file(
     """Apply ``edits`` to the file ``path`` (relative to ``cwd``) as the tool does; raises
     :class:`~pi_core._errors.ToolError` with the model-facing text on failure. The caller must
     not checkpoint before calling it, so that queue order is call order."""
+    check_no_surrogate(path)
     started = False
 
     async def run(absolute: str) -> AgentToolResult:

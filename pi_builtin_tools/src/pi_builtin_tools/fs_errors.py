@@ -46,13 +46,16 @@ _LIBUV: dict[int, tuple[str, str]] = {
 
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
 
 
 def show_path(path: str) -> str:
     """``path`` for an error text: control characters (C0, DEL, C1) written as ``\\xNN``
     (``"a\\x00.txt"``), so a NUL or escape sequence never reaches the model or a terminal raw.
-    Other characters are kept."""
-    return _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", path)
+    Lone surrogates (from JSON ``\\ud800`` escapes) are written as ``\\udNNN``. Other characters
+    are kept."""
+    shown = _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", path)
+    return _SURROGATES.sub(lambda m: f"\\u{ord(m.group()):04x}", shown)
 
 
 def check_no_nul(path: str) -> None:
@@ -60,6 +63,18 @@ def check_no_nul(path: str) -> None:
     byte.`` when ``path`` holds one (no file system accepts it)."""
     if "\x00" in path:
         raise ToolError(f'Invalid path "{show_path(path)}": a path cannot contain a NUL byte.')
+    check_no_surrogate(path)
+
+
+def check_no_surrogate(path: str) -> None:
+    """Raise :class:`ToolError` ``Invalid path "\\ud800": a path cannot contain a lone
+    surrogate ...`` when ``path`` holds one (a JSON ``\\ud800`` escape: no file name can be
+    encoded with it)."""
+    if _SURROGATES.search(path):
+        raise ToolError(
+            f'Invalid path "{show_path(path)}": a path cannot contain a lone surrogate '
+            "(U+D800 to U+DFFF), which no file name can be encoded with."
+        )
 
 
 def not_regular_file_error(verb: str, raw_path: str) -> ToolError:
@@ -109,6 +124,7 @@ def fs_error(exc: OSError, syscall: str, path: str | None = None) -> ToolError:
 
 __all__ = [
     "check_no_nul",
+    "check_no_surrogate",
     "error_code",
     "fs_error",
     "node_error_message",

@@ -96,6 +96,10 @@ class PiConfig:
         return config
 
 
+MAX_CONFIG_BYTES = 4 << 20
+"""The largest config file pi reads (4 MiB): a device or a runaway file is an error."""
+
+
 def find_config(start: Path | str) -> Path | None:
     """The first ``pi.toml`` in ``start`` or one of its parents (absolute), or ``None``."""
     here = Path(start).absolute()
@@ -119,11 +123,16 @@ def load_config(path: Path | str | None = None, *, cwd: Path | str | None = None
         if found is None:
             return PiConfig()
         path = found
+    if not str(path):
+        raise ConfigError("--config: the file name is empty")
     path = Path(path).absolute()
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // (1 << 20)} MiB")
     return parse_config(raw, path)
 
 
@@ -139,6 +148,8 @@ def parse_config(raw: bytes, path: Path) -> PiConfig:
         data.path = path
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(_syntax_message(path, text, str(e))) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to parse") from None
     table = data.get(CORE_TABLE, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: {CORE_TABLE}: must be a table ([{CORE_TABLE}])")
@@ -147,7 +158,6 @@ def parse_config(raw: bytes, path: Path) -> PiConfig:
     except pydantic.ValidationError as e:
         raise ConfigError(format_config_error(path, CORE_TABLE, e)) from None
     return PiConfig(path=path, data=data, core=core)
-
 
 
 def _syntax_message(path: Path, text: str, message: str) -> str:

@@ -253,8 +253,7 @@ def test_replay_rendering_shortens_a_long_write_content(
     assert (r.status, r.err) == (0, "")
     shown = "0123456789" * 20 + "… (500000 chars)"
     assert r.out == (
-        f'write {{"path":"big.txt","content":"{shown}"}}\n'
-        "Successfully wrote to big.txt\n"
+        f'write {{"path":"big.txt","content":"{shown}"}}\nSuccessfully wrote to big.txt\n'
     )
     (plugin_env / "big.txt").unlink()
     r = pi(*BUILTINS, "replay", str(script), "--json")

@@ -26,6 +26,7 @@ exits with the status.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import traceback
@@ -157,6 +158,15 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def _is_output_error(exc: BaseException) -> bool:
+    """An error of writing pi's own output (a full disk, ``> /dev/full``): tool failures never
+    reach here (they are tool results), so an ``OSError`` with one of these errnos is I/O."""
+    return isinstance(exc, OSError) and exc.errno in _OUTPUT_ERRNOS
+
+
 def _failure(exc: BaseException, err: IO[str]) -> int:
     """The exit status of a command that raised ``exc`` (trio may wrap it in a group)."""
     leaves = _leaves(exc)
@@ -165,6 +175,10 @@ def _failure(exc: BaseException, err: IO[str]) -> int:
         return EXIT_BROKEN_PIPE
     if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
         return EXIT_INTERRUPTED
+    io_errors = [leaf for leaf in leaves if _is_output_error(leaf)]
+    if io_errors:
+        # the output (stdout, a --session file) could not be written: not a bug of pi
+        return _error(err, f"cannot write output: {io_errors[0].strerror}")
     if all(isinstance(leaf, PiError) for leaf in leaves):
         return _error(err, str(leaves[0]))
     # a bug in pi or in a plugin: say so, with the traceback

@@ -78,7 +78,10 @@ def resolve_provider(ctx: CommandContext, spec: str) -> ModelProvider:
     if name == "scripted" and model and not os.path.isabs(os.path.expanduser(model)):
         spec = f"scripted:{os.path.abspath(model)}"  # relative to where pi was started
     options: dict[str, Any] = {}
-    if ctx.args.base_url:
+    if ctx.args.base_url is not None:
+        scheme, _, rest = ctx.args.base_url.partition("://")
+        if scheme.lower() not in ("http", "https") or not rest:
+            raise UsageError(f"--base-url {ctx.args.base_url}: expected an http:// or https:// URL")
         options["base_url"] = ctx.args.base_url
     if getattr(ctx.args, "strict_tools", False):
         options["strict_tools"] = True

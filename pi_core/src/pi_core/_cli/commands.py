@@ -104,6 +104,8 @@ def parse_arguments_json(text: str, source: str = "ARGS_JSON") -> Any:
         raise UsageError(
             f"{source} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
         ) from None
+    except RecursionError:
+        raise UsageError(f"{source} is nested too deeply to parse") from None
 
 
 def read_arguments_json(argument: str, stdin: IO[bytes] | None) -> Any:

@@ -36,13 +36,20 @@ def iso_now() -> str:
 
 
 def open_session_file(path: str) -> IO[str]:
-    """``--session FILE`` opened for writing (created, or truncated when it exists); a path pi
-    cannot write (a missing folder, a folder, a file as folder, no permission) is a
-    :class:`~pi_core._cli.parser.UsageError` ``--session FILE: cannot write: REASON``."""
+    """``--session FILE`` created for writing. An existing FILE is never overwritten (a Pi user
+    may expect ``--session`` to continue it): ``--session FILE: already exists; pi writes a new
+    session file and never overwrites one``. A path pi cannot write (a missing folder, a
+    folder, a file as folder, no permission) is a :class:`~pi_core._cli.parser.UsageError`
+    ``--session FILE: cannot write: REASON``."""
     from pi_core._cli.parser import UsageError
 
     try:
-        return Path(path).open("w", encoding="utf-8")
+        return Path(path).open("x", encoding="utf-8")
+    except FileExistsError:
+        raise UsageError(
+            f"--session {path}: already exists; pi writes a new session file and never "
+            "overwrites one"
+        ) from None
     except OSError as e:
         reason = e.strerror or type(e).__name__
         raise UsageError(f"--session {path}: cannot write: {reason}") from None

@@ -184,6 +184,8 @@ def _parse_lines(lines: list[str], source: str) -> SessionFile:
             raise SessionFileError(
                 f"{source}:{number}: invalid JSON: {e.msg} (column {e.colno})"
             ) from None
+        except RecursionError:
+            raise SessionFileError(f"{source}:{number}: nested too deeply to parse") from None
         if not isinstance(obj, dict):
             raise SessionFileError(f"{source}:{number}: expected a JSON object")
         objects.append((number, obj))

@@ -1,0 +1,120 @@
+"""Input a careless user or an attacker gives the ``pi`` command: each gets one line on stderr and
+exit 2, never a traceback, and nothing the user had is overwritten."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_helpers import PI
+
+DEEP = "[" * 5000 + "]" * 5000
+
+
+def pi(*argv: str, cwd: Path, stdout: object = subprocess.PIPE) -> tuple[int, str, str]:
+    proc = subprocess.run(
+        [str(PI), *argv],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+    return proc.returncode, proc.stdout or "", proc.stderr
+
+
+def test_deeply_nested_args_json_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text(DEEP)
+    assert pi("call", "read", "@deep.json", cwd=tmp_path) == (
+        2,
+        "",
+        "pi: error: ARGS_JSON @deep.json is nested too deeply to parse\n",
+    )
+    assert pi("call", "read", DEEP, cwd=tmp_path) == (
+        2,
+        "",
+        "pi: error: ARGS_JSON is nested too deeply to parse\n",
+    )
+
+
+def test_deeply_nested_session_line_is_a_usage_error(tmp_path: Path) -> None:
+    ok = {"role": "assistant", "content": [], "stopReason": "stop"}
+    (tmp_path / "s.jsonl").write_text(json.dumps(ok) + "\n" + DEEP + "\n")
+    assert pi("replay", "s.jsonl", cwd=tmp_path) == (
+        2,
+        "",
+        "pi: error: s.jsonl:2: nested too deeply to parse\n",
+    )
+
+
+def test_deeply_nested_config_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "deep.toml").write_text("x = " + "[" * 100_000)
+    status, out, err = pi("--config", "deep.toml", "tools", cwd=tmp_path)
+    assert (status, out, err) == (
+        2,
+        "",
+        f"pi: error: {tmp_path / 'deep.toml'}: nested too deeply to parse\n",
+    )
+
+
+def test_a_config_that_never_ends_is_refused(tmp_path: Path) -> None:
+    assert pi("--config", "/dev/zero", "tools", cwd=tmp_path) == (
+        2,
+        "",
+        "pi: error: /dev/zero: larger than 4 MiB\n",
+    )
+
+
+def test_an_empty_config_name_is_refused(tmp_path: Path) -> None:
+    assert pi("--config", "", "tools", cwd=tmp_path) == (
+        2,
+        "",
+        "pi: error: --config: the file name is empty\n",
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["call", "read", '{"path": "a.txt"}'],
+        ["tools", "--json"],
+        ["replay", "calls.jsonl", "--json"],
+    ],
+)
+def test_a_full_disk_on_stdout_is_one_line(tmp_path: Path, argv: list[str]) -> None:
+    (tmp_path / "a.txt").write_text("hello\n")
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.txt"}}
+    message = {"role": "assistant", "content": [call], "stopReason": "toolUse"}
+    (tmp_path / "calls.jsonl").write_text(json.dumps(message) + "\n")
+    with open("/dev/full", "w") as full:
+        status, _, err = pi(*argv, cwd=tmp_path, stdout=full)
+    assert (status, err) == (2, "pi: error: cannot write output: No space left on device\n")
+
+
+def test_an_existing_session_file_is_never_overwritten(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    session = tmp_path / "precious.jsonl"
+    session.write_text("precious\n")
+    status, out, err = pi("run", "--cwd", str(workspace), "--session", str(session), cwd=tmp_path)
+    assert (status, out, err) == (
+        2,
+        "",
+        f"pi: error: --session {session}: already exists; pi writes a new session file and "
+        "never overwrites one\n",
+    )
+    assert session.read_text() == "precious\n"
+    assert list(workspace.iterdir()) == []
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://host/v1", "http://", ""])
+def test_a_base_url_that_is_no_http_url_is_a_usage_error(tmp_path: Path, url: str) -> None:
+    status, out, err = pi("run", "hi", "--model", "openai:x", "--base-url", url, cwd=tmp_path)
+    assert (status, out, err) == (
+        2,
+        "",
+        f"pi: error: --base-url {url}: expected an http:// or https:// URL\n",
+    )
