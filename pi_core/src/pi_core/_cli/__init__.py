@@ -175,7 +175,7 @@ def _failure(exc: BaseException, err: IO[str]) -> int:
         return EXIT_BROKEN_PIPE
     if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
         return EXIT_INTERRUPTED
-    io_errors = [leaf for leaf in leaves if _is_output_error(leaf)]
+    io_errors = [leaf for leaf in leaves if isinstance(leaf, OSError) and _is_output_error(leaf)]
     if io_errors:
         # the output (stdout, a --session file) could not be written: not a bug of pi
         return _error(err, f"cannot write output: {io_errors[0].strerror}")
