@@ -592,6 +592,22 @@ def _normalize_message(message: Any) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
+def _new_runner(
+    context: AgentContext, config: LoopConfig, emit: EventSink, abort: Abort | None
+) -> _Runner:
+    """The runner of one run: a working copy of ``context`` (the caller's lists are never
+    changed) with the active tools refreshed. Raises ``ValueError`` for a bad ``config``."""
+    _check_config(config)
+    working = AgentContext(
+        system_prompt=context.system_prompt,
+        messages=list(context.messages),
+        tools=list(context.tools),
+    )
+    runner = _Runner(working, config, emit, abort, [])
+    runner.refresh_tools()
+    return runner
+
+
 def _check_config(config: LoopConfig) -> None:
     if config.max_parallel_tools is not None and config.max_parallel_tools < 1:
         raise ValueError(f"max_parallel_tools must be at least 1 (got {config.max_parallel_tools})")
@@ -618,26 +634,18 @@ async def run_agent_loop(
 
     Raises ``ValueError`` before any event when ``config.max_parallel_tools < 1``.
     """
-    _check_config(config)
+    runner = _new_runner(context, config, emit, abort)
     prompt_messages = [_normalize_message(p) for p in prompts]
-    new_messages: list[Any] = []
-    working = AgentContext(
-        system_prompt=context.system_prompt,
-        messages=list(context.messages),
-        tools=list(context.tools),
-    )
-    runner = _Runner(working, config, emit, abort, new_messages)
-    runner.refresh_tools()
     await emit(AgentStartEvent())
     await emit(TurnStartEvent())
     pending = await runner.declare_tool_changes(prompt_messages)
-    working.messages.extend(pending)
-    new_messages.extend(pending)
+    runner.context.messages.extend(pending)
+    runner.new_messages.extend(pending)
     for message in pending:
         await emit(MessageStartEvent(message=message))
         await emit(MessageEndEvent(message=message))
     await runner.run()
-    return new_messages
+    return runner.new_messages
 
 
 async def run_agent_loop_continue(
@@ -659,19 +667,11 @@ async def run_agent_loop_continue(
         raise ValueError(NO_MESSAGES_TEXT)
     if getattr(context.messages[-1], "role", None) == "assistant":
         raise ValueError(CONTINUE_FROM_ASSISTANT_TEXT)
-    _check_config(config)
-    new_messages: list[Any] = []
-    working = AgentContext(
-        system_prompt=context.system_prompt,
-        messages=list(context.messages),
-        tools=list(context.tools),
-    )
-    runner = _Runner(working, config, emit, abort, new_messages)
-    runner.refresh_tools()
+    runner = _new_runner(context, config, emit, abort)
     await emit(AgentStartEvent())
     await emit(TurnStartEvent())
     await runner.run()
-    return new_messages
+    return runner.new_messages
 
 
 __all__ = [
