@@ -46,6 +46,8 @@ def open_session_file(path: str) -> IO[str]:
     try:
         return Path(path).open("x", encoding="utf-8")
     except FileExistsError:
+        if Path(path).is_dir():
+            raise UsageError(f"--session {path}: cannot write: Is a directory") from None
         raise UsageError(
             f"--session {path}: already exists; pi writes a new session file and never "
             "overwrites one"
