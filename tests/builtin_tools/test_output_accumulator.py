@@ -178,27 +178,6 @@ def test_transform_applies_to_text_not_to_the_file() -> None:
         assert f.read() == b"\x1b[31mred\nblue\n"
 
 
-def test_structured_output_keeps_the_last_budget_on_a_character_boundary() -> None:
-    acc = OutputAccumulator(structured_max_bytes=7)
-    acc.append("ab€€€".encode())  # 2 + 9 bytes
-    acc.finish()
-    assert acc.structured_output() == ("€€", True)
-    small = OutputAccumulator(structured_max_bytes=7)
-    small.append(b"abc")
-    small.finish()
-    assert small.structured_output() == ("abc", False)
-
-
-def test_structured_output_of_a_large_stream_is_exactly_one_mib() -> None:
-    acc = OutputAccumulator()
-    feed(acc, b"0123456789\n" * 300_000, 65536)
-    acc.finish()
-    text, cut = acc.structured_output()
-    assert cut is True
-    assert len(text.encode()) == 1024 * 1024
-    assert ("0123456789\n" * 300_000).endswith(text)
-
-
 @settings(max_examples=200, deadline=None)
 @given(
     lines=st.lists(
@@ -212,7 +191,7 @@ def test_snapshot_equals_tail_truncation_of_the_whole_output(lines, trailing, ch
     truncation of the complete output, with the totals of the complete output."""
     text = "\n".join(ch * n for n, ch in lines) + ("\n" if trailing and lines else "")
     data = text.encode()
-    acc = OutputAccumulator(max_lines=7, max_bytes=40, structured_max_bytes=16)
+    acc = OutputAccumulator(max_lines=7, max_bytes=40)
     feed(acc, data, chunk)
     snap = acc.finish()
     expected = truncate_tail(text, 7, 40)

@@ -6,8 +6,8 @@ An :class:`OutputAccumulator` takes raw output chunks as they arrive and keeps, 
   become U+FFFD),
 * the totals: raw bytes, decoded UTF-8 bytes, lines (modern count), the size of the
   last line,
-* a rolling tail of the decoded text (at most ``2 * max(2 * max_bytes, structured_max_bytes)``
-  bytes: about 2 MiB with the defaults).
+* a rolling tail of the decoded text (at most ``4 * max_bytes`` bytes: 200 KB with the
+  defaults; the structured output is read back from the full-output file).
 
 The first time the output passes ``max_bytes`` (raw or decoded) or ``max_lines``, a temporary
 file ``{tempfile.gettempdir()}/{prefix}-{16 hex}.log`` (mode 0600) is created and receives the
@@ -61,7 +61,7 @@ class OutputAccumulator:
     """Accumulates streamed output; see the module docstring.
 
     ``transform(text) -> text`` (optional) is applied to the decoded tail before it is truncated
-    for a snapshot and to :meth:`structured_output` (bash strips ANSI escape sequences with it);
+    for a snapshot (bash strips ANSI escape sequences with it);
     the temporary file always gets the raw bytes.
     """
 
@@ -71,17 +71,15 @@ class OutputAccumulator:
         max_lines: int = DEFAULT_MAX_LINES,
         max_bytes: int = DEFAULT_MAX_BYTES,
         temp_file_prefix: str = "pi-output",
-        structured_max_bytes: int = STRUCTURED_MAX_BYTES,
         transform: Callable[[str], str] | None = None,
     ) -> None:
         self.max_lines = max_lines
         self.max_bytes = max_bytes
         self.temp_file_prefix = temp_file_prefix
-        self.structured_max_bytes = structured_max_bytes
         self._transform = transform
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._window = max(2 * max_bytes, 1)
-        self._keep = max(self._window, structured_max_bytes)
+        self._keep = self._window
         self._tail = bytearray()  # decoded text, UTF-8 encoded (always valid UTF-8)
         self._tail_cut_mid_line = False  # the tail was trimmed inside a line
         self._pending_raw: list[bytes] | None = []  # raw chunks until the temp file exists
@@ -255,18 +253,6 @@ class OutputAccumulator:
             full_output_path=self._path,
             last_line_bytes=self.last_line_bytes,
         )
-
-    def structured_output(self) -> tuple[str, bool]:
-        """``(text, cut)``: the last ``structured_max_bytes`` of the decoded output (cut on a
-        character boundary, transformed like snapshots) and whether the budget cut anything."""
-        if self.total_bytes <= self.structured_max_bytes:
-            text = self._tail.decode("utf-8", "surrogatepass")
-            return (self._transform(text) if self._transform else text), False
-        start = len(self._tail) - self.structured_max_bytes
-        while start < len(self._tail) and (self._tail[start] & 0xC0) == 0x80:
-            start += 1
-        text = self._tail[start:].decode("utf-8", "surrogatepass")
-        return (self._transform(text) if self._transform else text), True
 
     def read_full_output(self, max_bytes: int = STRUCTURED_MAX_BYTES) -> tuple[str, bool]:
         """``(text, truncated)``: the complete raw output decoded as UTF-8, for programmatic
