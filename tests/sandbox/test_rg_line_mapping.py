@@ -48,7 +48,7 @@ async def test_the_guard_drops_refused_records_and_notices(tmp_path: Path) -> No
     guard = GuardedFileOperations(
         LocalFileOperations(), PathPolicy(str(tmp_path), deny_paths=[f"{tmp_path}/secret.txt"])
     )
-    output = await guard.run_rg([*ARGS[:-1], "--sort=path", str(tmp_path)], str(tmp_path))
+    output = await guard.run_rg(["--sort=path", *ARGS[:-1], str(tmp_path)], str(tmp_path))
     assert output.stdout == (
         f"{tmp_path}/bin.dat\x001:x first\n{tmp_path}/ok.txt\x001:x fine\n".encode()
     )
