@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pi_builtin_tools import output_accumulator
 from pi_builtin_tools.output_accumulator import OutputAccumulator
 from pi_builtin_tools.truncate import truncate_tail
 
@@ -228,3 +230,136 @@ def test_memory_stays_bounded_for_large_output() -> None:
         acc.finish()
     assert acc.raw_bytes == len(chunk) * 1600
     assert peak < 8 * 1024 * 1024
+
+
+def test_chunk_larger_than_the_window_after_non_ascii_text() -> None:
+    """An ASCII chunk that alone fills the tail window replaces the earlier tail (counted on its
+    raw bytes); what came before still counts in the totals."""
+    head = "é€😀\n".encode() * 10
+    body = b"".join(b"%06d\n" % i for i in range(30000))  # 210,000 bytes
+    acc = OutputAccumulator()
+    acc.append(head)
+    acc.append(body)
+    snap = acc.finish()
+    t = snap.truncation
+    assert snap.content == "\n".join(f"{i:06d}" for i in range(28000, 30000))
+    assert (t.truncated, t.truncated_by, t.total_lines, t.total_bytes) == (
+        True,
+        "lines",
+        30010,
+        len(head) + len(body),
+    )
+    assert (t.output_lines, t.output_bytes) == (2000, 13999)
+    assert acc.raw_bytes == len(head) + len(body)
+
+
+def test_character_split_before_a_large_ascii_chunk() -> None:
+    """The end of a character split across chunks goes through the decoder; the rest of the chunk
+    after it is text as usual."""
+    acc = OutputAccumulator()
+    acc.append(b"x\xe2")
+    acc.append(b"\x82\xac" + b"a" * 200_000 + b"\n")
+    snap = acc.finish()
+    assert snap.content == "a" * 51200
+    assert (snap.truncation.total_bytes, snap.truncation.total_lines) == (200_005, 1)
+    assert snap.last_line_bytes == 200_004
+    assert snap.truncation.last_line_partial is True
+
+
+def test_valid_utf8_chunk_ending_inside_a_character() -> None:
+    acc = OutputAccumulator()
+    acc.append("é".encode() * 3 + b"\xf0\x9f")
+    acc.append(b"\x98\x80\n")
+    snap = acc.finish()
+    assert snap.content == "ééé😀\n"
+    assert (acc.total_bytes, acc.total_lines, acc.raw_bytes) == (11, 1, 11)
+
+
+def test_invalid_chunk_then_ascii_chunks() -> None:
+    acc = OutputAccumulator()
+    acc.append(b"\xed\xa0")  # the start of a surrogate: invalid, held until it is known
+    acc.append(b"ok\n")
+    acc.append(b"\xff")
+    acc.append(b"z")
+    snap = acc.finish()
+    assert snap.content == "\ufffd\ufffdok\n\ufffdz"
+    assert (acc.raw_bytes, acc.total_bytes, acc.total_lines, acc.last_line_bytes) == (7, 13, 2, 4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from(
+            [
+                *(b"a", b"b\n", b"\n", b"\x1b[1m", "é".encode(), "€".encode(), "😀".encode()),
+                *(b"\xe2", b"\x82", b"\xac", b"\xf0", b"\x9f", b"\xed", b"\xa0", b"\xff", b"\xc3"),
+                *(b"x" * 45, b"y" * 120 + b"\n", b"z\n" * 30),
+            ]
+        ),
+        max_size=80,
+    ).map(b"".join),
+    chunks=st.lists(st.integers(1, 400), min_size=1, max_size=12),
+)
+def test_any_bytes_any_chunking_equal_the_decoded_whole(data: bytes, chunks: list[int]) -> None:
+    """Raw bytes, valid or not, in chunks small or larger than the tail window: the snapshot is
+    the tail truncation of the whole output decoded at once (invalid bytes as U+FFFD)."""
+    acc = OutputAccumulator(max_lines=7, max_bytes=40)
+    pos = i = 0
+    while pos < len(data):
+        size = chunks[i % len(chunks)]
+        acc.append(data[pos : pos + size])
+        pos += size
+        i += 1
+    snap = acc.finish()
+    text = data.decode("utf-8", "replace")
+    expected = truncate_tail(text, 7, 40)
+    t = snap.truncation
+    assert snap.content == expected.content
+    assert (t.output_lines, t.output_bytes, t.last_line_partial) == (
+        expected.output_lines,
+        expected.output_bytes,
+        expected.last_line_partial,
+    )
+    assert (t.total_lines, t.total_bytes, t.truncated) == (
+        expected.total_lines,
+        expected.total_bytes,
+        expected.truncated,
+    )
+    assert acc.raw_bytes == len(data)
+    last_line = text[:-1] if text.endswith("\n") else text
+    assert snap.last_line_bytes == len(last_line.rpartition("\n")[2].encode())
+    if expected.truncated:
+        assert t.truncated_by == expected.truncated_by
+        assert snap.full_output_path is not None
+        with open(snap.full_output_path, "rb") as f:
+            assert f.read() == data
+
+
+def test_full_output_file_is_complete_once_closed(private_tmpdir) -> None:
+    chunks = [b"%05d line\n" % i * 300 for i in range(400)]  # 400 chunks of 3,300 bytes
+    acc = OutputAccumulator()
+    for chunk in chunks:
+        acc.append(chunk)
+    assert acc.total_lines == 120_000
+    path = acc.full_output_path
+    assert path is not None
+    acc.close_temp_file()
+    with open(path, "rb") as f:
+        assert f.read() == b"".join(chunks)
+    snap = acc.finish()
+    assert (snap.truncation.total_lines, snap.truncation.total_bytes) == (120_000, 1_320_000)
+
+
+def test_write_error_is_raised_by_append(monkeypatch) -> None:
+    acc = OutputAccumulator(max_bytes=10)
+    acc.append(b"0123456789A")  # creates the file, written at once
+
+    def full(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(output_accumulator.os, "write", full)
+    with pytest.raises(OSError, match=r"No space left on device") as info:
+        acc.append(b"BC\n")
+    assert info.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    acc.finish()

@@ -107,6 +107,8 @@ def test_backends_door() -> None:
         "resolve_to_cwd",
         "run_shielded",
         "sourcing_command",
+        "stage_file_write",
+        "staged_file_content",
         "stream_process",
         "unwrap_exception_group",
         "with_file_mutation_queue",

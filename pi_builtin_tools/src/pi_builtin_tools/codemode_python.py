@@ -18,6 +18,9 @@ limits, and the process's codemode workers (``codemode_worker_slot``).
 Reach. Monty has no ``subprocess``, ``socket`` or host modules, and surfaces every filesystem
 and environment call (``open``, ``os.listdir``, ``os.getenv``, ``Path.read_text``...) to the host,
 which refuses it: tools are a script's only reach.
+
+Start-up: ``pydantic_monty`` (which imports asyncio) is imported by the functions that drive a
+script, not with this module, so a session that never runs a script does not pay for it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pydantic_monty as monty
 import trio
 
 from pi_builtin_tools.codemode_common import (
@@ -387,6 +389,8 @@ class _ScriptDriver:
     async def drive(self, code: str, nursery: trio.Nursery) -> Any:
         """Run the script to its end; returns the value of its last expression. Raises
         ``monty.MontyError`` when the script fails."""
+        import pydantic_monty as monty
+
         pool = monty.Monty(min_processes=1, max_processes=1)
         session: Any = None
         try:
@@ -422,6 +426,8 @@ class _ScriptDriver:
 
     async def _answer(self, snap: Any, host: dict[str, Any], nursery: trio.Nursery) -> Any:
         """Answer one suspension; returns the next one."""
+        import pydantic_monty as monty
+
         if isinstance(snap, monty.NameLookupSnapshot):
             name = snap.variable_name
             if snap.object_id is not None:  # tools.<name> read as a value, getattr(tools, ...)
@@ -542,6 +548,8 @@ class SandboxStartError(Exception):
 
 
 def _script_error(exc: Exception) -> ScriptError:
+    import pydantic_monty as monty
+
     if isinstance(exc, monty.MontyRuntimeError | monty.MontySyntaxError):
         return ScriptError("script", exc.display("traceback"))
     if isinstance(exc, monty.MontyCrashedError | SandboxStartError):
@@ -562,6 +570,8 @@ def create_codemode_python_tool_definition() -> ToolDefinition:
     """The ``codemode_python`` :class:`~pi_core.ToolDefinition` (inactive, ``model-only``)."""
 
     async def execute(tool_call_id: str, params: Any, on_update: Any, ctx: Any) -> AgentToolResult:
+        import pydantic_monty as monty
+
         started = time.monotonic()
         code, options = parse_source(params.get("code", ""))
         context = current_tool_context()

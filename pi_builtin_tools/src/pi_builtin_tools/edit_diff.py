@@ -28,6 +28,13 @@ The display diff (:func:`generate_diff_string`) and the unified patch
 (:func:`generate_unified_patch`) reproduce jsdiff 8 (``diffLines`` and ``createTwoFilesPatch``),
 which Pi uses; :func:`diff_lines` is a port of its Myers algorithm because its tie-breaking decides
 which lines a diff shows, and no Python diff library reproduces it.
+
+Both run over :func:`line_diff`, which gives :func:`diff_lines`' parts while diffing only the
+changed lines: the common leading and trailing lines are found at C speed (slice compares) and
+kept as views (:class:`_TextRun`: their count and the few lines a diff shows), so one edit of a
+large file costs a few lines of Python whatever the file's size (:func:`line_diff_of_region`
+says why the result is the same; ``tests/builtin_tools/test_edit_diff_trimmed.py`` compares it
+with the whole-text diff on random texts full of ties).
 """
 
 from __future__ import annotations
@@ -315,10 +322,30 @@ class FuzzyView:
 # --------------------------------------------------------------------------------------------
 
 
-def count_occurrences(haystack: str, needle: str) -> int:
-    """Occurrences of ``needle`` in ``haystack``, overlapping ones included."""
+_BORDER_CHECK_LIMIT = 10_000
+
+
+def _has_border(needle: Any) -> bool:
+    """Whether a proper prefix of ``needle`` is also its suffix (occurrences can overlap only
+    then); ``True`` when it is too long to check cheaply."""
+    if len(needle) > _BORDER_CHECK_LIMIT:
+        return True
+    first = needle[:1]
+    pos = needle.find(first, 1)
+    while pos != -1:
+        if needle.startswith(needle[pos:]):
+            return True
+        pos = needle.find(first, pos + 1)
+    return False
+
+
+def count_occurrences(haystack: Any, needle: Any, start: int = 0) -> int:
+    """Occurrences of ``needle`` in ``haystack[start:]`` (``str`` or ``bytes``), overlapping
+    ones included: ``count`` at C speed when occurrences cannot overlap."""
+    if not _has_border(needle):
+        return haystack.count(needle, start)
     count = 0
-    pos = haystack.find(needle)
+    pos = haystack.find(needle, start)
     while pos != -1:
         count += 1
         pos = haystack.find(needle, pos + 1)
@@ -530,40 +557,50 @@ def _extract_common(path: _Path, new: list[str], old: list[str], diagonal: int) 
     return new_pos
 
 
-def _build_values(last: _Component | None, new: list[str], old: list[str]) -> list[DiffPart]:
+def _build_token_parts(
+    last: _Component | None, new: list[str], old: list[str]
+) -> list[tuple[list[str], bool, bool]]:
+    """The components of a finished path as ``(tokens, added, removed)``, in order."""
     components: list[_Component] = []
     while last is not None:
         components.append(last)
         last = last.previous
     components.reverse()
-    parts: list[DiffPart] = []
+    parts: list[tuple[list[str], bool, bool]] = []
     new_pos = old_pos = 0
     for c in components:
         if not c.removed:
-            value = "".join(new[new_pos : new_pos + c.count])
+            tokens = new[new_pos : new_pos + c.count]
             new_pos += c.count
             if not c.added:
                 old_pos += c.count
         else:
-            value = "".join(old[old_pos : old_pos + c.count])
+            tokens = old[old_pos : old_pos + c.count]
             old_pos += c.count
-        parts.append(DiffPart(value, c.count, c.added, c.removed))
+        parts.append((tokens, c.added, c.removed))
     return parts
 
 
 def diff_lines(old_str: str, new_str: str) -> list[DiffPart]:
     """jsdiff 8 ``diffLines(old, new)``: Myers' O(ND) diff over line tokens, with jsdiff's
     choices where several shortest scripts exist (an insertion is preferred when both paths
-    reach the same old position; removals come before additions)."""
-    old = tokenize_lines(old_str)
-    new = tokenize_lines(new_str)
+    reach the same old position; removals come before additions). Untrimmed: the whole texts
+    are tokenized (:func:`line_diff` gives the same parts for the cost of the changed lines)."""
+    return [
+        DiffPart("".join(tokens), len(tokens), added, removed)
+        for tokens, added, removed in _diff_tokens(tokenize_lines(old_str), tokenize_lines(new_str))
+    ]
+
+
+def _diff_tokens(old: list[str], new: list[str]) -> list[tuple[list[str], bool, bool]]:
+    """:func:`diff_lines` over token lists: ``(tokens, added, removed)`` parts."""
     old_len, new_len = len(old), len(new)
     best: dict[int, _Path | None] = {0: _Path(-1, None)}
     root = best[0]
     assert root is not None
     new_pos = _extract_common(root, new, old, 0)
     if root.old_pos + 1 >= old_len and new_pos + 1 >= new_len:
-        return _build_values(root.last, new, old)
+        return _build_token_parts(root.last, new, old)
     min_diag: float = float("-inf")
     max_diag: float = float("inf")
     edit_length = 1
@@ -597,7 +634,7 @@ def diff_lines(old_str: str, new_str: str) -> list[DiffPart]:
                 base = _add_to_path(remove_path, False, True, 1)
             new_pos = _extract_common(base, new, old, diag)
             if base.old_pos + 1 >= old_len and new_pos + 1 >= new_len:
-                return _build_values(base.last, new, old)
+                return _build_token_parts(base.last, new, old)
             best[diag] = base
             if base.old_pos + 1 >= old_len:
                 max_diag = min(max_diag, diag - 1)
@@ -609,15 +646,265 @@ def diff_lines(old_str: str, new_str: str) -> list[DiffPart]:
 
 
 # --------------------------------------------------------------------------------------------
+# Trimmed line diff: the same parts for the cost of the changed lines
+# --------------------------------------------------------------------------------------------
+
+_FIRST_STEP = 256
+_MAX_STEP = 1 << 16
+
+Text = str | bytes
+"""A text a common run is read from: ``str``, or UTF-8 ``bytes`` (decoded token by token)."""
+
+
+def common_prefix_length(a: Text, b: Text, a_pos: int = 0, b_pos: int = 0) -> int:
+    """Length of the common prefix of ``a[a_pos:]`` and ``b[b_pos:]``, compared slice by slice
+    (C speed; at most 64 KiB copied at a time)."""
+    n = min(len(a) - a_pos, len(b) - b_pos)
+    done = 0
+    step = _FIRST_STEP
+    while done < n:
+        k = min(step, n - done)
+        i, j = a_pos + done, b_pos + done
+        if a[i : i + k] == b[j : j + k]:
+            done += k
+            step = min(step * 2, _MAX_STEP)
+            continue
+        lo, hi = 0, k  # the first lo characters agree; the first difference is before hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if a[i + lo : i + mid] == b[j + lo : j + mid]:
+                lo = mid
+            else:
+                hi = mid
+        return done + lo
+    return done
+
+
+def common_suffix_length(a: Text, b: Text, limit: int) -> int:
+    """Length (at most ``limit``) of the common suffix of ``a`` and ``b``, compared slice by
+    slice."""
+    n = min(limit, len(a), len(b))
+    done = 0
+    step = _FIRST_STEP
+    la, lb = len(a), len(b)
+    while done < n:
+        k = min(step, n - done)
+        if a[la - done - k : la - done] == b[lb - done - k : lb - done]:
+            done += k
+            step = min(step * 2, _MAX_STEP)
+            continue
+        lo, hi = 0, k  # the last lo characters agree; the last difference is within hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if a[la - done - mid : la - done - lo] == b[lb - done - mid : lb - done - lo]:
+                lo = mid
+            else:
+                hi = mid
+        return done + lo
+    return done
+
+
+def _newline(text: Text) -> Any:
+    return "\n" if isinstance(text, str) else b"\n"
+
+
+def _as_str(token: Text) -> str:
+    return token if isinstance(token, str) else token.decode("utf-8")
+
+
+class _Run:
+    """One part of a line diff: ``count`` tokens (lines with their ``\\n``), ``added``,
+    ``removed`` or neither (common). Common runs may be views of a large text: only their
+    first and last lines are ever taken."""
+
+    count: int
+    added: bool = False
+    removed: bool = False
+
+    def head(self, k: int) -> list[str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def tail(self, k: int) -> list[str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def tokens(self) -> list[str]:
+        return self.head(self.count)
+
+
+class _TokenRun(_Run):
+    def __init__(self, tokens: list[str], added: bool, removed: bool) -> None:
+        self._tokens = tokens
+        self.count = len(tokens)
+        self.added = added
+        self.removed = removed
+
+    def head(self, k: int) -> list[str]:
+        return self._tokens[:k]
+
+    def tail(self, k: int) -> list[str]:
+        return self._tokens[max(0, self.count - k) :] if k > 0 else []
+
+
+class _TextRun(_Run):
+    """The whole lines of ``text[start:end]`` (``start`` at a line start), common to both
+    sides."""
+
+    def __init__(self, text: Text, start: int, end: int) -> None:
+        self._text, self._start, self._end = text, start, end
+        nl = _newline(text)
+        self.count = (
+            0
+            if end <= start
+            else text.count(nl, start, end) + (0 if text.endswith(nl, start, end) else 1)
+        )
+
+    def head(self, k: int) -> list[str]:
+        text, nl, pos = self._text, _newline(self._text), self._start
+        out: list[str] = []
+        while len(out) < k and pos < self._end:
+            stop = text.find(nl, pos, self._end)
+            stop = self._end if stop == -1 else stop + 1
+            out.append(_as_str(text[pos:stop]))
+            pos = stop
+        return out
+
+    def tail(self, k: int) -> list[str]:
+        text, nl, pos = self._text, _newline(self._text), self._end
+        out: list[str] = []
+        while len(out) < k and pos > self._start:
+            begin = text.rfind(nl, self._start, pos - 1) + 1
+            begin = max(begin, self._start)
+            out.append(_as_str(text[begin:pos]))
+            pos = begin
+        out.reverse()
+        return out
+
+
+class _JoinedRun(_Run):
+    """Consecutive common runs as one (jsdiff never has two common parts in a row)."""
+
+    def __init__(self, first: _Run, second: _Run) -> None:
+        self._first, self._second = first, second
+        self.count = first.count + second.count
+
+    def head(self, k: int) -> list[str]:
+        out = self._first.head(k)
+        return out + self._second.head(k - len(out)) if len(out) < k else out
+
+    def tail(self, k: int) -> list[str]:
+        out = self._second.tail(k)
+        return self._first.tail(k - len(out)) + out if len(out) < k else out
+
+
+@dataclass(frozen=True)
+class LineDiff:
+    """jsdiff's ``diffLines`` of two texts as runs (:class:`_Run`), and the texts' line counts
+    (``text.split("\\n")``: newlines plus one), which set the width of line numbers."""
+
+    runs: list[_Run]
+    old_lines: int
+    new_lines: int
+
+
+class DiffTooLarge(Exception):
+    """The changed region of a bounded diff (:func:`line_diff_of_region`) exceeds its limit."""
+
+
+def line_diff_of_region(
+    text: Text,
+    start: int,
+    prefix_end: int,
+    old_mid: str,
+    new_mid: str,
+    suffix_start: int,
+    end: int,
+    *,
+    old_lines: int,
+    new_lines: int,
+    max_chars: int | None = None,
+) -> LineDiff:
+    """The line diff of ``old = text[start:prefix_end] + old_mid + text[suffix_start:end]`` and
+    ``new = text[start:prefix_end] + new_mid + text[suffix_start:end]``, diffing only the
+    middles: the same runs as :func:`diff_lines` of the whole texts.
+
+    ``prefix_end`` and ``suffix_start`` must be line starts of ``text`` (or ``start``/``end``) and
+    the middles whole lines (``text`` may be UTF-8 bytes; middles are ``str``). The common prefix
+    is exact as it is: jsdiff's first move takes every common leading line. The common suffix
+    is exact once its first line occurs in neither middle (proof: every shortest edit script
+    then matches that line with itself, and no snake leaves the middles' box except at its
+    corner, so Myers' search inside the box is the same); until then its first line moves into
+    both middles. ``max_chars``: raise :class:`DiffTooLarge` when the middles grow beyond it.
+    """
+    nl = _newline(text)
+    old_tokens = tokenize_lines(old_mid)
+    new_tokens = tokenize_lines(new_mid)
+    seen = set(old_tokens)
+    seen.update(new_tokens)
+    grown = 0
+    while suffix_start < end:
+        stop = text.find(nl, suffix_start, end)
+        stop = end if stop == -1 else stop + 1
+        token = _as_str(text[suffix_start:stop])
+        if token not in seen:
+            break
+        old_tokens.append(token)
+        new_tokens.append(token)
+        suffix_start = stop
+        grown += len(token)
+        if max_chars is not None and len(old_mid) + len(new_mid) + 2 * grown > max_chars:
+            raise DiffTooLarge
+    runs: list[_Run] = []
+
+    def add(run: _Run) -> None:
+        if not run.count:
+            return
+        if runs and not (run.added or run.removed) and not (runs[-1].added or runs[-1].removed):
+            runs[-1] = _JoinedRun(runs[-1], run)
+        else:
+            runs.append(run)
+
+    add(_TextRun(text, start, prefix_end))
+    for tokens, added, removed in _diff_tokens(old_tokens, new_tokens):
+        add(_TokenRun(tokens, added, removed))
+    add(_TextRun(text, suffix_start, end))
+    return LineDiff(runs, old_lines, new_lines)
+
+
+def line_diff(old: str, new: str) -> LineDiff:
+    """:func:`diff_lines` of ``old`` and ``new`` as a :class:`LineDiff`, diffing only the lines
+    between their common leading and trailing lines (found at C speed)."""
+    prefix = common_prefix_length(old, new)
+    prefix_end = old.rfind("\n", 0, prefix) + 1
+    suffix = common_suffix_length(old, new, min(len(old), len(new)) - prefix_end)
+    old_end, new_end = len(old) - suffix, len(new) - suffix
+    if not (
+        (old_end == prefix_end or old[old_end - 1] == "\n")
+        and (new_end == prefix_end or new[new_end - 1] == "\n")
+    ):
+        # start the suffix at its first line start (a newline inside the common suffix)
+        newline = old.find("\n", old_end)
+        old_end = len(old) if newline == -1 else newline + 1
+        new_end = len(new) - (len(old) - old_end)
+    return line_diff_of_region(
+        old,
+        0,
+        prefix_end,
+        old[prefix_end:old_end],
+        new[prefix_end:new_end],
+        old_end,
+        len(old),
+        old_lines=old.count("\n") + 1,
+        new_lines=new.count("\n") + 1,
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # Display diff and unified patch
 # --------------------------------------------------------------------------------------------
 
 
-def _split_part_lines(value: str) -> list[str]:
-    raw = value.split("\n")
-    if raw and raw[-1] == "":
-        raw.pop()
-    return raw
+def _display_line(token: str) -> str:
+    return token[:-1] if token.endswith("\n") else token
 
 
 @dataclass(frozen=True)
@@ -633,82 +920,70 @@ def generate_diff_string(old: str, new: str, context_lines: int = 4) -> DisplayD
     """Pi's ``generateDiffString``: ``-N text`` removed, ``+N text`` added, `` N text`` context
     (old numbering), numbers right-aligned to the widest; ``context_lines`` of context around each
     change, a gap of more than twice that shown as `` {pad} ...``."""
-    parts = diff_lines(old, new)
-    width = len(str(max(len(old.split("\n")), len(new.split("\n")))))
+    return format_diff_string(line_diff(old, new), context_lines)
+
+
+def format_diff_string(diff: LineDiff, context_lines: int = 4) -> DisplayDiff:
+    """:func:`generate_diff_string` of a computed :class:`LineDiff` (of LF texts)."""
+    runs = diff.runs
+    width = len(str(max(diff.old_lines, diff.new_lines)))
     skipped_marker = f" {'':>{width}} ..."
     out: list[str] = []
     old_no = new_no = 1
     last_was_change = False
     first_changed: int | None = None
 
-    def context(line: str) -> None:
+    def context(lines: list[str]) -> None:
         nonlocal old_no, new_no
-        out.append(f" {old_no:>{width}} {line}")
-        old_no += 1
-        new_no += 1
+        for line in lines:
+            out.append(f" {old_no:>{width}} {_display_line(line)}")
+            old_no += 1
+            new_no += 1
 
-    for i, part in enumerate(parts):
-        raw = _split_part_lines(part.value)
-        if part.added or part.removed:
+    def skip(count: int) -> None:
+        nonlocal old_no, new_no
+        old_no += count
+        new_no += count
+
+    for i, run in enumerate(runs):
+        if run.added or run.removed:
             if first_changed is None:
                 first_changed = new_no
-            for line in raw:
-                if part.added:
-                    out.append(f"+{new_no:>{width}} {line}")
+            for line in run.tokens():
+                if run.added:
+                    out.append(f"+{new_no:>{width}} {_display_line(line)}")
                     new_no += 1
                 else:
-                    out.append(f"-{old_no:>{width}} {line}")
+                    out.append(f"-{old_no:>{width}} {_display_line(line)}")
                     old_no += 1
             last_was_change = True
             continue
-        next_is_change = i < len(parts) - 1 and (parts[i + 1].added or parts[i + 1].removed)
+        count = run.count
+        next_is_change = i < len(runs) - 1 and (runs[i + 1].added or runs[i + 1].removed)
         if last_was_change and next_is_change:
-            if len(raw) <= context_lines * 2:
-                for line in raw:
-                    context(line)
+            if count <= context_lines * 2:
+                context(run.head(count))
             else:
-                leading = raw[:context_lines]
-                trailing = raw[len(raw) - context_lines :]
-                skipped = len(raw) - len(leading) - len(trailing)
-                for line in leading:
-                    context(line)
+                context(run.head(context_lines))
                 out.append(skipped_marker)
-                old_no += skipped
-                new_no += skipped
-                for line in trailing:
-                    context(line)
+                skip(count - 2 * context_lines)
+                context(run.tail(context_lines))
         elif last_was_change:
-            shown = raw[:context_lines]
-            skipped = len(raw) - len(shown)
-            for line in shown:
-                context(line)
-            if skipped > 0:
+            shown = run.head(context_lines)
+            context(shown)
+            if count > len(shown):
                 out.append(skipped_marker)
-                old_no += skipped
-                new_no += skipped
+                skip(count - len(shown))
         elif next_is_change:
-            skipped = max(0, len(raw) - context_lines)
+            skipped = max(0, count - context_lines)
             if skipped > 0:
                 out.append(skipped_marker)
-                old_no += skipped
-                new_no += skipped
-            for line in raw[skipped:]:
-                context(line)
+                skip(skipped)
+            context(run.tail(count - skipped))
         else:
-            old_no += len(raw)
-            new_no += len(raw)
+            skip(count)
         last_was_change = False
     return DisplayDiff("\n".join(out), first_changed)
-
-
-def _patch_split_lines(text: str) -> list[str]:
-    """jsdiff's ``splitLines``: lines with their trailing ``\\n`` where present."""
-    result = [line + "\n" for line in text.split("\n")]
-    if text.endswith("\n"):
-        result.pop()
-    else:
-        result[-1] = result[-1][:-1]
-    return result
 
 
 def generate_unified_patch(path: str, old: str, new: str, context_lines: int = 4) -> str:
@@ -717,23 +992,28 @@ def generate_unified_patch(path: str, old: str, new: str, context_lines: int = 4
     headerOptions: FILE_HEADERS_ONLY})``: ``--- path``/``+++ path``, ``@@ -s,n +s,n @@`` hunks
     (an empty range starts one line earlier), ``\\ No newline at end of file`` after a last line
     without one. Lines keep any ``\\r``, so a patch of CRLF text applies to the CRLF file."""
-    parts = diff_lines(old, new)
-    entries: list[tuple[bool, bool, list[str]]] = [
-        (p.added, p.removed, _patch_split_lines(p.value)) for p in parts
-    ]
-    entries.append((False, False, []))
+    return format_unified_patch(path, line_diff(old, new), context_lines)
+
+
+def format_unified_patch(path: str, diff: LineDiff, context_lines: int = 4) -> str:
+    """:func:`generate_unified_patch` of a computed :class:`LineDiff`."""
+    runs = diff.runs
     hunks: list[tuple[int, int, int, int, list[str]]] = []
     old_range_start = new_range_start = 0
     cur: list[str] = []
     old_line = new_line = 1
-    for i, (added, removed, lines) in enumerate(entries):
-        if added or removed:
+    # jsdiff appends an empty common entry after the last part: index len(runs)
+    for i in range(len(runs) + 1):
+        run = runs[i] if i < len(runs) else None
+        added = run is not None and run.added
+        removed = run is not None and run.removed
+        if run is not None and (added or removed):
+            lines = run.tokens()
             if not old_range_start:
                 old_range_start, new_range_start = old_line, new_line
                 if i > 0:
-                    prev_lines = entries[i - 1][2]
                     cur = (
-                        [" " + line for line in prev_lines[-context_lines:]]
+                        [" " + line for line in runs[i - 1].tail(context_lines)]
                         if context_lines > 0
                         else []
                     )
@@ -745,12 +1025,15 @@ def generate_unified_patch(path: str, old: str, new: str, context_lines: int = 4
             else:
                 old_line += len(lines)
             continue
+        count = run.count if run is not None else 0
         if old_range_start:
-            if len(lines) <= context_lines * 2 and i < len(entries) - 2:
-                cur.extend(" " + line for line in lines)
+            if count <= context_lines * 2 and i < len(runs) - 1:
+                assert run is not None
+                cur.extend(" " + line for line in run.head(count))
             else:
-                size = min(len(lines), context_lines)
-                cur.extend(" " + line for line in lines[:size])
+                size = min(count, context_lines)
+                if run is not None:
+                    cur.extend(" " + line for line in run.head(size))
                 hunks.append(
                     (
                         old_range_start,
@@ -762,8 +1045,8 @@ def generate_unified_patch(path: str, old: str, new: str, context_lines: int = 4
                 )
                 old_range_start = new_range_start = 0
                 cur = []
-        old_line += len(lines)
-        new_line += len(lines)
+        old_line += count
+        new_line += count
 
     out = [f"--- {path}", f"+++ {path}"]
     for old_start, old_count, new_start, new_count, hunk_lines in hunks:
@@ -785,20 +1068,28 @@ __all__ = [
     "JS_WHITESPACE",
     "AppliedEdits",
     "DiffPart",
+    "DiffTooLarge",
     "DisplayDiff",
     "EditError",
     "FuzzyView",
+    "LineDiff",
     "LineEndingView",
     "Replacement",
     "apply_edits",
+    "common_prefix_length",
+    "common_suffix_length",
     "count_occurrences",
     "detect_line_ending",
     "diff_lines",
     "find_closest_match_context",
+    "format_diff_string",
+    "format_unified_patch",
     "generate_diff_string",
     "generate_unified_patch",
     "js_trim",
     "js_trim_end",
+    "line_diff",
+    "line_diff_of_region",
     "normalize_for_fuzzy_match",
     "normalize_to_lf",
     "restore_line_endings",

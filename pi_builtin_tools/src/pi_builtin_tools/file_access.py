@@ -40,10 +40,16 @@ async def check_access(operations: FileOperations, path: str, mode: int) -> File
         await access(path, mode)
     if mode & os.W_OK or not callable(access):
         st = await operations.stat(path)
-        if mode & os.W_OK and st.kind == "file" and not st.mode & _ANY_WRITE_BIT:
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        check_write_bits(st, path, mode)
         return st
     return None
 
 
-__all__ = ["check_access"]
+def check_write_bits(st: FileStat, path: str, mode: int) -> None:
+    """With ``os.W_OK`` in ``mode``, raise ``PermissionError(EACCES)`` for a regular file without
+    any write bit (the rule of :func:`check_access`, for a caller that has the ``stat``)."""
+    if mode & os.W_OK and st.kind == "file" and not st.mode & _ANY_WRITE_BIT:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+
+__all__ = ["check_access", "check_write_bits"]

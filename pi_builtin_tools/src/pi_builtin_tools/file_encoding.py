@@ -55,6 +55,8 @@ _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0b\x0c\x1b\x08") + b
 
 
 def _valid_utf8(data: bytes, *, complete: bool) -> bool:
+    if data.isascii():  # C speed, and the common case
+        return True
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     try:
         decoder.decode(data, final=complete)

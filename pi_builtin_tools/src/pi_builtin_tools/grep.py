@@ -26,10 +26,13 @@ twice; a shown match inside another's window is a match line). At most ``limit``
 appears only when one more match proves the cut (ripgrep runs with ``--max-count`` limit + 1);
 that match is shown, as a context line, when it lies in the last match's trailing context.
 
-Deterministic order (Pi's follows ripgrep's parallel walk): files in path order
-(``--sort=path``), lines ascending. Since ``run_rg`` returns the whole output rather than a
-stream that can be cut at the limit, ``--max-count`` bounds each file's matches by the limit,
-which never changes the first ``limit`` matches.
+Deterministic order (Pi's follows ripgrep's parallel walk): files in the order of
+``rg --sort=path`` (:func:`path_order`), lines ascending. ``--sort=path`` would make ripgrep walk
+on one thread, so ripgrep runs in parallel and the matches are sorted here; ``--max-count``
+bounds each file's matches by the limit, which never changes the first ``limit`` matches. When
+the backend cut ripgrep's output at its bound (``CommandOutput.truncated``: which part is kept
+depends on the walk), or the search failed (ripgrep's error text lists files in walk order),
+ripgrep runs again with ``--sort=path``, and that run gives the result.
 
 ripgrep's own error texts are passed on as ripgrep 13 (the reference's) words them, whatever
 version runs (:mod:`pi_builtin_tools.rg_errors`): ``regex parse error:\\n    (\\n    ^\\nerror:
@@ -38,9 +41,11 @@ unclosed group``.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import posixpath
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +64,7 @@ from pi_core import (
     ToolError,
     js_number_to_string,
 )
-from pi_core.backends import iter_rg_records, resolve_existing_path
+from pi_core.backends import RgRecord, iter_rg_records, resolve_existing_path
 
 DEFAULT_GREP_LIMIT = 100
 MAX_GREP_CONTEXT = 1000
@@ -125,12 +130,54 @@ class _Match:
     line_text: str
 
 
-def _parse_rg_lines(stdout: bytes, limit: float) -> list[_Match]:
-    """The first ``limit`` matches of ripgrep's ``PATH\\0LINE:TEXT\\n`` records
-    (:func:`~pi_core.backends.iter_rg_records`; ripgrep's binary-file notices skipped)."""
+def path_order(path: bytes) -> list[bytes]:
+    """The sort key of ``rg --sort=path``: ripgrep sorts the entries of each directory by name
+    (their bytes) and walks depth first, so paths order by their ``/``-separated components
+    (``a/x`` before ``a b/q`` before ``a.txt``), not by their whole bytes."""
+    return path.split(b"/")
+
+
+_FILE_RUN = re.compile(rb"([^\0\n]*)\0[^\n]*\n(?:\1\0[^\n]*\n)*")
+"""A run of records of one file: ``PATH\\0...\\n`` lines that start with the same path."""
+
+
+def _file_blocks(stdout: bytes) -> list[tuple[list[bytes], bytes, int, int]]:
+    """ripgrep's output cut into files: ``(path_order(path), path, start, end)`` of each run of
+    consecutive records of one file, in output order.
+
+    One regex match (:data:`_FILE_RUN`) per file when the output is only records whose paths
+    hold no newline; otherwise (a name with a newline, ripgrep's binary-file notices) the
+    records are read one by one (ripgrep's own lines skipped)."""
+    blocks: list[tuple[list[bytes], bytes, int, int]] = []
+    position, size = 0, len(stdout)
+    for run in _FILE_RUN.finditer(stdout):
+        if run.start() != position:
+            break
+        blocks.append((path_order(run[1]), run[1], position, run.end()))
+        position = run.end()
+    if position == size:
+        return blocks
+    blocks, position = [], 0
+    while position < size:
+        record = next(iter_rg_records(stdout, position))
+        if record.path is None:
+            position = record.end
+            continue
+        prefix = record.path + b"\0"
+        end = record.end
+        while stdout.startswith(prefix, end):  # the next record names the same file
+            line_end = stdout.find(b"\n", end + len(prefix))
+            end = size if line_end < 0 else line_end + 1
+        blocks.append((path_order(record.path), record.path, position, end))
+        position = end
+    return blocks
+
+
+def _matches_of(records: Iterable[RgRecord], count: int) -> list[_Match]:
+    """The first ``count`` matches of ``records`` (ripgrep's binary-file notices skipped)."""
     matches: list[_Match] = []
-    for record in iter_rg_records(stdout):
-        if len(matches) >= limit:
+    for record in records:
+        if len(matches) >= count:
             break
         if record.path is None or record.line_number is None or record.text is None:
             continue
@@ -142,6 +189,34 @@ def _parse_rg_lines(stdout: bytes, limit: float) -> list[_Match]:
             )
         )
     return matches
+
+
+def _first_matches(stdout: bytes, count: int, *, in_path_order: bool) -> list[_Match]:
+    """The first ``count`` matches of ripgrep's ``PATH\\0LINE:TEXT\\n`` records
+    (:func:`~pi_core.backends.iter_rg_records`) in the order of ``rg --sort=path``: files by
+    :func:`path_order`, lines ascending.
+
+    ``in_path_order``: ripgrep wrote them so (``--sort=path``, or a single file), and only the
+    first ``count`` are parsed. Otherwise they come in the order of ripgrep's parallel walk,
+    which writes each file's lines together and in order: the files' runs are sorted
+    (:func:`_file_blocks`) and read in that order until ``count`` matches. Should one file's
+    records not be together, every record is sorted, a heap keeping ``count`` of them."""
+    if in_path_order:
+        return _matches_of(iter_rg_records(stdout), count)
+    blocks = _file_blocks(stdout)
+    if len({block[1] for block in blocks}) == len(blocks):
+        blocks.sort(key=lambda block: block[0])
+        records = itertools.chain.from_iterable(
+            iter_rg_records(stdout[start:end]) for _, _, start, end in blocks
+        )
+        return _matches_of(records, count)
+
+    def keyed() -> Iterator[tuple[list[bytes], int, int, RgRecord]]:
+        for index, record in enumerate(iter_rg_records(stdout)):
+            if record.path is not None and record.line_number is not None:
+                yield path_order(record.path), record.line_number, index, record
+
+    return _matches_of((item[3] for item in heapq.nsmallest(count, keyed())), count)
 
 
 _LINE_END = re.compile(rb"\n")
@@ -244,7 +319,7 @@ async def grep_files(
     args = ["--line-number", "--with-filename", "--null", "--no-heading", "--color=never"]
     args += ["--hidden", "--no-config", f"--max-columns={RG_MAX_COLUMNS}", "--max-columns-preview"]
     # one match past the limit proves that the limit cut results off
-    args += ["--sort=path", f"--max-count={effective_limit + 1}"]
+    args.append(f"--max-count={effective_limit + 1}")
     if not is_directory:
         args.append("--text")
     if ignore_case:
@@ -253,15 +328,27 @@ async def grep_files(
         args.append("--fixed-strings")
     if glob:
         args.append(f"--glob={glob}")
-    args += ["--", pattern, search_path]
     rg_cwd = search_path if is_directory else posixpath.dirname(search_path) or "/"
     try:
-        output = await operations.run_rg(args, rg_cwd)
+        # ripgrep's parallel walk (no --sort): the matches are put in path order here
+        output = await operations.run_rg([*args, "--", pattern, search_path], rg_cwd)
+        matches: list[_Match] = []
+        if not output.truncated:
+            matches = _first_matches(
+                output.stdout, effective_limit + 1, in_path_order=not is_directory
+            )
+        match_limit_reached = len(matches) > effective_limit
+        if output.truncated or (not match_limit_reached and output.exit_code not in (0, 1)):
+            # Cut at the backend's output bound, the part kept depends on the walk; an error
+            # text lists its files in the walk's order: ask again in path order.
+            sorted_args = [*args, "--sort=path", "--", pattern, search_path]
+            del output  # up to 32 MiB; not held during the second run
+            output = await operations.run_rg(sorted_args, rg_cwd)
+            matches = _first_matches(output.stdout, effective_limit + 1, in_path_order=True)
+            match_limit_reached = len(matches) > effective_limit
     except OSError as error:
         raise ToolError(f"Failed to run ripgrep: {error}") from None
 
-    matches = _parse_rg_lines(output.stdout, effective_limit + 1)
-    match_limit_reached = len(matches) > effective_limit
     # A match past the limit is only proof; inside the last match's trailing context its line is
     # shown, as context.
     matches = matches[:effective_limit]

@@ -21,7 +21,6 @@ that ignore SIGTERM, moved to another process group or session, or were orphaned
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import signal
@@ -42,8 +41,6 @@ from pi_core.backends import (
 
 SUPERVISOR = str(Path(__file__).with_name("_bash_supervisor.py"))
 """Path of the supervisor script, run with ``sys.executable -I -S``."""
-
-_F_SETPIPE_SZ = 1031
 
 
 def resolve_shell(shell_path: str | None = None) -> str:
@@ -152,10 +149,6 @@ class LocalBashOperations:
             if not spawned:
                 os.close(lifeline_w)
 
-        stream = process.stdout
-        assert isinstance(stream, trio.lowlevel.FdStream)
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, 1024 * 1024)
         try:
             return await stream_process(
                 process,

@@ -129,14 +129,23 @@ class OutputAccumulator:
     def append(self, data: bytes) -> None:
         """Add one raw chunk. Raises ``RuntimeError`` (``Cannot append to a finished output
         accumulator``) after :meth:`finish`; ``OSError`` if the temporary file cannot be
-        written."""
+        written.
+
+        A chunk that is valid UTF-8 (ASCII above all: one ``isascii`` check) is counted on its
+        raw bytes, which are also its decoded text's UTF-8; only a chunk with invalid bytes goes
+        through the decoder (and is encoded again) for its replacement characters, and only the
+        first bytes of a chunk that ends a character split across chunks. The result is the
+        same as decoding the whole output at once."""
         if self._finished:
             raise RuntimeError("Cannot append to a finished output accumulator")
         if not data:
             return
         self.raw_bytes += len(data)
-        self._newlines += data.count(b"\n")
-        self._take_text(self._decoder.decode(data))
+        self._newlines += data.count(b"\n")  # a "\n" byte is never inside a character
+        self._take_raw(data)
+        if self._fd is not None:
+            self._write(data)  # one write per chunk: up to 1 MiB (the bash tool's reads)
+            return
         if self._pending_raw is not None:
             self._pending_raw.append(bytes(data))
             if (
@@ -145,28 +154,67 @@ class OutputAccumulator:
                 or self.total_lines > self.max_lines
             ):
                 self._open_temp_file()
-        else:
-            self._write(data)
+
+    def _take_raw(self, data: bytes) -> None:
+        decoder = self._decoder
+        if decoder.getstate()[0]:
+            # The rest of a character split across chunks: byte by byte (at most 4) until
+            # the decoder holds nothing, then the remainder as any chunk.
+            pos, end = 0, min(len(data), 4)
+            while pos < end and decoder.getstate()[0]:
+                self._take_text(decoder.decode(data[pos : pos + 1]))
+                pos += 1
+            if decoder.getstate()[0]:
+                self._take_text(decoder.decode(data[pos:]))
+                return
+            data = data[pos:]
+        if data.isascii():
+            self._take_utf8(data)
+            return
+        try:
+            _, valid = codecs.utf_8_decode(data, "strict", False)
+        except UnicodeDecodeError:
+            self._take_text(decoder.decode(data))
+            return
+        if valid == len(data):
+            self._take_utf8(data)
+        else:  # ends inside a character: its first bytes wait in the decoder
+            self._take_utf8(data[:valid])
+            self._take_text(decoder.decode(data[valid:]))
 
     def _take_text(self, text: str) -> None:
-        if not text:
+        if text:
+            self._take_utf8(text.encode("utf-8", "surrogatepass"))
+
+    def _take_utf8(self, encoded: bytes) -> None:
+        """Count and keep decoded text given as its UTF-8 bytes (whole characters)."""
+        size = len(encoded)
+        if not size:
             return
-        encoded = text.encode("utf-8", "surrogatepass")
-        self.total_bytes += len(encoded)
+        self.total_bytes += size
         last_nl = encoded.rfind(b"\n")
         if last_nl < 0:
-            self._current_line_bytes += len(encoded)
+            self._current_line_bytes += size
         else:
-            after = len(encoded) - last_nl - 1
             previous_nl = encoded.rfind(b"\n", 0, last_nl)
             if previous_nl < 0:
                 self._previous_line_bytes = self._current_line_bytes + last_nl
             else:
                 self._previous_line_bytes = last_nl - previous_nl - 1
-            self._current_line_bytes = after
+            self._current_line_bytes = size - last_nl - 1
+        keep = self._keep
+        if size > keep:
+            # The chunk alone fills the window: keep its end (from a character boundary) and
+            # whether the byte before that ends a line; the earlier tail is not needed.
+            cut = size - keep
+            while cut < size and (encoded[cut] & 0xC0) == 0x80:
+                cut += 1
+            self._tail = bytearray(memoryview(encoded)[cut:])
+            self._tail_cut_mid_line = encoded[cut - 1] != 0x0A
+            return
         self._tail += encoded
-        if len(self._tail) > 2 * self._keep:
-            cut = len(self._tail) - self._keep
+        if len(self._tail) > 2 * keep:
+            cut = len(self._tail) - keep
             while cut < len(self._tail) and (self._tail[cut] & 0xC0) == 0x80:
                 cut += 1
             self._tail_cut_mid_line = self._tail[cut - 1] != 0x0A
@@ -187,10 +235,11 @@ class OutputAccumulator:
     def _write(self, data: bytes) -> None:
         if self._fd is None:
             return
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        written = os.write(self._fd, data)
+        if written < len(data):
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(self._fd, view) :]
 
     def close_temp_file(self) -> None:
         """Close the temporary file (it stays on disk). Idempotent."""

@@ -2,9 +2,11 @@
 
 Text files come back from line ``offset`` (1-indexed), at most ``limit`` lines, cut by
 :func:`~pi_builtin_tools.truncate.truncate_head` rules (2000 lines or 50KB, never half a line)
-with a notice giving the next offset. The file is streamed in chunks through
-``FileOperations.read_bytes``: only the selected lines (at most 50KB of them) are kept, so reading
-lines 1,000,000–1,002,000 of a 1 GB file holds a few megabytes at most. Images (by magic bytes)
+with a notice giving the next offset. The file is streamed in chunks (``FileOperations.read_bytes``,
+or a backend's optional ``read_head``/``scan_bytes``: the local backend resolves, stats and reads
+the start in one worker-thread call and scans the rest in another, into one reused buffer): only
+the selected lines (at most 50KB of them) are kept, so reading lines 1,000,000–1,002,000 of a 1 GB
+file holds a few megabytes at most. Images (by magic bytes)
 come back as image blocks, resized to the configured limits. Non-UTF-8 text is decoded (UTF-16
 with BOM, which is not shown; Windows-1252/Latin-1) and binary files are refused with a short
 description. ``offset``/``limit`` must be whole numbers (>= 0 and >= 1,
@@ -19,7 +21,7 @@ import errno
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -59,7 +61,7 @@ from pi_core import (
     ToolError,
     js_number_to_string,
 )
-from pi_core.backends import resolve_existing_path
+from pi_core.backends import FileStat, resolve_existing_path
 
 READ_DESCRIPTION = (
     "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). "
@@ -170,31 +172,34 @@ class _Scanner:
         self.line = 0
         self.sel = _Selection()
 
-    def _take(self, segment: bytes) -> None:
+    def _take(self, chunk: bytes | bytearray, start: int, stop: int, newlines: int) -> None:
+        """Select ``chunk[start:stop]``, which holds ``newlines`` newlines (indices, so a
+        chunk is never copied: only what the prefix keeps is)."""
         sel = self.sel
-        if not segment:
+        if start >= stop:
             return
-        sel.selected_bytes += len(segment)
-        sel.selected_newlines += segment.count(b"\n")
+        sel.selected_bytes += stop - start
+        sel.selected_newlines += newlines
         if not sel.first_line_done:
-            cut = segment.find(b"\n")
+            cut = chunk.find(b"\n", start, stop)
             if cut < 0:
-                sel.first_line_bytes += len(segment)
+                sel.first_line_bytes += stop - start
             else:
-                sel.first_line_bytes += cut
+                sel.first_line_bytes += cut - start
                 sel.first_line_done = True
         room = self.cap - len(sel.prefix)
         if room > 0:
-            sel.prefix += segment[:room]
-        sel.last_byte = segment[-1]
+            sel.prefix += chunk[start : min(stop, start + room)]
+        sel.last_byte = chunk[stop - 1]
 
-    def _skip_newlines(self, chunk: bytes, pos: int, count: int) -> int:
+    def _skip_newlines(self, chunk: bytes | bytearray, pos: int, count: int) -> int:
         """Position just after the ``count``-th newline at or after ``pos`` (it exists)."""
         for _ in range(count):
             pos = chunk.index(b"\n", pos) + 1
         return pos
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes | bytearray) -> None:
+        """Take the next chunk (it may be a reused buffer: nothing keeps a reference)."""
         pos, size, sel = 0, len(chunk), self.sel
         while pos < size:
             if self.line < self.start:
@@ -208,30 +213,22 @@ class _Scanner:
                 self.line += need
                 sel.total_newlines += need
                 continue
+            available = chunk.count(b"\n", pos)
             if self.end is None or self.line < self.end:
-                if self.end is None:
-                    segment = chunk[pos:]
-                    found = segment.count(b"\n")
-                    self._take(segment)
-                    self.line += found
-                    sel.total_newlines += found
-                    return
-                inside = self.end - 1 - self.line
-                available = chunk.count(b"\n", pos)
+                inside = available if self.end is None else self.end - 1 - self.line
                 if available <= inside:
-                    self._take(chunk[pos:])
+                    self._take(chunk, pos, size, available)
                     self.line += available
                     sel.total_newlines += available
                     return
                 stop = self._skip_newlines(chunk, pos, inside + 1) - 1
-                self._take(chunk[pos:stop])
+                self._take(chunk, pos, stop, inside)
                 self.line += inside + 1
                 sel.total_newlines += inside + 1
                 pos = stop + 1
                 continue
-            found = chunk.count(b"\n", pos)
-            self.line += found
-            sel.total_newlines += found
+            self.line += available
+            sel.total_newlines += available
             return
 
     def finish(self) -> _Selection:
@@ -267,6 +264,12 @@ async def _scan(
 
     feed(first, complete)
     offset = len(first)
+    scan_bytes = None if complete else getattr(ops, "scan_bytes", None)
+    if callable(scan_bytes) and await scan_bytes(
+        path, offset, options.chunk_size, lambda chunk: feed(chunk, False)
+    ):
+        feed(b"", True)
+        return scanner.finish()
     while not complete:
         chunk = await ops.read_bytes(path, offset, options.chunk_size)
         complete = not chunk
@@ -279,16 +282,19 @@ def _truncation(sel: _Selection) -> TruncationResult:
     """:func:`truncate_head` of the selection, from what the scan kept (same result)."""
     prefix = bytes(sel.prefix)
     more = sel.selected_bytes > len(prefix)
-    pieces = prefix.split(b"\n") if prefix else []
-    if more:
-        pieces.pop()
-    elif pieces and prefix.endswith(b"\n"):
-        pieces.pop()
     if sel.selected_bytes == 0:
         total_lines = 0
     else:
         total_lines = sel.selected_newlines + 1 - (1 if sel.last_byte == 0x0A else 0)
-    lines = [piece.decode("utf-8", "replace") for piece in pieces]
+    if not more and total_lines <= DEFAULT_MAX_LINES and sel.selected_bytes <= DEFAULT_MAX_BYTES:
+        lines: list[str] = []  # within both limits: the whole selection is the content
+    else:
+        pieces = prefix.split(b"\n") if prefix else []
+        if more:
+            pieces.pop()
+        elif pieces and prefix.endswith(b"\n"):
+            pieces.pop()
+        lines = [piece.decode("utf-8", "replace") for piece in pieces]
     return head_from_lines(
         lines,
         whole="" if more else prefix.decode("utf-8", "replace"),
@@ -365,6 +371,35 @@ async def _read_image(
     return AgentToolResult(content=[TextContent(text=text), image])
 
 
+async def _read_head(
+    ops: FileOperations, raw_path: str, cwd: str, opts: ReadToolOptions
+) -> tuple[str, FileStat | OSError, bytes | OSError | None]:
+    """The resolved path, its ``stat`` (or the error of it) and the start of the file (the
+    whole file up to ``opts.whole_file_limit``, else ``opts.chunk_size`` bytes; ``None`` when
+    not read; the ``OSError`` of the read): one worker-thread call with a backend that has
+    ``read_head`` (:class:`~pi_core.backends.LocalFileOperations`), else ``stat`` probes of
+    the path candidates, ``stat`` and ``read_bytes``."""
+    read_head = getattr(ops, "read_head", None)
+    if callable(read_head):
+        head = await read_head(
+            raw_path, cwd, whole_limit=opts.whole_file_limit, head_size=opts.chunk_size
+        )
+        if head is not None:
+            return cast("tuple[str, FileStat | OSError, bytes | OSError | None]", head)
+    path = await resolve_existing_path(raw_path, cwd, ops, for_read=True)
+    try:
+        info = await ops.stat(path)
+    except OSError as exc:
+        return path, exc, None
+    if info.kind in ("directory", "other"):
+        return path, info, None
+    whole = 0 < info.size <= opts.whole_file_limit
+    try:
+        return path, info, await ops.read_bytes(path, 0, None if whole else opts.chunk_size)
+    except OSError as exc:
+        return path, info, exc
+
+
 async def read_file(
     raw_path: str,
     cwd: str,
@@ -381,25 +416,22 @@ async def read_file(
     offset = integer_arg("offset", offset, minimum=0)  # 0 reads from the start, as Pi does
     limit = integer_arg("limit", limit)
     check_no_nul(raw_path)
-    path = await resolve_existing_path(raw_path, cwd, ops, for_read=True)
-    try:
-        info = await ops.stat(path)
-    except OSError as exc:
-        raise fs_error(exc, "access", path) from exc
+    path, info, head = await _read_head(ops, raw_path, cwd, opts)
+    if isinstance(info, OSError):
+        raise fs_error(info, "access", path) from info
     if info.kind == "directory":
         raise ToolError("EISDIR: illegal operation on a directory, read")
     if info.kind == "other":
         raise not_regular_file_error("read", raw_path)
-    whole = 0 < info.size <= opts.whole_file_limit
-    try:
-        first = await ops.read_bytes(path, 0, None if whole else opts.chunk_size)
-    except IsADirectoryError as exc:
-        raise ToolError("EISDIR: illegal operation on a directory, read") from exc
-    except OSError as exc:
-        if exc.errno == errno.EINVAL:  # replaced by a special file since the stat
-            raise not_regular_file_error("read", raw_path) from exc
-        raise fs_error(exc, "access" if exc.errno == errno.EACCES else "open", path) from exc
-    complete = whole or len(first) < opts.chunk_size
+    if isinstance(head, IsADirectoryError):
+        raise ToolError("EISDIR: illegal operation on a directory, read") from head
+    if isinstance(head, OSError):
+        if head.errno == errno.EINVAL:  # replaced by a special file since the stat
+            raise not_regular_file_error("read", raw_path) from head
+        raise fs_error(head, "access" if head.errno == errno.EACCES else "open", path) from head
+    assert head is not None
+    first = head
+    complete = 0 < info.size <= opts.whole_file_limit or len(first) < opts.chunk_size
 
     mime = detect_image_mime(first[:IMAGE_SNIFF_BYTES])
     if mime is not None:

@@ -13,7 +13,7 @@ thread through ``trio.from_thread.run_sync(abort.abort)``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 import trio
@@ -84,15 +84,12 @@ class Abort:
         return f"<Abort aborted={self._aborted} linked_scopes={len(self._scopes)}>"
 
 
-@contextmanager
-def linked_scope(abort: Abort | None) -> Iterator[trio.CancelScope]:
-    """:meth:`Abort.linked_scope` of ``abort``, or a plain never-cancelled scope for ``None``."""
+def linked_scope(abort: Abort | None) -> AbstractContextManager[trio.CancelScope]:
+    """:meth:`Abort.linked_scope` of ``abort``, or a plain never-cancelled scope for ``None``
+    (returned as they are: no wrapper on the per-call path)."""
     if abort is None:
-        with trio.CancelScope() as scope:
-            yield scope
-    else:
-        with abort.linked_scope() as scope:
-            yield scope
+        return trio.CancelScope()
+    return abort.linked_scope()
 
 
 __all__ = ["Abort", "AbortStatistics", "linked_scope"]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +137,8 @@ def load_config(path: Path | str | None = None, *, cwd: Path | str | None = None
 
 def parse_config(raw: bytes, path: Path) -> PiConfig:
     """Parse the bytes of a config file; ``path`` is only used in messages and the result."""
+    import tomllib  # only when there is a file (start-up)
+
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

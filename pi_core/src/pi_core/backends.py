@@ -11,7 +11,8 @@ built-in and sandbox backends share:
   :func:`file_kind` (a ``st_mode`` as a ``FileKind``);
 * :func:`atomic_write_bytes`: temporary file, fsync, rename;
 * the file mutation queue: :func:`with_file_mutation_queue`,
-  :func:`with_tool_path_mutation_queue`, :func:`run_shielded`;
+  :func:`with_tool_path_mutation_queue`, :func:`run_shielded`, and its group commit
+  (:func:`staged_file_content`, :func:`stage_file_write`);
 * path resolution of the file tools: :func:`resolve_to_cwd`, :func:`resolve_existing_path`;
 * ripgrep's plain match lines (``PATH\\0LINE:TEXT``, what grep reads): :func:`iter_rg_records`,
   :class:`RgRecord`;
@@ -50,6 +51,8 @@ from pi_core._backend_kit.long_command import (
 )
 from pi_core._backend_kit.mutation_queue import (
     run_shielded,
+    stage_file_write,
+    staged_file_content,
     with_file_mutation_queue,
     with_tool_path_mutation_queue,
 )
@@ -89,6 +92,8 @@ __all__ = [
     "resolve_to_cwd",
     "run_shielded",
     "sourcing_command",
+    "stage_file_write",
+    "staged_file_content",
     "stream_process",
     "unwrap_exception_group",
     "with_file_mutation_queue",

@@ -25,14 +25,52 @@ Public names:
 
 from __future__ import annotations
 
-from pi_sandbox_plugin.backend_errors import SandboxUnavailable
-from pi_sandbox_plugin.bwrap_backend import BwrapBackend
-from pi_sandbox_plugin.command_policy import CommandPolicy, Decision
-from pi_sandbox_plugin.config import SandboxConfig, load_sandbox_config
-from pi_sandbox_plugin.container_backend import ContainerBackend
-from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
-from pi_sandbox_plugin.path_policy import PathPolicy
-from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshConnection, SshFileOperations
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_sandbox_plugin.backend_errors import SandboxUnavailable
+    from pi_sandbox_plugin.bwrap_backend import BwrapBackend
+    from pi_sandbox_plugin.command_policy import CommandPolicy, Decision
+    from pi_sandbox_plugin.config import SandboxConfig, load_sandbox_config
+    from pi_sandbox_plugin.container_backend import ContainerBackend
+    from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
+    from pi_sandbox_plugin.path_policy import PathPolicy
+    from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshConnection, SshFileOperations
+
+_SOURCES = {
+    "BwrapBackend": "bwrap_backend",
+    "CommandPolicy": "command_policy",
+    "ContainerBackend": "container_backend",
+    "Decision": "command_policy",
+    "GuardedFileOperations": "guarded_files",
+    "PathDenied": "guarded_files",
+    "PathPolicy": "path_policy",
+    "SandboxConfig": "config",
+    "SandboxUnavailable": "backend_errors",
+    "SshBashOperations": "ssh_backend",
+    "SshConnection": "ssh_backend",
+    "SshFileOperations": "ssh_backend",
+    "load_sandbox_config": "config",
+}
+"""Each public name and the module that defines it. The names are imported on first access
+(:func:`__getattr__`): loading the plugin (:mod:`pi_sandbox_plugin.plugin`) imports this package,
+and a session without ``[sandbox]`` needs none of the policy modules (the bash parser, pathspec,
+pydantic models), which are most of the plugin's import time."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _SOURCES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SOURCES})
+
 
 __all__ = [
     "BwrapBackend",

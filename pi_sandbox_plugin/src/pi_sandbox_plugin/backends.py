@@ -194,6 +194,7 @@ class MappedFileOperations:
             exit_code=output.exit_code,
             stdout=self.paths.rg_output_to_local(output.stdout, args),
             stderr=output.stderr,
+            truncated=output.truncated,
         )
 
 

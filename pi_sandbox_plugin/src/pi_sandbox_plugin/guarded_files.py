@@ -264,7 +264,12 @@ class GuardedFileOperations:
                 if record and await allowed(record.decode("utf-8", "surrogateescape"))
             ]
             stdout = b"".join(record + separator for record in kept)
-        return CommandOutput(exit_code=output.exit_code, stdout=stdout, stderr=output.stderr)
+        return CommandOutput(
+            exit_code=output.exit_code,
+            stdout=stdout,
+            stderr=output.stderr,
+            truncated=output.truncated,
+        )
 
 
 async def _filter_lines(stdout: bytes, allowed: Callable[[str], Awaitable[bool]]) -> bytes:

@@ -31,13 +31,17 @@ from pi_core import (
     SessionContext,
     hookimpl,
 )
-from pi_sandbox_plugin.backends import (
-    before_hook_path_reason,
-    close_sandbox_sessions,
-    sandbox_session,
-)
-from pi_sandbox_plugin.commands import POLICY_COMMAND
-from pi_sandbox_plugin.config import load_sandbox_config, load_session_sandbox_config
+
+SANDBOX_TABLE = "sandbox"
+"""The config table this plugin reads (``pi_sandbox_plugin.config.SANDBOX_TABLE``)."""
+
+STATE_KEY = "sandbox"
+"""The session-state entry of the built sandboxes (``pi_sandbox_plugin.backends.STATE_KEY``)."""
+
+# Start-up: every hook returns ``None`` at once without a ``[sandbox]`` table (or without a
+# sandbox built in the session's state), before importing anything, so a session with no
+# sandbox never imports the policy modules (the bash parser with tree-sitter, pathspec, the
+# pydantic models of the config): they are imported by the first hook that needs them.
 
 
 def session_config(context: BeforeToolCallContext) -> Mapping[str, Any] | None:
@@ -53,6 +57,10 @@ def session_config(context: BeforeToolCallContext) -> Mapping[str, Any] | None:
 @hookimpl
 def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsContext) -> None:
     """Validate ``[sandbox]`` at session set-up (raises ``ConfigError``); registers nothing."""
+    if SANDBOX_TABLE not in context.config:
+        return
+    from pi_sandbox_plugin.config import load_session_sandbox_config
+
     load_session_sandbox_config(context.config, context.cwd)
 
 
@@ -65,17 +73,18 @@ def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult 
     command_argument = getattr(context.tool, "command_argument", None)
     if command_argument is None:
         config = session_config(context)
-        reason = (
-            None
-            if config is None
-            else before_hook_path_reason(
-                context.tool, context.args, config, _state(context.session)
-            )
-        )
+        state = _state(context.session)
+        if config is None or state is None or not state.get(STATE_KEY):
+            return None  # no sandbox session built: no path policy to check here
+        from pi_sandbox_plugin.backends import before_hook_path_reason
+
+        reason = before_hook_path_reason(context.tool, context.args, config, state)
         return None if reason is None else BeforeToolCallResult(block=True, reason=reason)
     config = session_config(context)
-    if config is None:
+    if config is None or SANDBOX_TABLE not in config:
         return None
+    from pi_sandbox_plugin.config import load_sandbox_config
+
     sandbox = load_sandbox_config(config)
     if sandbox is None or sandbox.policy is None:
         return None
@@ -103,6 +112,10 @@ def _state(session: SessionContext | None) -> dict[str, Any] | None:
 def pi_bash_operations(context: BackendContext) -> BashOperations | None:
     """The bash backend of ``[sandbox] backend`` (``None`` for ``local`` or no ``[sandbox]``),
     kept in the pi session's ``state`` with the file backend."""
+    if SANDBOX_TABLE not in context.config:
+        return None
+    from pi_sandbox_plugin.backends import sandbox_session
+
     session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.bash
 
@@ -111,6 +124,10 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
 def pi_file_operations(context: BackendContext) -> FileOperations | None:
     """The file backend of ``[sandbox] backend``, guarded by the path policy when
     ``[sandbox.policy]`` exists (``None`` for ``local`` without a policy, or no ``[sandbox]``)."""
+    if SANDBOX_TABLE not in context.config:
+        return None
+    from pi_sandbox_plugin.backends import sandbox_session
+
     session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.files
 
@@ -119,10 +136,16 @@ def pi_file_operations(context: BackendContext) -> FileOperations | None:
 async def pi_session_end(context: SessionContext) -> None:
     """Release what the session's backends hold: stop the SSH control master (and remove its
     socket directory), remove a container started from an image."""
+    if STATE_KEY not in context.state:
+        return
+    from pi_sandbox_plugin.backends import close_sandbox_sessions
+
     await close_sandbox_sessions(context.state)
 
 
 @hookimpl
 def pi_register_commands(register: Callable[[Any], None]) -> None:
     """``pi policy check``."""
+    from pi_sandbox_plugin.commands import POLICY_COMMAND
+
     register(POLICY_COMMAND)

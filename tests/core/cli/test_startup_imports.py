@@ -4,6 +4,13 @@ httpx (which imports rich and click for its own command line) is the heaviest im
 model providers: the built-in providers plugin imports them only when a factory is asked for
 (``--model``), so ``pi replay`` / ``pi call`` start without it (docs/explanation/performance.md,
 P7). Each check runs in a fresh interpreter, as the console script does.
+
+The same holds for what only some sessions need: jsonschema and referencing (arguments of flat
+schemas are checked by hand; jsonschema writes the lines of invalid arguments), the sandbox
+plugin's policy modules (imported by the first hook that finds a ``[sandbox]`` table), the Monty
+interpreter of ``codemode_python`` (and asyncio, which it imports), the TOML parser (only when a
+``pi.toml`` is found), and the ``email`` parser of distribution metadata (read for ``pi plugins``
+and error messages, not to load a plugin).
 """
 
 from __future__ import annotations
@@ -12,8 +19,27 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HEAVY = ("httpx", "httpx_sse", "rich", "click", "PIL")
+
+ONLY_WHEN_NEEDED = (
+    "jsonschema",
+    "referencing",
+    "pi_core._tools.schema_validation",
+    "pi_sandbox_plugin.config",
+    "pi_sandbox_plugin.backends",
+    "pi_sandbox_plugin.bash_parser",
+    "pi_sandbox_plugin.path_policy",
+    "pi_sandbox_plugin.command_policy",
+    "tree_sitter",
+    "pathspec",
+    "pydantic_monty",
+    "asyncio",
+    "tomllib",
+    "email.parser",
+)
+"""Not imported by a plain ``pi replay`` of a valid ``read`` call without ``pi.toml``."""
 
 PROBE = """
 import sys
@@ -44,6 +70,48 @@ def test_replay_of_a_read_imports_no_provider_and_no_terminal_library(tmp_path: 
     result = json.loads(proc.stdout)
     assert result["content"] == [{"type": "text", "text": "hello\n"}]
     assert proc.stderr.splitlines()[-1] == "[]"
+
+
+def replay_read(tmp_path: Path, arguments: dict[str, object], modules: tuple[str, ...]) -> Any:
+    (tmp_path / "six.txt").write_bytes(b"hello\n")
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": arguments}
+    message = {"role": "assistant", "content": [call], "stopReason": "toolUse"}
+    script = tmp_path / "messages.jsonl"
+    script.write_text(json.dumps(message) + "\n")
+    argv = ["replay", str(script), "--cwd", str(tmp_path), "--json"]
+    return subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=modules), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+
+
+def test_replay_of_a_read_imports_only_what_the_call_needs(tmp_path: Path) -> None:
+    proc = replay_read(tmp_path, {"path": "six.txt"}, ONLY_WHEN_NEEDED)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"] == [{"type": "text", "text": "hello\n"}]
+    assert proc.stderr.splitlines()[-1] == "[]"
+
+
+def test_invalid_arguments_import_jsonschema_for_the_error_lines(tmp_path: Path) -> None:
+    proc = replay_read(tmp_path, {"path": 6}, ("jsonschema", "pi_core._tools.schema_validation"))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith(
+        'Validation failed for tool "read":\n  - path: must be string\n'
+    )
+    assert proc.stderr.splitlines()[-1] == "['jsonschema', 'pi_core._tools.schema_validation']"
+
+
+def test_a_sandbox_table_imports_the_policy_modules(tmp_path: Path) -> None:
+    (tmp_path / "pi.toml").write_text('[sandbox.policy]\ndeny = [["rm"]]\n')
+    proc = replay_read(tmp_path, {"path": "six.txt"}, ("pi_sandbox_plugin.path_policy", "tomllib"))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"] == [{"type": "text", "text": "hello\n"}]
+    assert proc.stderr.splitlines()[-1] == "['pi_sandbox_plugin.path_policy', 'tomllib']"
 
 
 def test_the_providers_are_imported_when_a_model_is_resolved() -> None:

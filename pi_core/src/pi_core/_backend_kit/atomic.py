@@ -12,6 +12,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Sequence
 
 from pi_core._backend_kit.interprocess import register_temp_file, unregister_temp_file
 
@@ -23,8 +24,9 @@ def _target_of(path: str) -> str:
     return path
 
 
-def atomic_write_bytes(path: str, data: bytes) -> None:
+def atomic_write_bytes(path: str, data: bytes | Sequence[bytes | memoryview]) -> None:
     """Replace the file at ``path`` with ``data`` atomically (blocking; run it in a thread).
+    ``data`` may be a sequence of buffers, written one after another (never joined).
 
     * temporary file ``.{name}.{random}.tmp`` in the target's directory, written, ``fsync``-ed,
       then ``os.replace``-d over the target; the directory is fsync-ed afterwards (best effort);
@@ -68,10 +70,11 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
                 if hasattr(os, "geteuid") and os.geteuid() == 0:
                     with contextlib.suppress(OSError):
                         os.fchown(fd, st.st_uid, st.st_gid)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            for chunk in (data,) if isinstance(data, bytes) else data:
+                view = memoryview(chunk)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -22,7 +22,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import trio
@@ -30,6 +30,7 @@ import trio
 from pi_core._backend_kit.atomic import atomic_write_bytes
 from pi_core._backend_kit.interprocess import sweep_once
 from pi_core._backend_kit.operations import CommandOutput, FileKind, FileStat
+from pi_core._backend_kit.paths import path_candidates, resolve_to_cwd
 
 
 @functools.cache
@@ -98,14 +99,179 @@ def file_kind(mode: int) -> FileKind:
     return "other"
 
 
-def _stat(path: str) -> FileStat:
-    st = os.stat(path)
+def _file_stat(st: os.stat_result) -> FileStat:
     return FileStat(
         kind=file_kind(st.st_mode),
         size=st.st_size,
         mode=stat.S_IMODE(st.st_mode),
         mtime=st.st_mtime,
     )
+
+
+def _stat(path: str) -> FileStat:
+    return _file_stat(os.stat(path))
+
+
+def _open_regular(path: str) -> int:
+    """An fd of the regular file ``path`` opened for reading (see :func:`_read_range`), its
+    type already checked by the caller's ``stat``: ``O_NONBLOCK`` so a FIFO swapped in since
+    cannot block the open, ``fstat`` so what was opened is a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        _refuse_special(os.fstat(fd).st_mode, path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_fd(fd: int, length: int | None, size_hint: int) -> bytes:
+    """``length`` bytes (``None``: to the end of the file) from the fd's position."""
+    if length is None:
+        parts = []
+        while part := os.read(fd, max(size_hint + 1, 65536)):
+            parts.append(part)
+            size_hint = 65536
+        return b"".join(parts) if len(parts) != 1 else parts[0]
+    parts, left = [], length
+    while left > 0 and (part := os.read(fd, left)):
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts) if len(parts) != 1 else parts[0]
+
+
+def _read_head(
+    candidates: Sequence[str], fallback: str, whole_limit: int, head_size: int
+) -> tuple[str, FileStat | OSError, bytes | OSError | None]:
+    """:meth:`LocalFileOperations.read_head` in one worker-thread call."""
+    path, st = fallback, None
+    for candidate in candidates:
+        try:
+            st = os.stat(candidate)
+        except OSError:
+            continue
+        path = candidate
+        break
+    if st is None:
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            return path, exc, None
+    info = _file_stat(st)
+    if info.kind in ("directory", "other"):
+        return path, info, None
+    whole = 0 < info.size <= whole_limit
+    try:
+        fd = _open_regular(path)
+        try:
+            data = _read_fd(fd, None if whole else head_size, info.size)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return path, info, exc
+    return path, info, data
+
+
+def _scan_file(
+    path: str, offset: int, chunk_size: int, consume: Callable[[bytearray], bool | None]
+) -> None:
+    """:meth:`LocalFileOperations.scan_bytes` in one worker-thread call: one buffer of
+    ``chunk_size`` bytes, refilled with ``readv`` (no allocation per chunk)."""
+    _refuse_special(os.stat(path).st_mode, path)
+    fd = _open_regular(path)
+    try:
+        if offset:
+            os.lseek(fd, offset, os.SEEK_SET)
+        buffer = bytearray(chunk_size)
+        while True:
+            count = os.readv(fd, [buffer])
+            if count == 0:
+                return
+            if consume(buffer if count == chunk_size else buffer[:count]):
+                return
+    finally:
+        os.close(fd)
+
+
+class _Job:
+    """One blocking call queued on a :class:`_Lane`."""
+
+    __slots__ = ("call", "done", "error", "taken", "task", "value")
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self.call = call
+        self.done = False
+        self.taken = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.task: trio.lowlevel.Task | None = None  # set while its caller sleeps
+
+    def wake(self) -> None:
+        if self.task is not None:
+            task, self.task = self.task, None
+            trio.lowlevel.reschedule(task)
+
+
+def _run_jobs(jobs: list[_Job]) -> None:
+    for job in jobs:
+        try:
+            job.value = job.call()
+        except BaseException as exc:  # handed to its caller, as trio.to_thread does
+            job.error = exc
+        job.done = True
+
+
+def _no_abort(_: Any) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.FAILED
+
+
+class _Lane:
+    """Runs short blocking calls (a ``stat`` and the read of a small file) in worker threads,
+    **many per thread hop**: a call queued while ``hops`` hops are in flight waits and leaves
+    with the next one, so a batch of 1,000 reads costs far fewer than 1,000 hand-offs (each a
+    thread wake-up, a wake-up of the event loop and a GIL hand-over).
+
+    Cancellation is deferred while a call is queued or running, as with
+    ``trio.to_thread.run_sync`` (a call is never abandoned): a cancelled caller returns once
+    its batch is done. A call that blocks holds up the calls of its own batch only."""
+
+    def __init__(self, hops: int = 4) -> None:
+        self._hops = hops
+        self._in_flight = 0
+        self._pending: list[_Job] = []
+
+    async def run(self, call: Callable[[], Any]) -> Any:
+        job = _Job(call)
+        self._pending.append(job)
+        while not job.done:
+            if not job.taken and self._in_flight < self._hops:
+                await self._hop()
+            else:
+                job.task = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(_no_abort)
+        if job.error is not None:
+            raise job.error
+        return job.value
+
+    async def _hop(self) -> None:
+        batch, self._pending = self._pending, []
+        for job in batch:
+            job.taken = True
+        self._in_flight += 1
+        try:
+            # shielded: the batch holds other callers' jobs, so a cancelled driver still runs
+            # it (its own cancellation is delivered at its next checkpoint)
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(_run_jobs, batch)
+        finally:
+            self._in_flight -= 1
+            for job in batch:
+                if not job.done:  # the hop itself failed (never in practice)
+                    job.error, job.done = RuntimeError("file job not run"), True
+                job.wake()
+            if self._pending:  # the first waiting caller drives the next hop
+                self._pending[0].wake()
 
 
 async def kill_process_group(process: trio.Process) -> None:
@@ -135,6 +301,24 @@ def _access_errno(path: str, mode: int) -> int:
     return errno.EACCES
 
 
+def _check_access(path: str, mode: int) -> None:
+    os.stat(path)
+    if not os.access(path, mode):
+        code = _access_errno(path, mode)
+        raise OSError(code, os.strerror(code), path)
+
+
+def _read_for_update(path: str, mode: int, limit: int) -> tuple[FileStat, bytes | OSError | None]:
+    _check_access(path, mode)
+    st = _stat(path)
+    if st.kind != "file" or st.size > limit:
+        return st, None
+    try:
+        return st, _read_range(path, 0, limit + 1)
+    except OSError as exc:
+        return st, exc
+
+
 class LocalFileOperations:
     """:class:`~pi_core._backend_kit.operations.FileOperations` on the local file system.
 
@@ -149,14 +333,78 @@ class LocalFileOperations:
     def __init__(self) -> None:
         sweep_once()
 
+    @functools.cached_property
+    def _lane(self) -> _Lane:
+        return _Lane()
+
     async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """``length`` bytes (``None``: to the end) from byte ``offset``; ``IsADirectoryError``
         for a directory, ``OSError(EINVAL)`` for a device, FIFO or socket."""
         return await trio.to_thread.run_sync(_read_range, path, offset, length)
 
+    async def read_head(
+        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
+    ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
+        """Resolve, stat and read the start of a file in **one** worker-thread call (the read
+        tool's first step; optional: a backend without it gets the same from
+        ``resolve_existing_path``, ``stat`` and ``read_bytes``).
+
+        ``path`` is resolved against ``cwd`` as
+        :func:`~pi_core._backend_kit.paths.resolve_existing_path` does (the first candidate that
+        exists, else the space-normalised path). Returns ``(resolved, stat, data)``: ``stat`` is
+        the :class:`FileStat` or the ``OSError`` of ``stat``; ``data`` is ``None`` when there
+        was nothing to read (``stat`` failed, a directory or a special file), else the whole file when
+        ``0 < size <= whole_limit``, otherwise its first ``head_size`` bytes, or the
+        ``OSError`` of the read (``IsADirectoryError``/``EINVAL`` as :meth:`read_bytes`).
+
+        ``None`` when a subclass overrides ``stat`` or ``read_bytes``: the caller uses those,
+        so what the subclass changes still applies."""
+        if self._overrides_io():
+            return None
+        candidates = path_candidates(path, cwd, for_read=for_read)
+        fallback = candidates[0] if path.isascii() else resolve_to_cwd(path, cwd)
+        return await self._lane.run(
+            functools.partial(_read_head, candidates, fallback, whole_limit, head_size)
+        )
+
+    async def scan_bytes(
+        self,
+        path: str,
+        offset: int,
+        chunk_size: int,
+        consume: Callable[[bytearray], bool | None],
+    ) -> bool:
+        """Feed the file from byte ``offset`` to its end, ``chunk_size`` bytes at a time, to
+        ``consume`` in **one** worker-thread call (optional: a backend without it is read with
+        :meth:`read_bytes` chunk by chunk); ``consume`` returning true stops the scan.
+
+        ``consume`` runs in the worker thread and gets one reused buffer: it must copy what it
+        keeps. Memory: one buffer of ``chunk_size`` bytes, whatever the file's size. Errors as
+        :meth:`read_bytes`. Returns ``False`` (nothing read) when a subclass overrides
+        ``read_bytes``: the caller reads with it instead."""
+        if self._overrides_io():
+            return False
+        await trio.to_thread.run_sync(_scan_file, path, offset, chunk_size, consume)
+        return True
+
+    def _overrides_io(self) -> bool:
+        cls = type(self)
+        return cls.read_bytes is not LocalFileOperations.read_bytes or (
+            cls.stat is not LocalFileOperations.stat
+        )
+
     async def write_bytes(self, path: str, data: bytes) -> None:
         """Atomic replace (temp file, fsync, rename; mode and symlink target kept)."""
         await trio.to_thread.run_sync(atomic_write_bytes, path, data)
+
+    async def write_chunks(self, path: str, chunks: Sequence[bytes | memoryview]) -> None:
+        """:meth:`write_bytes` of the concatenation of ``chunks``, without building it (edit
+        writes a large file as its head, the new text and its tail); a subclass that overrides
+        ``write_bytes`` gets them joined."""
+        if type(self).write_bytes is not LocalFileOperations.write_bytes:
+            await self.write_bytes(path, b"".join(chunks))
+            return
+        await trio.to_thread.run_sync(atomic_write_bytes, path, chunks)
 
     async def stat(self, path: str) -> FileStat:
         """Kind, size, permission bits and mtime of ``path`` (symlinks followed)."""
@@ -169,13 +417,22 @@ class LocalFileOperations:
         system, ... (``access(2)``'s errno). The edit tool checks ``R_OK | W_OK`` before
         reading."""
 
-        def check() -> None:
-            os.stat(path)
-            if not os.access(path, mode):
-                code = _access_errno(path, mode)
-                raise OSError(code, os.strerror(code), path)
+        await trio.to_thread.run_sync(_check_access, path, mode)
 
-        await trio.to_thread.run_sync(check)
+    async def read_for_update(
+        self, path: str, mode: int, limit: int
+    ) -> tuple[FileStat, bytes | OSError | None] | None:
+        """:meth:`access` with ``mode``, :meth:`stat` and :meth:`read_bytes` of a regular file of
+        at most ``limit`` bytes, in **one** worker-thread call (the edit tool's first steps;
+        optional: a backend without it gets the same from those three).
+
+        Raises what :meth:`access` or :meth:`stat` raise. Returns ``(stat, data)``: ``data`` is
+        the whole file, the ``OSError`` of the read (as :meth:`read_bytes`), or ``None`` when
+        nothing was read (not a regular file, or larger than ``limit``). ``None`` when a
+        subclass overrides ``access``, ``stat`` or ``read_bytes``: the caller uses those."""
+        if self._overrides_io() or type(self).access is not LocalFileOperations.access:
+            return None
+        return await trio.to_thread.run_sync(_read_for_update, path, mode, limit)
 
     async def realpath(self, path: str) -> str:
         """``os.path.realpath``: symlinks of the existing prefix resolved, the rest kept."""
@@ -195,8 +452,8 @@ class LocalFileOperations:
 
         Memory stays bounded: past :data:`RG_MAX_OUTPUT_BYTES` of stdout (32 MiB) ripgrep is
         killed and the output returned is cut after its last complete line, with exit code 0
-        (the search found matches, more than any tool shows); stderr keeps its first
-        :data:`RG_MAX_STDERR_BYTES` (1 MiB)."""
+        (the search found matches, more than any tool shows) and ``truncated`` set; stderr
+        keeps its first :data:`RG_MAX_STDERR_BYTES` (1 MiB)."""
         process = await trio.lowlevel.open_process(
             [find_rg(), *args],
             cwd=cwd,
@@ -239,7 +496,10 @@ class LocalFileOperations:
                     if pipe is not None:
                         await pipe.aclose()
         return CommandOutput(
-            exit_code=0 if overflow else exit_code, stdout=bytes(stdout), stderr=bytes(stderr)
+            exit_code=0 if overflow else exit_code,
+            stdout=bytes(stdout),
+            stderr=bytes(stderr),
+            truncated=overflow,
         )
 
 

@@ -35,8 +35,10 @@ the same file starts (``docs/explanation/mutation-queue.md``).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
 import trio
@@ -48,16 +50,66 @@ from pi_core._backend_kit.paths import resolve_existing_path
 T = TypeVar("T")
 
 
+class _Group:
+    """Consecutive calls of one key that share one write (group commit, see
+    :func:`stage_file_write`): the content staged by the last of them, the write that lands it,
+    the key's inter-process lock held from the first call to that write, and how it ended."""
+
+    __slots__ = ("content", "error", "landed", "lands", "lock", "locked")
+
+    def __init__(self) -> None:
+        self.content: Any = None
+        self.lands: Callable[[Any], Awaitable[None]] | None = None
+        self.lock = contextlib.AsyncExitStack()
+        self.locked = False
+        self.landed = trio.Event()
+        self.error: BaseException | None = None
+
+
 class _Entry:
     """One registered call: a node of its key's FIFO chain."""
 
-    __slots__ = ("done", "key", "next", "prev")
+    __slots__ = ("done", "group", "inherited", "key", "next", "prev")
 
-    def __init__(self, key: str, prev: _Entry | None) -> None:
+    def __init__(self, key: str, prev: _Entry | None, group: Hashable | None = None) -> None:
         self.key = key
         self.prev = prev
         self.next: _Entry | None = None
         self.done = trio.Event()
+        self.group = group
+        self.inherited: _Group | None = None
+
+
+_current: contextvars.ContextVar[_Group | None] = contextvars.ContextVar(
+    "pi_file_mutation_group", default=None
+)
+
+
+def staged_file_content() -> Any:
+    """Inside a call queued with ``group=...``: the file's content as the earlier calls of its
+    group left it, not yet written (read this instead of the file); ``None`` when nothing is
+    staged (read the file) or outside such a call."""
+    group = _current.get()
+    return None if group is None else group.content
+
+
+def stage_file_write(content: Any, write: Callable[[Any], Awaitable[None]]) -> None:
+    """Inside a call queued with ``group=...``: make ``content`` the file's new content and let
+    the queue land it with ``await write(content)``. ``content`` is what the calls of one group
+    agree on (bytes, a list of pieces): a ``group`` value names the tool and the backend.
+
+    Group commit: when the next call queued on the same file is of the same group, it starts at
+    once and sees ``content`` through :func:`staged_file_content`; the last call of the run of
+    such calls lands the final content with one ``write`` (shielded from cancellation). The
+    inter-process lock is held from the first call to that write, and every call that staged
+    returns only once the write has landed, so a result never claims an edit that is not on
+    disk; if the write raises, every one of them raises that exception. Outside such a call,
+    raises :class:`RuntimeError`."""
+    group = _current.get()
+    if group is None:
+        raise RuntimeError("stage_file_write() outside a call queued with group=")
+    group.content = content
+    group.lands = write
 
 
 class FileMutationQueue:
@@ -78,8 +130,8 @@ class FileMutationQueue:
         """The queue key of ``path``: realpath of the absolute path (non-existing parts kept)."""
         return os.path.realpath(os.path.abspath(path))
 
-    def _register(self, key: str) -> _Entry:
-        entry = _Entry(key, self._tails.get(key))
+    def _register(self, key: str, group: Hashable | None = None) -> _Entry:
+        entry = _Entry(key, self._tails.get(key), group)
         if entry.prev is not None:
             entry.prev.next = entry
         self._tails[key] = entry
@@ -98,6 +150,8 @@ class FileMutationQueue:
         entry.done.set()
 
     async def _run_entry(self, entry: _Entry, fn: Callable[[], Awaitable[T]]) -> T:
+        if entry.group is not None:
+            return await self._run_grouped(entry, fn)
         try:
             while entry.prev is not None:
                 await entry.prev.done.wait()
@@ -108,10 +162,80 @@ class FileMutationQueue:
         finally:
             self._unlink(entry)
 
-    async def run(self, path: str, fn: Callable[[], Awaitable[T]], *, key: str | None = None) -> T:
-        """Run ``await fn()`` after every earlier call with the same key; see the module doc."""
+    async def _run_grouped(self, entry: _Entry, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run a call of a group (see :func:`stage_file_write`): join the group the previous
+        call handed over or open one, run ``fn``, then hand the group to the next call if it is
+        of the same group, else land what was staged; return once it has landed."""
+        group: _Group | None = None
+        staged = False
+        try:
+            while entry.prev is not None:
+                await entry.prev.done.wait()
+            group, entry.inherited = entry.inherited or _Group(), None
+            if self._interprocess and not group.locked:
+                await group.lock.enter_async_context(path_lock(entry.key))
+                group.locked = True
+            before = group.lands
+            group.lands = None
+            token = _current.set(group)
+            try:
+                result = await fn()
+            finally:
+                _current.reset(token)
+                staged = group.lands is not None
+                if not staged:
+                    group.lands = before
+        finally:
+            if group is None and entry.inherited is not None:  # cancelled before its turn
+                group, entry.inherited = entry.inherited, None
+            try:
+                if group is not None and not self._pass_on(entry, group):
+                    with trio.CancelScope(shield=True):
+                        await self._land(group)
+            finally:
+                self._unlink(entry)
+        if staged:
+            await group.landed.wait()
+            if group.error is not None:
+                raise group.error
+        return result
+
+    @staticmethod
+    def _pass_on(entry: _Entry, group: _Group) -> bool:
+        """Hand ``group`` to the next call when it is of the same group (it has not started:
+        it waits for this one); whether it was handed on."""
+        successor = entry.next
+        if successor is None or successor.group != entry.group:
+            return False
+        successor.inherited = group
+        return True
+
+    @staticmethod
+    async def _land(group: _Group) -> None:
+        """Write what the group staged, record how it went, release the lock."""
+        try:
+            if group.lands is not None:
+                await group.lands(group.content)
+        except BaseException as exc:  # every call that staged re-raises it
+            group.error = exc
+        finally:
+            group.content = None
+            await group.lock.aclose()
+            group.landed.set()
+
+    async def run(
+        self,
+        path: str,
+        fn: Callable[[], Awaitable[T]],
+        *,
+        key: str | None = None,
+        group: Hashable | None = None,
+    ) -> T:
+        """Run ``await fn()`` after every earlier call with the same key; see the module doc.
+        ``group``: calls of equal ``group`` queued one after another on a key may share one
+        write (:func:`stage_file_write`)."""
         async with self._registration:
-            entry = self._register(key if key is not None else self.key_for(path))
+            entry = self._register(key if key is not None else self.key_for(path), group)
         return await self._run_entry(entry, fn)
 
     async def run_resolving(
@@ -120,6 +244,7 @@ class FileMutationQueue:
         fn: Callable[[str], Awaitable[T]],
         *,
         key: Callable[[str], Awaitable[str]] | None = None,
+        group: Hashable | None = None,
     ) -> T:
         """Like :meth:`run` for a path that takes awaiting to find (e.g. through a backend's
         ``stat``): ``await resolve()`` runs under the registration lock, so calls still queue in
@@ -129,7 +254,7 @@ class FileMutationQueue:
         queued."""
         async with self._registration:
             path = await resolve()
-            entry = self._register(self.key_for(path) if key is None else await key(path))
+            entry = self._register(self.key_for(path) if key is None else await key(path), group)
         return await self._run_entry(entry, lambda: fn(path))
 
     def statistics(self) -> dict[str, Any]:
@@ -176,13 +301,16 @@ async def with_tool_path_mutation_queue(
     cwd: str,
     operations: FileOperations,
     fn: Callable[[str], Awaitable[T]],
+    *,
+    group: Hashable | None = None,
 ) -> T:
     """Run ``await fn(path)`` in the queue of the file a tool's ``path`` argument names.
 
     ``path`` is ``resolve_existing_path(raw_path, cwd, operations, for_read=False)`` (port
     decision 9); the key is ``operations.realpath(path)`` (symlinks resolved, the missing rest
     kept; ``path`` itself if that fails). This is the one way every mutating tool (edit, write,
-    third-party tools) keys the queue. Returns ``fn``'s result; raises its exception.
+    third-party tools) keys the queue. ``group``: see :meth:`FileMutationQueue.run` and
+    :func:`stage_file_write`. Returns ``fn``'s result; raises its exception.
     """
 
     async def resolve() -> str:
@@ -194,7 +322,7 @@ async def with_tool_path_mutation_queue(
         except OSError:
             return path
 
-    return await default_queue.run_resolving(resolve, fn, key=key)
+    return await default_queue.run_resolving(resolve, fn, key=key, group=group)
 
 
 async def run_shielded(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -211,6 +339,8 @@ __all__ = [
     "FileMutationQueue",
     "default_queue",
     "run_shielded",
+    "stage_file_write",
+    "staged_file_content",
     "with_file_mutation_queue",
     "with_file_mutation_queue_resolving",
     "with_tool_path_mutation_queue",

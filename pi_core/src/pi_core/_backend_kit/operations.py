@@ -53,11 +53,15 @@ class FileStat:
 
 @dataclass(frozen=True)
 class CommandOutput:
-    """What ``FileOperations.run_rg`` returns: exit code and the complete stdout/stderr bytes."""
+    """What ``FileOperations.run_rg`` returns: exit code and the complete stdout/stderr bytes.
+
+    ``truncated`` is set when the backend stopped ripgrep at its output bound, so ``stdout``
+    holds only the part ripgrep wrote first (which part depends on ripgrep's order)."""
 
     exit_code: int
     stdout: bytes
     stderr: bytes
+    truncated: bool = False
 
 
 @runtime_checkable
@@ -70,6 +74,12 @@ class FileOperations(Protocol):
     ``read_bytes`` and ``write_bytes`` of a device, FIFO or socket (symlinks followed) raise
     ``OSError`` with ``errno.EINVAL`` at once: it is never opened for a blocking read and never
     replaced (``pi_core.testing.file_contract`` checks it).
+
+    Optional methods, looked up with ``getattr`` (a backend need not have them; the tools then
+    use the methods below): ``access(path, mode)`` (``access(2)``), and the read tool's
+    one-hop pair ``read_head(path, cwd, *, whole_limit, head_size)`` and
+    ``scan_bytes(path, offset, chunk_size, consume)``
+    (:class:`~pi_core._backend_kit.local_files.LocalFileOperations` documents them).
     """
 
     async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:

@@ -84,10 +84,11 @@ def path_candidates(p: str, cwd: str, *, for_read: bool = True) -> list[str]:
     exists). With ``for_read`` Pi's read fallbacks of the space-normalised path follow.
     """
     exact = resolve_to_cwd(p, cwd, normalize_spaces=False)
-    spaced = resolve_to_cwd(p, cwd)
+    # an ASCII ``p`` has no special space: the same path (and NFD of ASCII is itself)
+    spaced = exact if p.isascii() else resolve_to_cwd(p, cwd)
     candidates = [exact, spaced]
     if for_read:
-        nfd = unicodedata.normalize("NFD", spaced)
+        nfd = spaced if spaced.isascii() else unicodedata.normalize("NFD", spaced)
         candidates += [
             _screenshot_variant(spaced),
             nfd,

@@ -34,9 +34,10 @@ class RgRecord:
     text: bytes | None = None
 
 
-def iter_rg_records(stdout: bytes) -> Iterator[RgRecord]:
-    """Every record of ``stdout`` in order; the records cover ``stdout`` without gaps."""
-    position = 0
+def iter_rg_records(stdout: bytes, start: int = 0) -> Iterator[RgRecord]:
+    """Every record of ``stdout`` from offset ``start`` (a record's start) in order; the records
+    cover ``stdout[start:]`` without gaps."""
+    position = start
     size = len(stdout)
     while position < size:
         line_end = stdout.find(b"\n", position)

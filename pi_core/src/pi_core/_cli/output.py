@@ -21,10 +21,14 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
     same JSON value, safe on a terminal."""
     separators = (",", ":") if indent is None else (",", ": ")
     text = json.dumps(value, ensure_ascii=False, separators=separators, indent=indent)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(value, ensure_ascii=True, separators=separators, indent=indent)
+    if text.isascii():  # O(1): no surrogate, and DEL is the only such character possible
+        if "\x7f" not in text:
+            return text
+    else:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(value, ensure_ascii=True, separators=separators, indent=indent)
     # outside strings JSON holds no such character, so each one found is inside a string
     return _RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 

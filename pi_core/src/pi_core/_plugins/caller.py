@@ -353,6 +353,8 @@ async def acall_first(
     hook: HookCaller, kwargs: Kwargs, accept: Accept, *, observe: Observe | None = None
 ) -> tuple[str | None, Any]:
     """Async :func:`call_first`."""
+    if not hook.get_hookimpls():  # what the mode returns without implementations, at once
+        return None, None
     return await _drive_async(hook.name, _first(hook, kwargs, accept), observe)
 
 
@@ -379,6 +381,8 @@ async def acall_chain(
     observe: Observe | None = None,
 ) -> Any:
     """Async :func:`call_chain`."""
+    if not hook.get_hookimpls():  # what the mode returns without implementations, at once
+        return kwargs[key]
     return await _drive_async(hook.name, _chain(hook, kwargs, key, step), observe)
 
 
@@ -390,6 +394,8 @@ async def acall_notify(
     observe: Observe | None = None,
 ) -> None:
     """Async :func:`call_notify`: ``trio.Cancelled`` (a ``BaseException``) still propagates."""
+    if not hook.get_hookimpls():  # nothing to notify (the common case: a per-event hook)
+        return
     await _drive_async(hook.name, _notify(hook, kwargs, report), observe)
 
 
