@@ -906,6 +906,30 @@ def test_deeply_nested_arguments_are_an_arguments_error() -> None:
     )
 
 
+def test_the_depth_limit_is_exact_and_before_any_recursion() -> None:
+    """64 levels of arrays/objects are validated; 65 are refused before validation starts (a
+    recursion limit reached inside jsonschema's compiled maps would be a panic)."""
+    tool = make_tool({"type": "object", "properties": {"a": {"$ref": "#"}}})
+
+    def nested(levels: int) -> dict[str, Any]:
+        root: dict[str, Any] = {}
+        node = root
+        for _ in range(levels - 1):
+            node["a"] = {}
+            node = node["a"]
+        return root
+
+    assert validate_tool_arguments(tool, nested(64)) == nested(64)
+    with pytest.raises(ToolArgumentsError) as caught:
+        validate_tool_arguments(tool, nested(65))
+    assert str(caught.value).startswith(
+        'Validation failed for tool "t":\n  - root: too deeply nested to validate\n\n'
+        "Received arguments:\n{"
+    )
+    wide = {"list": [[[[1]]]] * 1000}  # breadth is not depth
+    assert validate_tool_arguments(make_tool({"type": "object"}), wide) == wide
+
+
 def test_an_empty_or_true_schema_accepts_anything() -> None:
     for parameters in ({}, True):
         assert validate_tool_arguments(make_tool(parameters), [1, "2"]) == [1, "2"]

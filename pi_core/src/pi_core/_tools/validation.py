@@ -389,6 +389,30 @@ def _flat_valid(value: Any, schema: dict[str, Any]) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
+MAX_ARGUMENT_DEPTH = 64
+"""Arguments nested deeper (arrays and objects) are refused before validation: ``root: too
+deeply nested to validate``. Validating them recursively would reach Python's recursion limit
+at a depth that depends on the caller's stack, and inside a compiled extension (jsonschema's
+``rpds`` maps) that limit is a panic, not a ``RecursionError``."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` deep (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
     """Coerce and validate ``arguments`` against ``tool.parameters``.
 
@@ -402,6 +426,10 @@ def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
     ``parameters`` is not a valid JSON Schema or holds an unresolvable ``$ref``.
     """
     compiled = _compiled_for(tool)
+    if _deeper_than(arguments, MAX_ARGUMENT_DEPTH):
+        raise ToolArgumentsError(
+            tool.name, [("root", "too deeply nested to validate")], arguments
+        )
     if compiled.flat:
         try:
             coerced = _flat_coerce(_copy_json(arguments), compiled.schema)
