@@ -427,9 +427,7 @@ def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
     """
     compiled = _compiled_for(tool)
     if _deeper_than(arguments, MAX_ARGUMENT_DEPTH):
-        raise ToolArgumentsError(
-            tool.name, [("root", "too deeply nested to validate")], arguments
-        )
+        raise ToolArgumentsError(tool.name, [("root", "too deeply nested to validate")], arguments)
     if compiled.flat:
         try:
             coerced = _flat_coerce(_copy_json(arguments), compiled.schema)
