@@ -349,3 +349,39 @@ def test_count_occurrences_is_the_overlapping_count(haystack: str, needle: str) 
 
     expected = sum(haystack.startswith(needle, i) for i in range(len(haystack)))
     assert count_occurrences(haystack, needle) == expected
+
+
+def _diff_tokens_without_shortcut(
+    old: list[str], new: list[str]
+) -> list[tuple[list[str], bool, bool]]:
+    """The Myers search itself, with the disjoint-texts answer switched off."""
+    import inspect
+
+    from pi_builtin_tools import edit_diff
+
+    source = inspect.getsource(edit_diff._diff_tokens).replace(
+        "if old and new and new[0] != old[0] and set(old).isdisjoint(new):", "if False:"
+    )
+    assert "if False:" in source
+    namespace = dict(vars(edit_diff))
+    exec(source, namespace)
+    return namespace["_diff_tokens"](old, new)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a\n", "b\n", "c", "\n", "d\n"]), max_size=8),
+    st.lists(st.sampled_from(["A\n", "B\n", "C", "\n", "d\n"]), max_size=8),
+)
+def test_disjoint_texts_answer_is_the_searchs_answer(old: list[str], new: list[str]) -> None:
+    from pi_builtin_tools.edit_diff import _diff_tokens
+
+    assert _diff_tokens(old, new) == _diff_tokens_without_shortcut(old, new)
+
+
+def test_a_rewritten_block_of_thousands_of_lines_diffs_at_once() -> None:
+    from pi_builtin_tools.edit_diff import _diff_tokens
+
+    old = [f"line {i}\n" for i in range(20_000)]
+    new = [line.upper() for line in old]
+    assert _diff_tokens(old, new) == [(old, False, True), (new, True, False)]

@@ -184,6 +184,36 @@ async def test_a_call_cancelled_before_its_turn_passes_the_group_on(
     assert queue.statistics() == {"keys": 0, "registered": {}}
 
 
+async def test_an_abort_before_the_landing_writes_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    queue = FileMutationQueue()
+    log: list[str] = []
+    outcomes: list[str] = []
+    last = _appender(log, "c")
+
+    async def c_then_abort() -> str:
+        name = await last()
+        scope.cancel()  # the abort arrives after the last edit staged, before the write
+        return name
+
+    async def call(fn) -> None:
+        try:
+            await queue.run("/f", fn, key="k", group="g")
+        finally:
+            outcomes.append("finished")
+
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(_started, call, _appender(log, "a"))
+            await nursery.start(_started, call, _appender(log, "b"))
+            await nursery.start(_started, call, c_then_abort)
+    assert scope.cancelled_caught
+    assert log == ["a sees None", "b sees basea", "c sees baseab"]  # no write
+    assert outcomes == ["finished"] * 3
+    assert queue.statistics() == {"keys": 0, "registered": {}}
+
+
 async def test_stage_outside_a_group_call_is_an_error() -> None:
     assert staged_file_content() is None
     with pytest.raises(

@@ -682,6 +682,10 @@ async def _write_pieces(
         await operations.write_bytes(absolute, b"".join(pieces))
 
 
+APPLY_IN_LOOP_BYTES = 64 * 1024
+"""Files up to this size are edited (matched, diffed) on the event loop; larger ones in a worker
+thread that an abort abandons, so a diff of thousands of rewritten lines never blocks Ctrl-C."""
+
 _EDIT_GROUP = "pi_builtin_tools.edit"
 """Edits of one file queued one after another share one write (group commit): each sees the
 previous one's content, and each returns once the last one's content is on disk."""
@@ -708,7 +712,12 @@ async def edit_file(
                 staged[0] if len(staged) == 1 and isinstance(staged[0], bytes) else b"".join(staged)
             )
         await trio.lowlevel.checkpoint_if_cancelled()
-        pieces, details = _apply(data, edits, path)
+        if len(data) <= APPLY_IN_LOOP_BYTES:
+            pieces, details = _apply(data, edits, path)
+        else:  # the diff of a large rewrite can take seconds: keep the loop (and abort) free
+            pieces, details = await trio.to_thread.run_sync(
+                _apply, data, edits, path, abandon_on_cancel=True
+            )
 
         async def write(pieces: list[bytes | memoryview]) -> None:
             try:

@@ -593,7 +593,13 @@ def diff_lines(old_str: str, new_str: str) -> list[DiffPart]:
 
 
 def _diff_tokens(old: list[str], new: list[str]) -> list[tuple[list[str], bool, bool]]:
-    """:func:`diff_lines` over token lists: ``(tokens, added, removed)`` parts."""
+    """:func:`diff_lines` over token lists: ``(tokens, added, removed)`` parts.
+
+    When no token of ``old`` is in ``new`` every script removes all of ``old`` and adds all of
+    ``new``: that answer is returned at once (Myers' search would cost O((N+M)^2) steps to find
+    it, minutes for a block of a few thousand rewritten lines)."""
+    if old and new and new[0] != old[0] and set(old).isdisjoint(new):
+        return [(old, False, True), (new, True, False)]
     old_len, new_len = len(old), len(new)
     best: dict[int, _Path | None] = {0: _Path(-1, None)}
     root = best[0]

@@ -40,3 +40,42 @@ def test_first_ctrl_c_ends_a_blocked_sync_tool_with_operation_aborted(plugin_env
         [{"type": "text", "text": "Operation aborted"}],
         True,
     )
+
+
+def test_ctrl_c_during_the_diff_of_a_large_rewrite_aborts_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """The diff of a block of thousands of rewritten lines (blank lines common to both sides,
+    so Myers' search is long) runs off the event loop: SIGINT ends ``pi`` at once, with
+    ``Operation aborted``, and the file is as it was."""
+    old_block = "".join(f"value_{i} = compute({i})\n\n" for i in range(6_000))
+    new_block = "".join(f"VALUE_{i} = recompute({i})\n\n" for i in range(6_000))
+    target = tmp_path / "big.py"
+    original = "# header\n" + old_block + "# footer\n"
+    target.write_text(original)
+    edits = [{"oldText": old_block, "newText": new_block}]
+    arguments = tmp_path / "arguments.json"
+    arguments.write_text(json.dumps({"path": "big.py", "edits": edits}))
+    proc = subprocess.Popen(
+        [str(PI), "call", "edit", f"@{arguments}", "--cwd", str(tmp_path), "--json"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2.5)  # start-up, then well into the diff (tens of seconds of search)
+    assert proc.poll() is None, proc.communicate()
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert time.monotonic() - started < 5.0
+    assert (proc.returncode, err) == (130, "")
+    message = json.loads(out)
+    assert (message["content"], message["isError"]) == (
+        [{"type": "text", "text": "Operation aborted"}],
+        True,
+    )
+    assert target.read_text() == original

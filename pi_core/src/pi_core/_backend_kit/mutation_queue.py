@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import os
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
@@ -46,6 +47,7 @@ import trio
 from pi_core._backend_kit.interprocess import path_lock
 from pi_core._backend_kit.operations import FileOperations
 from pi_core._backend_kit.paths import resolve_existing_path
+from pi_core._errors import ToolError
 
 T = TypeVar("T")
 
@@ -100,7 +102,8 @@ def stage_file_write(content: Any, write: Callable[[Any], Awaitable[None]]) -> N
 
     Group commit: when the next call queued on the same file is of the same group, it starts at
     once and sees ``content`` through :func:`staged_file_content`; the last call of the run of
-    such calls lands the final content with one ``write`` (shielded from cancellation). The
+    such calls lands the final content with one ``write`` (shielded from cancellation; when that
+    call has been cancelled — an abort — nothing is written and the calls report the abort). The
     inter-process lock is held from the first call to that write, and every call that staged
     returns only once the write has landed, so a result never claims an edit that is not on
     disk; if the write raises, every one of them raises that exception. Outside such a call,
@@ -190,8 +193,9 @@ class FileMutationQueue:
                 group, entry.inherited = entry.inherited, None
             try:
                 if group is not None and not self._pass_on(entry, group):
+                    aborted = trio.current_effective_deadline() == -math.inf
                     with trio.CancelScope(shield=True):
-                        await self._land(group)
+                        await self._land(group, aborted=aborted)
             finally:
                 self._unlink(entry)
         if staged:
@@ -211,10 +215,14 @@ class FileMutationQueue:
         return True
 
     @staticmethod
-    async def _land(group: _Group) -> None:
-        """Write what the group staged, record how it went, release the lock."""
+    async def _land(group: _Group, *, aborted: bool = False) -> None:
+        """Write what the group staged, record how it went, release the lock. ``aborted`` (the
+        call that would land it was cancelled): write nothing, so no call of the group reports
+        an abort for an edit that is on disk."""
         try:
-            if group.lands is not None:
+            if group.lands is not None and aborted:
+                group.error = ToolError("Operation aborted")
+            elif group.lands is not None:
                 await group.lands(group.content)
         except BaseException as exc:  # every call that staged re-raises it
             group.error = exc
