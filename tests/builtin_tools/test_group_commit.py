@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -270,10 +271,16 @@ async def test_grouped_edits_write_fewer_times_than_they_edit(tmp_path: Path) ->
 
     class Counting(LocalFileOperations):
         writes = 0
+        reads = 0
 
         async def write_bytes(self, path: str, data: bytes) -> None:
             Counting.writes += 1
             await super().write_bytes(path, data)
+
+        async def read_for_update(self, path: str, mode: int, limit: int) -> Any:
+            Counting.reads += 1
+            await trio.sleep(0.5)  # every other edit is queued meanwhile
+            return await super().read_for_update(path, mode, limit)
 
     operations = Counting()
     target = tmp_path / "f.txt"
@@ -292,4 +299,52 @@ async def test_grouped_edits_write_fewer_times_than_they_edit(tmp_path: Path) ->
             await nursery.start(one, i)
     assert texts == {i: "Successfully replaced 1 block(s) in f.txt." for i in range(50)}
     assert target.read_text() == "".join(f"L{i}\n" for i in range(50))
-    assert 1 <= Counting.writes < 50
+    assert (Counting.reads, Counting.writes) == (1, 1)  # one read, one write for all 50
+
+
+async def test_a_batch_that_grows_the_file_past_the_limit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The size limit holds for content an earlier edit of the group staged, not only for
+    what is read from the disk."""
+    from pi_builtin_tools import edit
+    from pi_core import ToolError
+
+    monkeypatch.setattr(edit, "MAX_EDIT_LARGE_FILE_BYTES", 100)
+
+    class SlowRead(LocalFileOperations):
+        """The first read waits, so the second edit is queued behind it (one group)."""
+
+        reads = 0
+
+        async def read_for_update(self, path: str, mode: int, limit: int) -> Any:
+            SlowRead.reads += 1
+            await trio.sleep(0.5)
+            return await super().read_for_update(path, mode, limit)
+
+    operations = SlowRead()
+    target = tmp_path / "f.txt"
+    target.write_text("start\n" + "a\n" * 27)  # 60 bytes
+    outcomes: dict[str, str] = {}
+
+    async def one(name: str, old: str, new: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            result = await edit.edit_file(
+                operations, str(tmp_path), "f.txt", [{"oldText": old, "newText": new}]
+            )
+            outcomes[name] = result.content[0].text
+        except ToolError as exc:
+            outcomes[name] = str(exc)
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(one, "grow", "start\n", "b" * 64 + "\n")  # 60 -> 119 bytes
+        await nursery.start(one, "after", "b" * 64, "c")
+    assert outcomes == {
+        "grow": "Successfully replaced 1 block(s) in f.txt.",
+        "after": "Could not edit file: f.txt. It is larger than edit handles (8.0MB or 400000 "
+        "lines; up to 100B for UTF-8 text without CR line endings whose old texts match "
+        "exactly); change it with bash (sed, a script) instead.",
+    }
+    assert target.read_text() == "b" * 64 + "\n" + "a\n" * 27
+    assert SlowRead.reads == 1  # the second edit read what the first staged

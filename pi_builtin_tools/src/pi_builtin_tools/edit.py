@@ -711,6 +711,8 @@ async def edit_file(
             data = (
                 staged[0] if len(staged) == 1 and isinstance(staged[0], bytes) else b"".join(staged)
             )
+            if len(data) > MAX_EDIT_LARGE_FILE_BYTES:  # grown past the limit by this batch
+                raise _too_large_error(path)
         await trio.lowlevel.checkpoint_if_cancelled()
         if len(data) <= APPLY_IN_LOOP_BYTES:
             pieces, details = _apply(data, edits, path)

@@ -146,18 +146,22 @@ def _read_head(
 ) -> tuple[str, FileStat | OSError, bytes | OSError | None]:
     """:meth:`LocalFileOperations.read_head` in one worker-thread call."""
     path, st = fallback, None
+    failed: dict[str, OSError] = {}
     for candidate in candidates:
         try:
             st = os.stat(candidate)
-        except OSError:
+        except OSError as exc:
+            failed[candidate] = exc
             continue
         path = candidate
         break
     if st is None:
         try:
-            st = os.stat(path)
+            st = os.stat(path) if path not in failed else None
         except OSError as exc:
             return path, exc, None
+        if st is None:  # the fallback is a candidate: its error, without a second stat
+            return path, failed[path], None
     info = _file_stat(st)
     if info.kind in ("directory", "other"):
         return path, info, None
@@ -301,16 +305,18 @@ def _access_errno(path: str, mode: int) -> int:
     return errno.EACCES
 
 
-def _check_access(path: str, mode: int) -> None:
-    os.stat(path)
+def _check_access(path: str, mode: int) -> os.stat_result:
+    """``access(2)`` of ``path`` with ``mode`` (its errno as :meth:`LocalFileOperations.access`
+    gives it); the ``stat`` it starts with (``ENOENT`` first)."""
+    st = os.stat(path)
     if not os.access(path, mode):
         code = _access_errno(path, mode)
         raise OSError(code, os.strerror(code), path)
+    return st
 
 
 def _read_for_update(path: str, mode: int, limit: int) -> tuple[FileStat, bytes | OSError | None]:
-    _check_access(path, mode)
-    st = _stat(path)
+    st = _file_stat(_check_access(path, mode))
     if st.kind != "file" or st.size > limit:
         return st, None
     try:
