@@ -790,6 +790,108 @@ async def test_pi_before_tool_call_mutating_args_and_errors(
 
 
 # ---------------------------------------------------------------------------------------------
+# pi_approve_tool_call (first non-None, sync or async)
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_pi_approve_tool_call_asks_the_session_approver(
+    pi_hooks: PluginHooks, register_plugin: Register
+) -> None:
+    called: list[str] = []
+
+    @hookimpl
+    def blocker(context: BeforeToolCallContext) -> BeforeToolCallResult | None:
+        called.append("blocker")
+        return BeforeToolCallResult(block=True) if context.args == {"value": "blocked"} else None
+
+    @hookimpl
+    async def asker(context: BeforeToolCallContext) -> str | None:
+        called.append("asker")
+        return "it writes outside the project" if context.args != {"value": "quiet"} else None
+
+    register_plugin(plugin(pi_before_tool_call=blocker), name="blocker")
+    register_plugin(plugin(pi_approve_tool_call=asker), name="asker")
+
+    # no session, so no approver: the call is blocked with the reason
+    context = before_context()
+    assert await pi_hooks.before_tool_call(context) == BeforeToolCallResult(
+        block=True,
+        reason="Blocked: this call needs a person's approval and there is no one to ask (no "
+        "terminal, no approval callback). asker: it writes outside the project",
+        source="asker",
+    )
+    assert context.approval is not None and context.approval.answer == "none"
+    # a blocked call never asks; a call no plugin asks about runs
+    called.clear()
+    assert (await pi_hooks.before_tool_call(before_context({"value": "blocked"}))).block
+    assert called == ["blocker"]
+    assert await pi_hooks.before_tool_call(before_context({"value": "quiet"})) is None
+
+    session = SessionContext(cwd="/")
+    pi_hooks.session = session
+    answers = iter(["deny", "allow", "always"])
+    asked: list[tuple[str, str, str, Any]] = []
+
+    async def approver(request: Any) -> str:
+        asked.append((request.source, request.reason, request.tool_name, request.arguments))
+        return next(answers)
+
+    session.set_approver(approver)
+    denied = await pi_hooks.before_tool_call(before_context())
+    assert denied is not None and denied.reason == (
+        "Blocked: the user denied this call. asker: it writes outside the project"
+    )
+    assert await pi_hooks.before_tool_call(before_context()) is None  # allow
+    assert await pi_hooks.before_tool_call(before_context()) is None  # always
+    remembered = before_context()
+    assert await pi_hooks.before_tool_call(remembered) is None  # not asked again
+    assert remembered.approval is not None and remembered.approval.answer == "remembered"
+    assert asked == [("asker", "it writes outside the project", "echo", {"value": "5"})] * 3
+    # a plugin's default approver never replaces the host's
+    assert session.set_approver(lambda request: "deny", replace=False) is False
+
+    @hookimpl(tryfirst=True)
+    def wrong(context: BeforeToolCallContext) -> Any:
+        return True
+
+    register_plugin(plugin(pi_approve_tool_call=wrong), name="wrong")
+    with pytest.raises(PluginError) as info:
+        await pi_hooks.before_tool_call(before_context())
+    assert str(info.value) == (
+        "plugin 'wrong' returned True from pi_approve_tool_call; expected a str or None"
+    )
+
+
+async def test_pi_approve_tool_call_approver_failures_deny(
+    pi_hooks: PluginHooks, register_plugin: Register
+) -> None:
+    @hookimpl
+    def asker(context: BeforeToolCallContext) -> str:
+        return "needs a look"
+
+    register_plugin(plugin(pi_approve_tool_call=asker), name="asker")
+    session = SessionContext(cwd="/")
+    pi_hooks.session = session
+
+    def broken(request: Any) -> str:
+        raise OSError("no tty")
+
+    session.set_approver(broken)
+    result = await pi_hooks.before_tool_call(before_context())
+    assert result is not None and result.reason == (
+        "Blocked: the approval failed (no tty). asker: needs a look"
+    )
+    session.set_approver(lambda request: "yes please")
+    result = await pi_hooks.before_tool_call(before_context())
+    assert result is not None and result.reason == (
+        "Blocked: the approval failed (the approver answered 'yes please', not 'allow', 'deny' "
+        "or 'always'). asker: needs a look"
+    )
+    session.set_approver(lambda request: True)
+    assert await pi_hooks.before_tool_call(before_context()) is None
+
+
+# ---------------------------------------------------------------------------------------------
 # pi_after_tool_call (chain, sync or async)
 # ---------------------------------------------------------------------------------------------
 
@@ -1367,6 +1469,7 @@ def test_hookspecs_are_the_design_hooks_and_have_call_modes() -> None:
             "pi_register_tools",
             "pi_prepare_arguments",
             "pi_before_tool_call",
+            "pi_approve_tool_call",
             "pi_after_tool_call",
             "pi_bash_operations",
             "pi_file_operations",

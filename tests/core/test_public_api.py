@@ -72,7 +72,14 @@ DOOR_NAMES = {
     "ToolExposure",
     "ToolLoadout",
     "ToolNamespace",
+    # policies (issue 14): asking a person, the audit log of decisions
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "AuditLog",
+    "request_approval",
     "ToolSet",
+    # a host running calls itself (pi mcp serve): the abort handle run_tool_call takes
+    "Abort",
 }
 
 

@@ -116,8 +116,11 @@ def test_configuration_reference_names_every_key() -> None:
         sandbox.BwrapConfig,
         sandbox.SshConfig,
         sandbox.ContainerConfig,
+        sandbox.ClaudeHooksConfig,
+        sandbox.CodexRulesConfig,
+        sandbox.AuditConfig,
     ):
-        keys += list(model.model_fields)
+        keys += [field.alias or name for name, field in model.model_fields.items()]
     assert [k for k in keys if f"`{k}`" not in page and f".{k}]`" not in page] == []
 
 
@@ -191,7 +194,7 @@ def test_command_plugin_snippet(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert missing.stderr == (
         "pi: error: argument COMMAND: invalid choice: 'hello' "
-        "(choose from 'plugins', 'tools', 'call', 'replay', 'run', 'policy')\n"
+        "(choose from 'plugins', 'tools', 'call', 'replay', 'run', 'policy', 'mcp')\n"
     )
 
 
@@ -478,4 +481,31 @@ def test_call_a_tool_from_a_tool_example(tmp_path: Path) -> None:
         "end c1/2/1 c1/2",
         "end c1/2 c1",
         "end c1 -",
+    ]
+
+
+def test_existing_policies_how_to_check_output(tmp_path: Path) -> None:
+    """The ``pi policy check`` output shown on the how-to is what pi prints in its example
+    project (hooks run for real, rules loaded with their examples checked)."""
+    project = tmp_path / "policies"
+    shutil.copytree(SNIPPETS / "policies", project)
+    page = (DOCS / "how-to" / "existing-policies.md").read_text()
+    block = page.split("$ pi policy check \"bash -lc 'git status && git push'\"\n", 1)[1]
+    shown = block.split("```", 1)[0]
+    check = pi("policy", "check", "bash -lc 'git status && git push'", cwd=project)
+    assert (check.returncode, check.stderr, check.stdout) == (1, "", shown)
+    # the JSON-style hook denies an edit of .env; a write outside the project needs a person
+    env = pi("call", "write", json.dumps({"path": ".env", "content": "K=1"}), cwd=project)
+    assert (env.returncode, env.stdout) == (1, ".env files hold secrets: edit them by hand\n")
+    outside = pi(
+        "call", "write", json.dumps({"path": str(tmp_path / "x"), "content": "1"}), cwd=project
+    )
+    assert outside.returncode == 1 and not (tmp_path / "x").exists()
+    assert outside.stdout.startswith(
+        "Blocked: this call needs a person's approval and there is no one to ask"
+    )
+    entries = [json.loads(line) for line in (project / "pi-audit.jsonl").read_text().splitlines()]
+    assert [(e["tool"], e["decision"], e["source"].split(" ")[0:2]) for e in entries] == [
+        ("write", "deny", ["claude", "hook"]),
+        ("write", "deny", ["claude", "hook"]),
     ]

@@ -25,7 +25,7 @@ call = SimpleNamespace(tool=SimpleNamespace(path_arguments=("path",)), args={"pa
                        config={"other": {}}, context=None, session=SimpleNamespace(state={}))
 results = [p.pi_register_tools(lambda tool: None, context), p.pi_bash_operations(context),
            p.pi_file_operations(context), p.pi_before_tool_call(call),
-           trio.run(p.pi_session_end, context)]
+           p.pi_after_tool_call(call), trio.run(p.pi_session_end, context)]
 loaded = sorted(m for m in sys.modules if m.startswith("pi_sandbox_plugin."))
 print(results, loaded, context.state)
 """
@@ -34,4 +34,6 @@ print(results, loaded, context.state)
 def test_without_a_sandbox_table_the_hooks_import_nothing() -> None:
     proc = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "[None, None, None, None, None] ['pi_sandbox_plugin.plugin'] {'x': 1}\n"
+    assert proc.stdout == (
+        "[None, None, None, None, None, None] ['pi_sandbox_plugin.plugin'] {'x': 1}\n"
+    )

@@ -44,6 +44,16 @@ def test_policy_check_json_deny(config: Path, capsys: pytest.CaptureFixture[str]
         "rule": ["curl"],
         "reason": 'rule ["curl"] denies `curl x`',
         "commands": [["ls"], ["curl", "x"], ["wc"]],
+        "decided_by": "command policy",
+        "sources": [
+            {
+                "source": "command policy",
+                "decision": "deny",
+                "reason": 'Command blocked by the sandbox command policy: rule ["curl"] denies '
+                "`curl x`",
+                "detail": {"commands": [["ls"], ["curl", "x"], ["wc"]], "rule": ["curl"]},
+            }
+        ],
     }
 
 
@@ -72,7 +82,7 @@ def test_unknown_command_is_still_one_line_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr == (
         "pi: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', "
-        "'tools', 'call', 'replay', 'run', 'policy')\n"
+        "'tools', 'call', 'replay', 'run', 'policy', 'mcp')\n"
     )
 
 

@@ -17,6 +17,7 @@ session files), ``_tools`` (tool types, ``@tool``, validation), ``_pipeline`` (o
 
 from __future__ import annotations
 
+from pi_core._abort import Abort
 from pi_core._backend_kit.mutation_queue import with_file_mutation_queue
 from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._config import config_file, find_config, format_config_error, load_config
@@ -31,6 +32,7 @@ from pi_core._errors import (
 )
 from pi_core._loop.agent import Agent
 from pi_core._loop.loop import run_agent_loop
+from pi_core._pipeline.approval import ApprovalOutcome, ApprovalRequest, request_approval
 from pi_core._pipeline.config import AgentContext, LoopConfig
 from pi_core._pipeline.contexts import (
     AfterToolCallContext,
@@ -40,6 +42,7 @@ from pi_core._pipeline.contexts import (
 )
 from pi_core._pipeline.pipeline import ToolCallOutcome, run_tool_call
 from pi_core._pipeline.tool_context import ToolCallContext, current_tool_context
+from pi_core._plugins.audit import AuditLog
 from pi_core._plugins.contexts import (
     BackendContext,
     BashSpawnContext,
@@ -82,13 +85,17 @@ from pi_core._wire.messages import (
 )
 
 __all__ = [
+    "Abort",
     "AfterToolCallContext",
     "AfterToolCallResult",
     "Agent",
     "AgentContext",
     "AgentTool",
     "AgentToolResult",
+    "ApprovalOutcome",
+    "ApprovalRequest",
     "AssistantMessage",
+    "AuditLog",
     "BackendContext",
     "BashOperations",
     "BashSpawnContext",
@@ -138,6 +145,7 @@ __all__ = [
     "js_number_to_string",
     "load_config",
     "make_plugin_manager",
+    "request_approval",
     "run_agent_loop",
     "run_tool_call",
     "tool",

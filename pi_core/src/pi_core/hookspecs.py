@@ -193,6 +193,24 @@ def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult 
 
 
 @hookspec
+def pi_approve_tool_call(context: BeforeToolCallContext) -> str | None:
+    """Ask a person before a call runs: return why, and the session's approver decides.
+
+    **When**: after ``pi_before_tool_call`` let the call through (no plugin blocked it), before
+    ``execute``; for nested calls too.
+    **Call mode**: first non-None; sync or async.
+    **Params**: ``context``: the :class:`~pi_core._pipeline.contexts.BeforeToolCallContext` the
+    before hook got.
+    **Returns**: ``None`` (no person needed) or the reason a person must approve the call (one
+    line). The session's approver (the terminal of ``pi run``/``pi call``, an
+    :class:`~pi_core.Agent`'s ``approval`` callback, the sandbox's ``[sandbox] ask``) answers;
+    without one the call is blocked with the reason. The request's ``source`` is the plugin's
+    name. A policy that decides inside ``pi_before_tool_call`` asks with
+    :func:`~pi_core.request_approval` instead.
+    """
+
+
+@hookspec
 def pi_after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult | None:
     """Rewrite a call's result after it ran.
 
@@ -244,6 +262,7 @@ HOOK_CALL_MODES: dict[str, tuple[str, bool]] = {
     "pi_register_commands": ("collect", False),
     "pi_prepare_arguments": ("chain", True),
     "pi_before_tool_call": ("first_block", True),
+    "pi_approve_tool_call": ("first_non_none", True),
     "pi_after_tool_call": ("chain", True),
     "pi_bash_spawn_context": ("chain", False),
     "pi_on_event": ("notify", True),
@@ -256,6 +275,7 @@ HOOK_CALL_MODES: dict[str, tuple[str, bool]] = {
 __all__ = [
     "HOOK_CALL_MODES",
     "pi_after_tool_call",
+    "pi_approve_tool_call",
     "pi_bash_operations",
     "pi_bash_spawn_context",
     "pi_before_tool_call",

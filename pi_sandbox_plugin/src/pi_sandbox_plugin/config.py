@@ -203,12 +203,58 @@ class ContainerConfig(_Model):
     env: list[StrictStr] = []
 
 
+class ClaudeHooksConfig(pydantic.BaseModel):
+    """``[sandbox.claude_hooks]``: Claude Code hooks, run unchanged. ``settings``: Claude Code
+    settings files whose ``hooks`` section is read (relative to the session cwd); ``PreToolUse``
+    and ``PostToolUse``: the same structure inline (``[[sandbox.claude_hooks.PreToolUse]]`` with
+    ``matcher`` and ``hooks = [{type = "command", command = "...", timeout = 60}]``, checked by
+    :mod:`pi_sandbox_plugin.claude_hooks`); ``on_error``: what a hook that fails (exit status
+    other than 0 and 2, timeout, unreadable output) does: ``"deny"`` (the default: fail closed)
+    or ``"continue"`` (Claude Code's behaviour)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    settings: list[StrictStr] = []
+    on_error: Literal["deny", "continue"] = "deny"
+    pre_tool_use: list[dict[StrictStr, Any]] = pydantic.Field(default=[], alias="PreToolUse")
+    post_tool_use: list[dict[StrictStr, Any]] = pydantic.Field(default=[], alias="PostToolUse")
+
+    def inline(self) -> dict[str, Any]:
+        """The inline hooks as a Claude Code ``hooks`` section."""
+        hooks: dict[str, Any] = {}
+        if self.pre_tool_use:
+            hooks["PreToolUse"] = self.pre_tool_use
+        if self.post_tool_use:
+            hooks["PostToolUse"] = self.post_tool_use
+        return hooks
+
+
+class CodexRulesConfig(_Model):
+    """``[sandbox.codex_rules]``: Codex ``.rules`` files (Starlark ``prefix_rule``), relative
+    to the session cwd, loaded by :mod:`pi_sandbox_plugin.codex_rules`."""
+
+    files: list[StrictStr] = []
+
+
+class AuditConfig(_Model):
+    """``[sandbox.audit]``: ``path`` of the audit log (JSON Lines, relative to the session
+    cwd); ``pi ... --audit FILE`` takes precedence."""
+
+    path: StrictStr = pydantic.Field(min_length=1)
+
+
 class SandboxConfig(_Model):
-    """``[sandbox]``: the ``backend`` and its table, and the ``policy`` (``None`` when the file
-    has no ``[sandbox.policy]``: no command policy)."""
+    """``[sandbox]``: the ``backend`` and its table, the ``policy`` (``None`` when the file
+    has no ``[sandbox.policy]``: no command policy), Claude Code hooks, Codex rules, the audit
+    log, and ``ask``: what a call that needs a person's approval gets when nobody can be asked
+    (no terminal, no approval callback): ``"deny"`` (the default) or ``"allow"``."""
 
     backend: Literal["local", "bwrap", "ssh", "container"] = "local"
     policy: PolicyConfig | None = None
+    ask: Literal["deny", "allow"] = "deny"
+    claude_hooks: ClaudeHooksConfig | None = None
+    codex_rules: CodexRulesConfig | None = None
+    audit: AuditConfig | None = None
     bwrap: BwrapConfig = BwrapConfig()
     ssh: SshConfig = SshConfig()
     container: ContainerConfig = ContainerConfig()
@@ -324,7 +370,10 @@ def load_session_sandbox_config(
 
 
 __all__ = [
+    "AuditConfig",
     "BwrapConfig",
+    "ClaudeHooksConfig",
+    "CodexRulesConfig",
     "ContainerConfig",
     "GrammarConfig",
     "PolicyConfig",

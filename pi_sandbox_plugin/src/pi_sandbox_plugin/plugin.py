@@ -18,18 +18,25 @@ nothing: every hook returns ``None``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from pi_core import (
+    AfterToolCallContext,
+    AfterToolCallResult,
     BackendContext,
     BashOperations,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    ConfigError,
     FileOperations,
     RegisterToolsContext,
     SessionContext,
+    TextContent,
+    config_file,
     hookimpl,
+    request_approval,
 )
 
 SANDBOX_TABLE = "sandbox"
@@ -56,52 +63,207 @@ def session_config(context: BeforeToolCallContext) -> Mapping[str, Any] | None:
 
 @hookimpl
 def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsContext) -> None:
-    """Validate ``[sandbox]`` at session set-up (raises ``ConfigError``); registers nothing."""
+    """Validate ``[sandbox]`` at session set-up (raises ``ConfigError``); registers nothing.
+    Also loads the Codex rule files and Claude Code hooks (a bad file or a failing example is a
+    ``ConfigError`` here, before any call), opens ``[sandbox.audit] path`` unless the host
+    opened an audit log, and makes ``[sandbox] ask = "allow"`` the session's approver when the
+    host has none (no terminal, no callback)."""
     if SANDBOX_TABLE not in context.config:
         return
     from pi_sandbox_plugin.config import load_session_sandbox_config
 
-    load_session_sandbox_config(context.config, context.cwd)
+    sandbox = load_session_sandbox_config(context.config, context.cwd)
+    session = getattr(context, "session", None)
+    if sandbox is None or session is None:
+        return
+    if sandbox.codex_rules is not None or sandbox.claude_hooks is not None:
+        from pi_sandbox_plugin.policy_sources import session_policies
+
+        session_policies(sandbox, context.cwd, session.state, config_file(context.config))
+    if sandbox.ask == "allow":
+        session.set_approver(_allow_when_nobody_is_asked, replace=False)
+    if sandbox.audit is not None and session.audit is None:
+        try:
+            session.open_audit(sandbox.audit.path)
+        except OSError as e:
+            raise ConfigError(
+                f"{config_file(context.config)}: {SANDBOX_TABLE}.audit.path: cannot open "
+                f"{sandbox.audit.path!r}: {e.strerror or e}"
+            ) from None
+
+
+def _allow_when_nobody_is_asked(request: Any) -> str:
+    """``[sandbox] ask = "allow"``: the approver of a session nobody can be asked in."""
+    return "allow"
 
 
 @hookimpl
-def pi_before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult | None:
-    """Block a call whose command (the tool's declared ``command_argument``) the
-    ``[sandbox.policy]`` rules deny, or whose declared path arguments the
-    path policy refuses. ``None`` without ``[sandbox]`` or ``[sandbox.policy]``, for other
-    tools, and for allowed calls."""
-    command_argument = getattr(context.tool, "command_argument", None)
-    if command_argument is None:
-        config = session_config(context)
-        state = _state(context.session)
-        if config is None or state is None or not state.get(STATE_KEY):
-            return None  # no sandbox session built: no path policy to check here
-        from pi_sandbox_plugin.backends import before_hook_path_reason
-
-        reason = before_hook_path_reason(context.tool, context.args, config, state)
-        return None if reason is None else BeforeToolCallResult(block=True, reason=reason)
+def pi_before_tool_call(
+    context: BeforeToolCallContext,
+) -> Awaitable[BeforeToolCallResult | None] | None:
+    """Judge a call with every configured source (:mod:`pi_sandbox_plugin.policy_sources`):
+    Claude Code ``PreToolUse`` hooks, Codex rules and the command policy for tools that declare
+    a ``command_argument`` (bash), the path policy for tools that declare ``path_arguments``.
+    A ``deny`` blocks with the deciding source's reason; an ``ask`` goes to
+    :func:`pi_core.request_approval`; an allow names its source for the audit log. ``None`` at
+    once (no coroutine) without ``[sandbox]``."""
     config = session_config(context)
     if config is None or SANDBOX_TABLE not in config:
         return None
+    return _before_tool_call(context, config)
+
+
+async def _before_tool_call(
+    context: BeforeToolCallContext, config: Mapping[str, Any]
+) -> BeforeToolCallResult | None:
     from pi_sandbox_plugin.config import load_sandbox_config
 
     sandbox = load_sandbox_config(config)
-    if sandbox is None or sandbox.policy is None:
+    if sandbox is None:
         return None
-    args = context.args
-    command = (
-        args.get(command_argument)
-        if isinstance(args, Mapping)
-        else getattr(args, command_argument, None)
+    state = _state(context.session)
+    tool = context.tool
+    path_reason = None
+    if getattr(tool, "path_arguments", ()) and state is not None and state.get(STATE_KEY):
+        from pi_sandbox_plugin.backends import before_hook_path_reason
+
+        def path_reason(args: Any) -> str | None:
+            return before_hook_path_reason(tool, args, config, state)
+
+    has_command = getattr(tool, "command_argument", None) is not None
+    if (
+        sandbox.claude_hooks is None
+        and sandbox.codex_rules is None
+        and path_reason is None
+        and (sandbox.policy is None or not has_command)
+    ):
+        return None
+    from pi_sandbox_plugin.policy_sources import describe_sources, judge_call, session_policies
+
+    session = context.session
+    cwd = session.cwd if session is not None else os.getcwd()
+    policies = session_policies(sandbox, cwd, state, config_file(config))
+    verdict, _ = await judge_call(
+        tool=tool,
+        args=context.args,
+        tool_call_id=context.tool_call.id,
+        sandbox=sandbox,
+        policies=policies,
+        cwd=cwd,
+        session_id=session.session_id if session is not None else "",
+        replace_args=context.replace_args,
+        path_reason=path_reason,
     )
-    if not isinstance(command, str):
-        return BeforeToolCallResult(
-            block=True, reason="Command blocked by the sandbox command policy: no command string"
+    decided = verdict.decided_by
+    detail = describe_sources(verdict)
+    if verdict.decision == "deny" and decided is not None:
+        reason = "\n\n".join([decided.reason, *verdict.additional_context])
+        return BeforeToolCallResult(block=True, reason=reason, source=decided.source, detail=detail)
+    if verdict.decision == "ask" and decided is not None:
+        outcome = await request_approval(context, decided.reason, source=decided.source)
+        if not outcome.allowed:
+            return BeforeToolCallResult(
+                block=True, reason=outcome.block_reason, source=decided.source, detail=detail
+            )
+    if verdict.additional_context and state is not None:
+        state.setdefault(CONTEXT_STATE_KEY, {})[context.tool_call.id] = list(
+            verdict.additional_context
         )
-    decision = sandbox.policy.command_policy().check(command)
-    if decision.allowed:
+    if decided is None:
         return None
-    return BeforeToolCallResult(block=True, reason=decision.block_reason())
+    return BeforeToolCallResult(
+        block=False, reason=decided.reason, source=decided.source, detail=detail
+    )
+
+
+CONTEXT_STATE_KEY = "sandbox.additional_context"
+"""Session state: the ``additionalContext`` of PreToolUse hooks by tool call id, until the
+call's result gets it."""
+
+
+@hookimpl
+def pi_after_tool_call(
+    context: AfterToolCallContext,
+) -> Awaitable[AfterToolCallResult | None] | None:
+    """Claude Code ``PostToolUse`` hooks and the ``additionalContext`` of the ``PreToolUse``
+    hooks: appended to the result for the model; a hook's block marks the result an error with
+    its reason; an ``updatedToolOutput`` replaces the text. ``None`` at once without
+    ``[sandbox]``."""
+    config = session_config(context)
+    if config is None or SANDBOX_TABLE not in config:
+        return None
+    return _after_tool_call(context)
+
+
+async def _after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult | None:
+    state = _state(context.session)
+    extra: list[str] = []
+    if state is not None and CONTEXT_STATE_KEY in state:
+        extra = state[CONTEXT_STATE_KEY].pop(context.tool_call.id, [])
+    config = session_config(context)
+    sandbox = None
+    if config is not None and SANDBOX_TABLE in config:
+        from pi_sandbox_plugin.config import load_sandbox_config
+
+        sandbox = load_sandbox_config(config)
+    if (sandbox is None or sandbox.claude_hooks is None) and not extra:
+        return None
+    result = context.result
+    content = list(result.content) if result is not None else []
+    is_error = context.is_error
+    source = reason = None
+    detail: dict[str, Any] | None = None
+    changed = bool(extra)
+    if sandbox is not None and sandbox.claude_hooks is not None:
+        from pi_sandbox_plugin.claude_hooks import run_post_tool_use
+        from pi_sandbox_plugin.policy_sources import session_policies
+
+        session = context.session
+        cwd = session.cwd if session is not None else os.getcwd()
+        policies = session_policies(sandbox, cwd, state, config_file(config or {}))
+        outcome = await run_post_tool_use(
+            policies.claude_hooks,
+            tool_name=context.tool.name,
+            args=context.args,
+            tool_call_id=context.tool_call.id,
+            session_id=session.session_id if session is not None else "",
+            cwd=cwd,
+            result_text=_text_of(content),
+            is_error=is_error,
+            on_error=sandbox.claude_hooks.on_error,
+        )
+        if outcome.runs:
+            detail = {"hooks": [run.to_json_dict() for run in outcome.runs]}
+            source = f"claude hook {outcome.runs[0].command}"
+        if outcome.replacement_text is not None:
+            content = [TextContent(text=outcome.replacement_text)]
+            changed = True
+            reason = "PostToolUse hook replaced the tool output"
+        if outcome.block_reason is not None:
+            content.append(TextContent(text=outcome.block_reason))
+            is_error = True
+            changed = True
+            reason = outcome.block_reason
+        extra.extend(outcome.additional_context)
+        changed = changed or bool(outcome.additional_context)
+    if not changed:
+        return None
+    content.extend(TextContent(text=text) for text in extra)
+    if reason is None and extra:
+        reason = "hook added context to the tool result"
+    return AfterToolCallResult(
+        content=content,
+        is_error=is_error if is_error != context.is_error else None,
+        source=source,
+        reason=reason,
+        detail=detail,
+    )
+
+
+def _text_of(content: list[Any]) -> str:
+    return "\n".join(
+        getattr(block, "text", "") for block in content if getattr(block, "type", "") == "text"
+    )
 
 
 def _state(session: SessionContext | None) -> dict[str, Any] | None:

@@ -142,6 +142,7 @@ def run(
                 config_path=str(ctx.config.path) if ctx.config.path else None,
                 stdout=out,
                 stderr=err,
+                stdin=stdin,
             )
             return extra[args.command].run(invocation)
         return run_command(ctx)

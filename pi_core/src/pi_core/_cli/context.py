@@ -79,14 +79,36 @@ class CommandContext:
         from pi_core._plugins.session import build_session
 
         pm = self.plugin_manager
+        approval = None
+        if host in ("run", "call"):
+            from pi_core._cli.approval_prompt import terminal_approver
+
+            approval = terminal_approver(self.stdin, self.stderr)
+        audit = getattr(self.args, "audit", None)
+        if audit is not None:
+            self._check_audit(audit, cwd)
         try:
-            return build_session(pm, cwd, self.config.data, host=host)
+            return build_session(
+                pm, cwd, self.config.data, host=host, approval=approval, audit=audit
+            )
         except PiError:
             raise
         except Exception as e:  # a plugin's hook raised while setting the session up
             raise PluginError(
                 f"a plugin failed while setting up tools: {type(e).__name__}: {e}"
             ) from e
+
+    @staticmethod
+    def _check_audit(path: str, cwd: str) -> None:
+        """``--audit FILE`` must be a regular file pi can append to (created if missing): a
+        usage error otherwise."""
+        full = os.path.join(cwd, os.path.expanduser(path))
+        if os.path.exists(full) and not os.path.isfile(full):
+            raise UsageError(f"--audit {path}: not a regular file")
+        try:
+            os.close(os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        except OSError as e:
+            raise UsageError(f"--audit {path}: {e.strerror or e}") from None
 
     def loop_config(self, session: Session) -> LoopConfig:
         """A :class:`LoopConfig` with the ``[pi]`` settings, the session's hooks and tool set

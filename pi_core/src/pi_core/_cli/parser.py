@@ -141,6 +141,11 @@ def build_parser(
     call.add_argument(
         "--json", action="store_true", help="print the ToolResultMessage as one JSON line"
     )
+    call.add_argument(
+        "--audit",
+        metavar="FILE",
+        help="append every policy decision to FILE as JSON Lines (the audit log)",
+    )
 
     replay = command(
         "replay", "execute the tool calls of recorded assistant messages as the loop would"
@@ -151,6 +156,11 @@ def build_parser(
     replay.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
     replay.add_argument(
         "--json", action="store_true", help="print each ToolResultMessage as a JSON line"
+    )
+    replay.add_argument(
+        "--audit",
+        metavar="FILE",
+        help="append every policy decision to FILE as JSON Lines (the audit log)",
     )
     replay.add_argument(
         "--events",
@@ -241,6 +251,11 @@ def build_parser(
     )
     run.add_argument("--json", action="store_true", help="print every event as JSON Lines")
     run.add_argument("--session", metavar="FILE", help="write a Pi session file (v3)")
+    run.add_argument(
+        "--audit",
+        metavar="FILE",
+        help="append every policy decision to FILE as JSON Lines (the audit log)",
+    )
     run.add_argument("--base-url", metavar="URL", help="the provider's base URL")
     run.add_argument(
         "--strict-tools",

@@ -109,6 +109,11 @@ class Agent:
             exception, else the outcome of the last run (``"aborted"`` after :meth:`abort`,
             ``"error"`` when it failed, ``"completed"``). A run outside ``async with`` starts
             the session too; :meth:`aclose` ends it then.
+        approval: answers the tool calls a policy asks a person about (Claude Code ``ask``,
+            Codex ``prompt``, ``pi_approve_tool_call``): called with an
+            :class:`~pi_core.ApprovalRequest` (sync or async), it answers ``"allow"``,
+            ``"deny"`` or ``"always"`` (allow, and allow the same request again without
+            asking). Without it such calls are denied. Needs ``session``.
 
     State: ``messages`` (each ``message_end`` appends), ``pending_tool_calls`` (ids between
     ``tool_execution_start`` and ``tool_execution_end``), ``is_streaming`` (a run is active),
@@ -127,6 +132,7 @@ class Agent:
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
         session: SessionLifecycle | None = None,
+        approval: Callable[[Any], Any] | None = None,
     ) -> None:
         self.config = config or LoopConfig()
         self.provider = provider if provider is not None else self.config.provider
@@ -143,6 +149,14 @@ class Agent:
         self._abort: Abort | None = None
         self._idle: trio.Event | None = None
         self.session = session
+        if approval is not None:
+            set_approver = getattr(session, "set_approver", None)
+            if set_approver is None:
+                raise ValueError(
+                    "Agent(approval=...) needs a session whose policies can ask "
+                    "(build_session(...).agent(...) or Agent(session=...))"
+                )
+            set_approver(approval)
         self._session_state: Literal["new", "started", "ended"] = "new"
         self._last_outcome = "completed"
 

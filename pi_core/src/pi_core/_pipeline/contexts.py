@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pi_core._pipeline.approval import ApprovalOutcome
     from pi_core._plugins.contexts import SessionContext
     from pi_core._tools.definition import AgentTool
     from pi_core._wire.messages import AgentToolResult, AssistantMessage, ToolCall
@@ -20,11 +21,18 @@ if TYPE_CHECKING:
 class BeforeToolCallResult:
     """Returned by ``pi_before_tool_call``: ``block=True`` stops the call; ``reason`` becomes the
     error result's text (``Tool execution was blocked`` when empty); ``terminate=True`` also marks
-    the blocked result as terminating."""
+    the blocked result as terminating.
+
+    For the audit log (``[sandbox.audit]``, ``--audit``): ``source`` names what decided (a rule
+    file and line, a hook command; default: the plugin's name) and ``detail`` holds JSON-ready
+    facts about it. A result that does not block but names a ``source`` records who allowed the
+    call (the next plugin is still asked)."""
 
     block: bool = False
     reason: str | None = None
     terminate: bool | None = None
+    source: str | None = None
+    detail: dict[str, Any] | None = None
 
 
 @dataclass
@@ -39,6 +47,15 @@ class AfterToolCallResult:
     terminate: bool | None = None
     usage: dict[str, Any] | None = None
     structured_content: Any = None
+    source: str | None = None
+    """For the audit log: what decided this change (a hook command, a rule); a result with a
+    ``source`` is recorded as a decision of the after phase, with ``reason`` and ``detail``."""
+    reason: str | None = None
+    detail: dict[str, Any] | None = None
+
+
+AUDIT_FIELDS = ("source", "reason", "detail")
+"""The fields of the results that only inform the audit log (they change no result)."""
 
 
 @dataclass
@@ -65,6 +82,19 @@ class BeforeToolCallContext:
     """For a nested call (a tool calling a tool through ``execute_tool``): the id of the calling
     tool's call (``tool_call.id`` is then ``<parent id>/<n>``); ``None`` for a call the model
     issued."""
+    approval: ApprovalOutcome | None = None
+    """Set by :func:`~pi_core.request_approval` when a policy asked a person about this call."""
+
+    def replace_args(self, arguments: Any) -> Any:
+        """Replace the call's arguments (what ``execute`` receives) by ``arguments`` validated
+        against the tool's schema, as the model's arguments are; returns the validated copy.
+        Raises :class:`~pi_core.ToolError` (its message is the one an invalid model call gets)
+        and keeps the old arguments when they do not validate."""
+        from pi_core._tools.validation import validate_tool_arguments
+
+        validated = validate_tool_arguments(self.tool, arguments)
+        self.args = validated
+        return validated
 
 
 @dataclass
@@ -108,6 +138,7 @@ def apply_after_tool_call_result(
 
 
 __all__ = [
+    "AUDIT_FIELDS",
     "AfterToolCallContext",
     "AfterToolCallResult",
     "BeforeToolCallContext",

@@ -7,19 +7,24 @@ The contexts of a tool call (before and after hooks) belong to the pipeline
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pi_core._pipeline.approval import ApprovalState
+
 if TYPE_CHECKING:
     from pi_core._backend_kit.operations import BashOperations, FileOperations
+    from pi_core._pipeline.approval import Approver
+    from pi_core._plugins.audit import AuditLog
 
 
-SESSION_HOSTS = ("call", "replay", "run", "tools", "agent")
+SESSION_HOSTS = ("call", "replay", "run", "tools", "agent", "mcp")
 """The hosts pi itself runs sessions in: ``pi call``, ``pi replay`` (also ``--verify``),
-``pi run``, ``pi tools`` and the Python API (:class:`~pi_core.Agent`, or a program's own use of
-:func:`~pi_core.build_session`). Later hosts (``pi mcp serve``) add their own names."""
+``pi run``, ``pi tools``, the Python API (:class:`~pi_core.Agent`, or a program's own use of
+:func:`~pi_core.build_session`) and ``pi mcp serve`` (one session per MCP session)."""
 
 SESSION_END_REASONS = ("completed", "error", "aborted", "interrupted")
 """What ``SessionContext.reason`` says when ``pi_session_end`` fires."""
@@ -37,7 +42,7 @@ class SessionContext:
     * ``cwd``: the session's working directory (absolute); ``config``: the loaded config (the
       TOML as a dict, ``{}`` without one).
     * ``host``: which host runs the session (:data:`SESSION_HOSTS`: ``"call"``, ``"replay"``,
-      ``"run"``, ``"tools"``, ``"agent"``).
+      ``"run"``, ``"tools"``, ``"agent"``, ``"mcp"``).
     * ``session_id``: unique per session (32 hex digits).
     * ``state``: a dict for plugins' per-session state; each plugin keeps its own entries under
       its name (the sandbox uses ``state["sandbox"]``). It lives exactly as long as the session.
@@ -54,6 +59,11 @@ class SessionContext:
       (its host puts them here before any tool runs), then those :meth:`append_entry` added.
     * ``entry_sink``: set by a host that writes a session file (``pi run --session``): called
       with each entry :meth:`append_entry` adds; ``None``: the entries are kept in memory only.
+    * ``approvals``: who answers :func:`~pi_core.request_approval` (``approvals.approver``,
+      set by the host or with :meth:`set_approver`) and the answers remembered as "always".
+    * ``audit``: the session's :class:`~pi_core.AuditLog` (``None``: decisions are not
+      logged); the host sets it (``--audit``) or a plugin at set-up (:meth:`open_audit`); it is
+      closed when the session ends.
     """
 
     cwd: str
@@ -66,6 +76,30 @@ class SessionContext:
     tools: Any = field(default=None, repr=False)
     entries: list[dict[str, Any]] = field(default_factory=list, repr=False)
     entry_sink: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)
+    approvals: ApprovalState = field(default_factory=ApprovalState, repr=False)
+    audit: AuditLog | None = field(default=None, repr=False)
+
+    def set_approver(self, approver: Approver | None, *, replace: bool = True) -> bool:
+        """Make ``approver`` answer this session's approval requests; with ``replace=False``
+        only when none is set (a plugin's default never overrides the host's terminal or
+        callback). Returns whether it was set."""
+        if not replace and self.approvals.approver is not None:
+            return False
+        self.approvals.approver = approver
+        return True
+
+    def open_audit(self, path: str | os.PathLike[str], *, replace: bool = False) -> bool:
+        """Open the audit log ``path`` (relative to :attr:`cwd`) for this session unless one is
+        open already (``replace=True`` closes that one first). Returns whether it was opened;
+        an ``OSError`` (a directory that does not exist, no permission) propagates."""
+        from pi_core._plugins.audit import AuditLog
+
+        if self.audit is not None:
+            if not replace:
+                return False
+            self.audit.close()
+        self.audit = AuditLog(os.path.join(self.cwd, os.path.expanduser(os.fspath(path))))
+        return True
 
     def append_entry(self, custom_type: str, data: Any) -> None:
         """Append a custom entry ``{"type": "custom", "customType": custom_type, "data":
@@ -120,13 +154,17 @@ class BashSpawnContext:
 class CommandInvocation:
     """What a plugin command's ``run`` gets: the parsed ``args`` (``argparse.Namespace``), the
     loaded ``config`` (the TOML as a dict, ``{}`` without a file), ``config_path`` (the file it
-    came from, or ``None``) and the ``stdout``/``stderr`` streams to write to."""
+    came from, or ``None``) and the ``stdout``/``stderr`` streams to write to; ``stdin`` is the
+    standard input ``pi`` started with (binary; ``None``: the process's own), which the console
+    script keeps aside when it points file descriptor 0 at ``/dev/null`` (``pi mcp serve``
+    reads its protocol from it)."""
 
     args: Any
     config: dict[str, Any]
     config_path: str | None
     stdout: Any
     stderr: Any
+    stdin: Any = None
 
 
 @dataclass

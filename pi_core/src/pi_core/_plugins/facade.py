@@ -11,6 +11,7 @@ callbacks of :class:`~pi_core._pipeline.config.LoopConfig`, so the loop module n
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -22,13 +23,16 @@ from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._errors import PluginError
 from pi_core._pipeline.config import LoopConfig
 from pi_core._pipeline.contexts import (
+    AUDIT_FIELDS,
     AfterToolCallContext,
     AfterToolCallResult,
     BeforeToolCallContext,
     BeforeToolCallResult,
     apply_after_tool_call_result,
 )
+from pi_core._pipeline.pipeline import error_text
 from pi_core._plugins import caller as hook_caller
+from pi_core._plugins.audit import cap_arguments, utc_now
 from pi_core._plugins.contexts import (
     BackendContext,
     BashSpawnContext,
@@ -39,7 +43,9 @@ from pi_core._plugins.contexts import (
 from pi_core._tools.definition import AgentTool, to_agent_tool
 from pi_core._wire.messages import AgentToolResult
 
-_AFTER_FIELDS = tuple(f.name for f in dataclasses.fields(AfterToolCallResult))
+_AFTER_FIELDS = tuple(
+    f.name for f in dataclasses.fields(AfterToolCallResult) if f.name not in AUDIT_FIELDS
+)
 
 
 class PluginHooks:
@@ -265,26 +271,128 @@ class PluginHooks:
         return await hook_caller.acall_chain(hook, kwargs, "arguments", observe=self._observe)
 
     async def before_tool_call(self, context: BeforeToolCallContext) -> BeforeToolCallResult | None:
-        """``pi_before_tool_call`` (first block, sync or async): the first blocking result, or
-        ``None``. A result that does not block counts as ``None`` (the next plugin is asked); a
-        return that is not a ``BeforeToolCallResult`` is a ``PluginError`` naming the plugin."""
+        """``pi_before_tool_call`` (first block, sync or async), then, when no plugin blocked,
+        ``pi_approve_tool_call`` (first non-None): the first blocking result, or ``None``.
+
+        A result that does not block counts as ``None`` (the next plugin is asked); a return
+        that is not a ``BeforeToolCallResult`` (or, from ``pi_approve_tool_call``, not a string)
+        is a ``PluginError`` naming the plugin. A reason from ``pi_approve_tool_call`` goes to
+        :func:`~pi_core.request_approval` (source: the plugin's name); a denial blocks with its
+        text. With an audit log (``context.session.audit``) the decision is written as one line.
+        """
+        started = time.perf_counter()
+        allowed_by: list[tuple[str, BeforeToolCallResult]] = []
 
         def accept(impl: HookImpl, value: Any) -> bool:
             if value is not None and not isinstance(value, BeforeToolCallResult):
                 raise self._wrong_type(
                     impl.plugin_name, "pi_before_tool_call", value, "a BeforeToolCallResult"
                 )
-            return hook_caller.blocks(impl, value)
+            blocks = hook_caller.blocks(impl, value)
+            if not blocks and value is not None and value.source and not allowed_by:
+                allowed_by.append((impl.plugin_name, value))
+            return blocks
 
         if self.config and not context.config:
             context.config = self.config
         if context.session is None:
             context.session = self.session
+        audit = context.session.audit if context.session is not None else None
         hook = self.pm.hook.pi_before_tool_call
-        found = await hook_caller.acall_first(
+        try:
+            plugin, result = await hook_caller.acall_first(
+                hook, {"context": context}, accept, observe=self._observe
+            )
+            if result is None:
+                result = await self.approve_tool_call(context)
+                plugin = result.source if result is not None else None
+        except Exception as exc:
+            if audit is not None:
+                await audit.record(
+                    self._audit_entry(context, "before", "deny", None, error_text(exc), started)
+                )
+            raise
+        if audit is not None:
+            if result is not None:
+                source = result.source or plugin
+                entry = self._audit_entry(
+                    context, "before", "deny", source, result.reason or "", started, result.detail
+                )
+            elif allowed_by:
+                name, note = allowed_by[0]
+                entry = self._audit_entry(
+                    context,
+                    "before",
+                    "allow",
+                    note.source or name,
+                    note.reason or "",
+                    started,
+                    note.detail,
+                )
+            else:
+                reason = "no policy blocked the call"
+                if context.approval is not None:
+                    reason = context.approval.request.reason
+                source = context.approval.request.source if context.approval else None
+                entry = self._audit_entry(context, "before", "allow", source, reason, started)
+            await audit.record(entry)
+        return result
+
+    async def approve_tool_call(
+        self, context: BeforeToolCallContext
+    ) -> BeforeToolCallResult | None:
+        """``pi_approve_tool_call`` (first non-None, sync or async): when a plugin returns a
+        reason, :func:`~pi_core.request_approval` asks the session's approver (source: the
+        plugin's name). Returns the blocking result (``source``: the plugin) when the approver
+        did not allow, else ``None``. A return that is not a string is a ``PluginError``."""
+        from pi_core._pipeline.approval import request_approval
+
+        def accept(impl: HookImpl, value: Any) -> bool:
+            if value is not None and not isinstance(value, str):
+                raise self._wrong_type(impl.plugin_name, "pi_approve_tool_call", value, "a str")
+            return bool(value)
+
+        hook = self.pm.hook.pi_approve_tool_call
+        plugin, reason = await hook_caller.acall_first(
             hook, {"context": context}, accept, observe=self._observe
         )
-        return found[1]
+        if not reason or plugin is None:
+            return None
+        outcome = await request_approval(context, reason, source=plugin)
+        if outcome.allowed:
+            return None
+        return BeforeToolCallResult(block=True, reason=outcome.block_reason, source=plugin)
+
+    @staticmethod
+    def _audit_entry(
+        context: BeforeToolCallContext,
+        phase: str,
+        decision: str,
+        source: str | None,
+        reason: str,
+        started: float,
+        detail: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """One audit line's fields (see :mod:`pi_core._plugins.audit`)."""
+        session = context.session
+        entry: dict[str, Any] = {
+            "time": utc_now(),
+            "session": session.session_id if session is not None else None,
+            "tool_call_id": context.tool_call.id,
+            "parent_tool_call_id": context.parent_tool_call_id,
+            "tool": context.tool.name,
+            "arguments": cap_arguments(context.args),
+            "phase": phase,
+            "decision": decision,
+            "source": source,
+            "reason": reason,
+        }
+        if context.approval is not None:
+            entry["approval"] = context.approval.to_json_dict()
+        if detail:
+            entry["detail"] = detail
+        entry["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        return entry
 
     async def after_tool_call(self, context: AfterToolCallContext) -> AfterToolCallResult | None:
         """``pi_after_tool_call`` (chain, sync or async).
@@ -300,11 +408,15 @@ class PluginHooks:
         naming the plugin; an exception propagates (the loop makes it the error result).
         """
         working = dataclasses.replace(context)
+        if self.config and not working.config:
+            working.config = self.config
         if working.session is None:
             working.session = self.session
         if working.result is None:
             working.result = AgentToolResult()
         touched: set[str] = set()
+        started = time.perf_counter()
+        decided: list[tuple[str, AfterToolCallResult]] = []
 
         def step(impl: HookImpl, current: Any, returned: Any) -> Any:
             if returned is None:
@@ -314,6 +426,8 @@ class PluginHooks:
                     impl.plugin_name, "pi_after_tool_call", returned, "an AfterToolCallResult"
                 )
             touched.update(f for f in _AFTER_FIELDS if getattr(returned, f) is not None)
+            if returned.source:
+                decided.append((impl.plugin_name, returned))
             assert current.result is not None
             current.result, current.is_error = apply_after_tool_call_result(
                 current.result, current.is_error, returned
@@ -324,6 +438,21 @@ class PluginHooks:
         await hook_caller.acall_chain(
             hook, {"context": working}, "context", step, observe=self._observe
         )
+        audit = working.session.audit if working.session is not None else None
+        if audit is not None:
+            for _plugin, note in decided:
+                decision = "deny" if note.is_error else "allow"
+                await audit.record(
+                    self._audit_entry(
+                        working,
+                        "after",
+                        decision,
+                        note.source,
+                        note.reason or "",
+                        started,
+                        note.detail,
+                    )
+                )
         if not touched:
             return None
         final = working.result

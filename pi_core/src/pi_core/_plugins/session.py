@@ -110,7 +110,11 @@ class Session:
         context = self.session_context
         context.reason = reason
         context.error = error
-        await self.hooks.session_end(context)
+        try:
+            await self.hooks.session_end(context)
+        finally:
+            if context.audit is not None:
+                await context.audit.aclose()
 
     async def __aenter__(self) -> Session:
         await self.start()
@@ -128,11 +132,22 @@ class Session:
         error = exc if reason == "error" else None
         await self.end(reason, error)
 
-    def agent(self, provider: Any = None, **options: Any) -> Agent:
+    def set_approver(self, approver: Any) -> None:
+        """Make ``approver`` answer the approval requests of this session (see
+        :meth:`agent`)."""
+        self.session_context.set_approver(approver)
+
+    def agent(self, provider: Any = None, *, approval: Any = None, **options: Any) -> Agent:
         """An :class:`~pi_core.Agent` on this session: its tools, its hook callbacks
         (:meth:`loop_config`), ``pi_on_event`` as a listener and this session's lifecycle
-        (``async with agent:`` starts and ends it). ``options`` go to ``Agent``."""
+        (``async with agent:`` starts and ends it). ``approval`` (a callable taking an
+        :class:`~pi_core.ApprovalRequest`, answering ``"allow"``, ``"deny"`` or ``"always"``,
+        sync or async) answers the calls a policy asks a person about. ``options`` go to
+        ``Agent``."""
         from pi_core._loop.agent import Agent
+
+        if approval is not None:
+            self.session_context.set_approver(approval)
 
         options.setdefault("tools", self.tools)
         options.setdefault("config", self.loop_config())
@@ -155,6 +170,8 @@ def build_session(
     config: dict[str, Any] | None = None,
     *,
     host: str = "agent",
+    approval: Any = None,
+    audit: str | os.PathLike[str] | None = None,
 ) -> Session:
     """Build a session from the plugins of ``pm``.
 
@@ -170,10 +187,19 @@ def build_session(
     :class:`~pi_core._plugins.contexts.SessionContext` (``"agent"`` for the Python API), which
     every context of the session carries as ``session``. The lifecycle hooks are not called
     here: ``async with session:`` does that.
+
+    ``approval`` answers what policies ask a person (see :meth:`Session.agent`); the host's
+    terminal prompt comes this way. ``audit`` is the file of the session's audit log (relative
+    to ``cwd``), opened before the plugins are asked, so it wins over a plugin's; an
+    ``OSError`` opening it propagates.
     """
     abs_cwd = os.path.abspath(os.fspath(cwd))
     config = {} if config is None else config
     context = SessionContext(cwd=abs_cwd, config=config, host=host)
+    if approval is not None:
+        context.set_approver(approval)
+    if audit is not None:
+        context.open_audit(audit)
     hooks = PluginHooks(pm, config, session=context)
     backend_context = BackendContext(cwd=abs_cwd, config=config, session=context)
     bash_operations = hooks.bash_operations(backend_context)
