@@ -21,6 +21,7 @@ import pluggy
 import pytest
 
 import pi_builtin_tools.plugin
+import pi_mcp_plugin.plugin
 import pi_sandbox_plugin.plugin
 from pi_core import hookimpl
 from pi_core._errors import PluginError
@@ -33,7 +34,7 @@ from pi_core._plugins.manager import (
 )
 from pi_core._plugins.session import Session, build_session
 
-BUILTINS = ["builtin_tools", "sandbox"]
+BUILTINS = ["builtin_tools", "mcp", "sandbox"]
 
 
 @pytest.fixture(autouse=True)
@@ -98,6 +99,13 @@ def test_builtins_load_as_entry_points_and_are_listed() -> None:
             "hooks": implemented_hooks(pi_builtin_tools.plugin),
         },
         {
+            "name": "mcp",
+            "distribution": "pi-mcp-plugin",
+            "version": importlib.metadata.version("pi-mcp-plugin"),
+            "module": "pi_mcp_plugin.plugin",
+            "hooks": implemented_hooks(pi_mcp_plugin.plugin),
+        },
+        {
             "name": "sandbox",
             "distribution": "pi-sandbox-plugin",
             "version": importlib.metadata.version("pi-sandbox-plugin"),
@@ -107,6 +115,7 @@ def test_builtins_load_as_entry_points_and_are_listed() -> None:
     ]
     assert pm.get_plugin("builtin_tools") is pi_builtin_tools.plugin
     assert pm.get_plugin("sandbox") is pi_sandbox_plugin.plugin
+    assert pm.get_plugin("mcp") is pi_mcp_plugin.plugin
 
 
 def test_list_plugins_json_shape_and_plugins_without_hooks(
@@ -163,7 +172,7 @@ def test_no_import_time_manager_and_fresh_managers() -> None:
     first, second = make_plugin_manager(), make_plugin_manager()
     assert first is not second
     first.unregister(name="sandbox")
-    assert names(first) == ["builtin_tools"]
+    assert names(first) == ["builtin_tools", "mcp"]
     assert names(second) == BUILTINS
 
 
@@ -201,7 +210,7 @@ def test_pi_plugins_is_an_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PI_PLUGINS", "sandbox")
     assert names(make_plugin_manager()) == ["sandbox"]
     monkeypatch.setenv("PI_PLUGINS", " sandbox , builtin_tools,")
-    assert names(make_plugin_manager()) == BUILTINS
+    assert names(make_plugin_manager()) == ["builtin_tools", "sandbox"]
     # An explicitly named plugin loads whatever the allow list says.
     monkeypatch.setenv("PI_PLUGINS", "sandbox")
     assert names(make_plugin_manager(plugins=["builtin_tools"])) == ["sandbox", "builtin_tools"]
@@ -269,13 +278,13 @@ def test_names_that_may_be_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_disabled_plugins_and_block_win(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PI_DISABLED_PLUGINS", "sandbox")
+    monkeypatch.setenv("PI_DISABLED_PLUGINS", "sandbox,mcp")
     pm = make_plugin_manager()
     assert names(pm) == ["builtin_tools"]
     assert pm.is_blocked("sandbox")
     assert names(make_plugin_manager(block=["builtin_tools"])) == []
     monkeypatch.delenv("PI_DISABLED_PLUGINS")
-    assert names(make_plugin_manager(block=["builtin_tools"])) == ["sandbox"]
+    assert names(make_plugin_manager(block=["builtin_tools", "mcp"])) == ["sandbox"]
     # Blocked beats the allow list and explicit names; a blocked name in PI_PLUGINS is no error.
     monkeypatch.setenv("PI_PLUGINS", "builtin_tools,sandbox")
     pm = make_plugin_manager(block=["sandbox"], plugins=["sandbox"])
@@ -301,7 +310,7 @@ def test_explicit_module_plugins_load_in_order_after_entry_points(
     )
     write_plugin("pi_test_empty", "")
     pm = make_plugin_manager(plugins=["pi_test_empty", "pi_test_audit", "pi_test_empty"])
-    assert [info.to_json_dict() for info in list_plugins(pm)][2:] == [
+    assert [info.to_json_dict() for info in list_plugins(pm)][len(BUILTINS) :] == [
         {
             "name": "pi_test_empty",
             "distribution": None,
@@ -317,7 +326,7 @@ def test_explicit_module_plugins_load_in_order_after_entry_points(
             "hooks": ["pi_on_event"],
         },
     ]
-    assert names(pm)[:2] == BUILTINS
+    assert names(pm)[: len(BUILTINS)] == BUILTINS
     # The module of an already loaded entry point is not registered twice.
     assert names(make_plugin_manager(plugins=["pi_builtin_tools.plugin"])) == BUILTINS
     assert (
@@ -348,8 +357,8 @@ def test_entry_point_of_a_third_party_distribution(
     )
     write_distribution(tmp_path, "pi-test-weather", "2.5.1", {"weather": "pi_test_weather"})
     pm = make_plugin_manager()
-    assert names(pm) == ["builtin_tools", "sandbox", "weather"]
-    assert list_plugins(pm)[2] == PluginInfo(
+    assert names(pm) == ["builtin_tools", "mcp", "sandbox", "weather"]
+    assert list_plugins(pm)[len(BUILTINS)] == PluginInfo(
         name="weather",
         distribution="pi-test-weather",
         version="2.5.1",

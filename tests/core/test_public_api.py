@@ -78,8 +78,10 @@ DOOR_NAMES = {
     "AuditLog",
     "request_approval",
     "ToolSet",
-    # a host running calls itself (pi mcp serve): the abort handle run_tool_call takes
+    # a host running calls itself (pi mcp serve): the abort handle run_tool_call takes, and
+    # the tool context that lets the call's nested calls run
     "Abort",
+    "nested_calls_context",
 }
 
 

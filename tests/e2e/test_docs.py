@@ -116,6 +116,7 @@ def test_configuration_reference_names_every_key() -> None:
         sandbox.BwrapConfig,
         sandbox.SshConfig,
         sandbox.ContainerConfig,
+        sandbox.RayConfig,
         sandbox.ClaudeHooksConfig,
         sandbox.CodexRulesConfig,
         sandbox.AuditConfig,

@@ -127,7 +127,7 @@ def test_the_same_table_gives_the_same_object() -> None:
         ([], "sandbox: must be a table ([sandbox])"),
         (
             {"backend": "vm"},
-            "sandbox.backend: Input should be 'local', 'bwrap', 'ssh' or 'container'",
+            "sandbox.backend: Input should be 'local', 'bwrap', 'ssh', 'container' or 'ray'",
         ),
         ({"polcy": {}}, "sandbox.polcy: unknown key"),
         ({"policy": {"mode": "never"}}, "sandbox.policy.mode: Input should be 'deny' or 'allow'"),
@@ -196,7 +196,7 @@ def test_file_name_defaults_to_pi_toml() -> None:
         load_sandbox_config({"sandbox": {"backend": 1}})
     assert (
         str(e.value)
-        == "pi.toml: sandbox.backend: Input should be 'local', 'bwrap', 'ssh' or 'container'"
+        == "pi.toml: sandbox.backend: Input should be 'local', 'bwrap', 'ssh', 'container' or 'ray'"
     )
 
 
@@ -277,7 +277,7 @@ def pi_replay(cwd: Path, *options: str) -> subprocess.CompletedProcess[str]:
     [
         (
             '[sandbox]\nbackend = "bwrapp"\n',
-            "sandbox.backend: Input should be 'local', 'bwrap', 'ssh' or 'container'",
+            "sandbox.backend: Input should be 'local', 'bwrap', 'ssh', 'container' or 'ray'",
         ),
         (
             "[sandbox.ssh]\nport = 0\n",
@@ -310,7 +310,7 @@ def test_a_config_given_with_config_is_named_by_its_path(tmp_path: Path) -> None
     assert (result.returncode, result.stderr) == (
         2,
         f"pi: error: {tmp_path / 'other.toml'}: sandbox.backend: Input should be 'local', "
-        "'bwrap', 'ssh' or 'container'\n",
+        "'bwrap', 'ssh', 'container' or 'ray'\n",
     )
 
 

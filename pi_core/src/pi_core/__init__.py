@@ -40,6 +40,7 @@ from pi_core._pipeline.contexts import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from pi_core._pipeline.nested import nested_calls_context
 from pi_core._pipeline.pipeline import ToolCallOutcome, run_tool_call
 from pi_core._pipeline.tool_context import ToolCallContext, current_tool_context
 from pi_core._plugins.audit import AuditLog
@@ -145,6 +146,7 @@ __all__ = [
     "js_number_to_string",
     "load_config",
     "make_plugin_manager",
+    "nested_calls_context",
     "request_approval",
     "run_agent_loop",
     "run_tool_call",

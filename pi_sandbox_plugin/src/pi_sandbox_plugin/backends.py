@@ -13,6 +13,8 @@ backend        bash                                  file tools
                                                      ``remote_cwd``
 ``container``  :class:`ContainerBackend` behind      the same (guarded); the session cwd maps to
                :class:`MappedBashOperations`         ``workdir`` and back (:class:`MappedFileOperations`)
+``ray``        :class:`~pi_sandbox_plugin.ray_       the same (guarded); the session cwd maps to the
+               backend.RayBackend` (one actor)       workspace on the actor's node and back
 =============  ====================================  ===============================================
 
 The path policy (:class:`~pi_sandbox_plugin.path_policy.PathPolicy`) exists only when the
@@ -26,7 +28,9 @@ denied glob is not masked from bash (the file tools still refuse it).
 A session's objects are built once per pi session (:func:`sandbox_session` keeps them in the
 session's ``state["sandbox"]``), so the bash and file hooks share one SSH connection or
 container; at ``pi_session_end`` (:func:`close_sandbox_sessions`) the SSH control master is
-stopped and its socket directory removed, and a container started from an image is removed.
+stopped and its socket directory removed, a container started from an image is removed, and a
+Ray session's actor is released (its commands killed, a new workspace removed). The Ray backend's
+module (and ``ray``) is imported only when a session uses it.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import trio
 
 from pi_core import BashOperations, ConfigError, FileOperations
 from pi_core.backends import CommandOutput, FileStat, LocalFileOperations
+from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.bwrap_backend import BwrapBackend
 from pi_sandbox_plugin.config import (
     DEFAULT_CONFIG_NAME,
@@ -293,6 +298,29 @@ def make_backends(
         owned.append(container)
         paths = RemotePathMap(cwd, box.workdir)
         return MappedBashOperations(container, paths), MappedFileOperations(container, paths)
+    if sandbox.backend == "ray":
+        from pi_sandbox_plugin.ray_backend import RayBackend, import_ray
+
+        try:
+            import_ray()  # a missing extra is a clear error at once
+        except SandboxUnavailable as error:
+            raise ConfigError(f"{DEFAULT_CONFIG_NAME}: {SANDBOX_TABLE}.backend: {error}") from None
+        ray_cfg = sandbox.ray
+        backend = RayBackend(
+            address=ray_cfg.address,
+            resources=ray_cfg.resources,
+            labels=ray_cfg.labels,
+            num_cpus=ray_cfg.num_cpus,
+            runtime_env=ray_cfg.runtime_env,
+            workspace=ray_cfg.workspace,
+            ship=ray_cfg.ship,
+            local_root=cwd,
+            pass_env=ray_cfg.env,
+            lost_after=ray_cfg.lost_after,
+            start_timeout=ray_cfg.start_timeout,
+        )
+        owned.append(backend)
+        return backend, backend
     return None, None
 
 
@@ -358,7 +386,8 @@ def known_session(state: Mapping[str, Any] | None) -> SandboxSession | None:
 
 async def close_sandbox_session(session: SandboxSession) -> None:
     """Release what ``session`` holds: stop the SSH control master and remove its socket
-    directory; remove a container started from an image. Shielded from cancellation."""
+    directory; remove a container started from an image; release a Ray actor. Shielded from
+    cancellation."""
     with trio.CancelScope(shield=True):
         while session.resources:
             await session.resources.pop().aclose()

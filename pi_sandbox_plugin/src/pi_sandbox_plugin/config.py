@@ -4,7 +4,7 @@
 ::
 
     [sandbox]
-    backend = "local"            # "local" | "bwrap" | "ssh" | "container"
+    backend = "local"            # "local" | "bwrap" | "ssh" | "container" | "ray"
     [sandbox.policy]             # the command and path policies (absent: no command policy)
     mode = "deny"                # or "allow": only listed programs/prefixes may run
     deny = [["rm"], ["git", "push"]]   # argv prefixes; a program matches by basename
@@ -34,6 +34,12 @@
     image = ""                   # ... or start one from this image, workspace mounted
     workdir = "/work"
     cli_args = []
+    [sandbox.ray]
+    address = "auto"             # or "HOST:PORT", "ray://HOST:PORT", "local"
+    resources = {gpu_box = 1}    # place each session's actor on a node offering these
+    labels = {}                  # ... and/or having these node labels
+    workspace = ""               # a directory on the node; "": a new one per session
+    ship = "cwd"                 # unpack the session cwd (or a directory/archive) there
 
 Unknown keys are errors (a misspelt key never passes). Every error is a
 :class:`~pi_core._errors.ConfigError` whose one-line message names the file, the key and the
@@ -203,6 +209,29 @@ class ContainerConfig(_Model):
     env: list[StrictStr] = []
 
 
+class RayConfig(_Model):
+    """``[sandbox.ray]``: the cluster ``address`` (``"auto"``, ``"HOST:PORT"``,
+    ``"ray://HOST:PORT"`` or ``"local"``); where a session's actor goes (``resources``: custom
+    resources a node must offer, ``labels``: node labels it must have, ``num_cpus`` it
+    reserves); its ``runtime_env``; ``workspace`` (a directory on the node, ``""``: a new one
+    per session, removed at the end) and ``ship`` (``"cwd"``, a directory or a tar archive on
+    this machine to unpack there; ``""``: nothing); ``env`` names local variables passed to the
+    commands; ``lost_after`` (seconds an unanswered ping means the node or actor is lost),
+    ``start_timeout`` (seconds to place and start the actor). See
+    :mod:`pi_sandbox_plugin.ray_backend`."""
+
+    address: StrictStr = "auto"
+    resources: dict[StrictStr, Annotated[float, pydantic.Field(gt=0, strict=True)]] = {}
+    labels: dict[StrictStr, StrictStr] = {}
+    num_cpus: Annotated[float, pydantic.Field(ge=0, strict=True)] = 0
+    runtime_env: dict[StrictStr, Any] = {}
+    workspace: StrictStr = ""
+    ship: StrictStr = ""
+    env: list[StrictStr] = []
+    lost_after: Annotated[float, pydantic.Field(gt=0, strict=True)] = 10.0
+    start_timeout: Annotated[float, pydantic.Field(gt=0, strict=True)] = 120.0
+
+
 class ClaudeHooksConfig(pydantic.BaseModel):
     """``[sandbox.claude_hooks]``: Claude Code hooks, run unchanged. ``settings``: Claude Code
     settings files whose ``hooks`` section is read (relative to the session cwd); ``PreToolUse``
@@ -249,7 +278,7 @@ class SandboxConfig(_Model):
     log, and ``ask``: what a call that needs a person's approval gets when nobody can be asked
     (no terminal, no approval callback): ``"deny"`` (the default) or ``"allow"``."""
 
-    backend: Literal["local", "bwrap", "ssh", "container"] = "local"
+    backend: Literal["local", "bwrap", "ssh", "container", "ray"] = "local"
     policy: PolicyConfig | None = None
     ask: Literal["deny", "allow"] = "deny"
     claude_hooks: ClaudeHooksConfig | None = None
@@ -258,6 +287,7 @@ class SandboxConfig(_Model):
     bwrap: BwrapConfig = BwrapConfig()
     ssh: SshConfig = SshConfig()
     container: ContainerConfig = ContainerConfig()
+    ray: RayConfig = RayConfig()
 
 
 def _backend_problem(config: SandboxConfig) -> tuple[str, str] | None:
@@ -276,6 +306,14 @@ def _backend_problem(config: SandboxConfig) -> tuple[str, str] | None:
             return "container", 'set exactly one of "container" and "image"'
         if not config.container.workdir.startswith("/"):
             return "container.workdir", "must be an absolute path"
+    if config.backend == "ray":
+        if not config.ray.address:
+            return (
+                "ray.address",
+                'must not be empty ("auto", "HOST:PORT", "ray://HOST:PORT" or "local")',
+            )
+        if config.ray.workspace and not config.ray.workspace.startswith("/"):
+            return "ray.workspace", "must be an absolute path on the node (or empty)"
     return None
 
 
@@ -378,6 +416,7 @@ __all__ = [
     "GrammarConfig",
     "PolicyConfig",
     "PolicyTests",
+    "RayConfig",
     "SandboxConfig",
     "SshConfig",
     "config_source",

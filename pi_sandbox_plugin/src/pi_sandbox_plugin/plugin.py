@@ -297,7 +297,7 @@ def pi_file_operations(context: BackendContext) -> FileOperations | None:
 @hookimpl
 async def pi_session_end(context: SessionContext) -> None:
     """Release what the session's backends hold: stop the SSH control master (and remove its
-    socket directory), remove a container started from an image."""
+    socket directory), remove a container started from an image, release a Ray actor."""
     if STATE_KEY not in context.state:
         return
     from pi_sandbox_plugin.backends import close_sandbox_sessions

@@ -8,6 +8,7 @@
     pi tools [--cwd DIR] [--json]
     pi call TOOL ARGS_JSON|-|@FILE [--cwd DIR] [--id ID] [--json]
     pi replay FILE [--cwd DIR] [--json] [--events] [--sequential]
+    pi replay --parallel N FILE... [--cwd DIR] [--json] [--sequential]
     pi replay FILE --verify [--cwd DIR] [--json] [--seed-from-reads] [--bash run|recorded]
               [--map-cwd OLD=NEW]...
     pi run [PROMPT] [--model P:M] [--tools a,b] [--max-turns N] [--cwd DIR] [--json]
@@ -67,6 +68,12 @@ def run_command(ctx: CommandContext) -> int:
         args = ctx.args
         if not args.verify and (args.seed_from_reads or args.bash != "run" or args.map_cwd):
             raise UsageError("--seed-from-reads, --bash and --map-cwd need --verify")
+        if args.parallel is not None or args.more_files:
+            if args.verify or args.events:
+                raise UsageError("--verify and --events replay one FILE (not with --parallel)")
+            from pi_core._cli.replay_parallel import cmd_replay_parallel
+
+            return cmd_replay_parallel(ctx)
         if args.verify:
             from pi_core._cli.verify import cmd_verify
 

@@ -49,12 +49,13 @@ def cmd_plugins(ctx: CommandContext) -> int:
 
 def tool_info(tool: AgentTool, tool_set: ToolSet | None = None) -> dict[str, Any]:
     """``{"name", "label", "description", "parameters", "executionMode", "exposure",
-    "active", "callable"}``: what the model sees of a tool (name, description, JSON Schema)
-    plus its label, execution mode, exposure and whether it is in the session's active and
-    callable sets (``tool_set``; without one: active and callable unless hidden/model-only)."""
+    "active", "callable", "namespace"?}``: what the model sees of a tool (name, description,
+    JSON Schema) plus its label, execution mode, exposure and whether it is in the session's active and
+    callable sets (``tool_set``; without one: active and callable unless hidden/model-only);
+    ``namespace`` only for a tool that has one (an MCP server's tools: ``mcp__<server>``)."""
     if tool_set is None:
         tool_set = ToolSet([tool])
-    return {
+    info = {
         "name": tool.name,
         "label": tool.label,
         "description": tool.description,
@@ -64,6 +65,9 @@ def tool_info(tool: AgentTool, tool_set: ToolSet | None = None) -> dict[str, Any
         "active": tool_set.is_active(tool.name),
         "callable": tool_set.is_callable(tool.name),
     }
+    if tool.namespace is not None:  # the group the tool comes from, e.g. an MCP server's
+        info["namespace"] = tool.namespace.name
+    return info
 
 
 def cmd_tools(ctx: CommandContext) -> int:

@@ -78,6 +78,17 @@ BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run")
 """The commands of the core; plugins add others through ``pi_register_commands``."""
 
 
+def _positive_int(text: str) -> int:
+    """An argument that must be a whole number of at least 1 (``--parallel N``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
 def build_parser(
     stdout: IO[str] | None = None, extra_commands: Iterable[PluginCommand] = ()
 ) -> PiArgumentParser:
@@ -152,6 +163,19 @@ def build_parser(
     )
     replay.add_argument(
         "file", metavar="FILE", help="JSONL of assistant messages, or a Pi session file"
+    )
+    replay.add_argument(
+        "more_files",
+        metavar="FILE",
+        nargs="*",
+        help="more recorded sessions, each replayed in its own session (see --parallel)",
+    )
+    replay.add_argument(
+        "--parallel",
+        metavar="N",
+        type=_positive_int,
+        help="replay the FILEs as separate sessions, N at a time: a progress bar on a terminal, "
+        "then a summary table (--json: one line per FILE)",
     )
     replay.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
     replay.add_argument(

@@ -208,6 +208,8 @@ class Renderer:
                 (sets, ""),
                 ("\n", ""),
             )
+            if info.get("namespace"):
+                self.out.pieces(("  namespace: ", "dim"), (info["namespace"], ""), ("\n", ""))
             for line in description.splitlines():
                 self.out.write(f"  {line}\n" if line else "\n")
             self.out.pieces(("  parameters: ", "dim"), (parameters, ""), ("\n", ""))

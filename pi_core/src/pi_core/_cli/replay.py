@@ -225,13 +225,27 @@ def respect_replay_policy(
 def cmd_replay(ctx: CommandContext) -> int:
     """``pi replay FILE [--cwd DIR] [--json] [--events] [--sequential] [--exposure N=L,...]
     [--tool-search] [--codemode] [--codemode-python] [--respect-replay-policy]``."""
+    session, replay = prepare_replay(ctx, ctx.args.file, lambda hooks: _Sink(ctx, hooks).emit)
+    interrupted = run_in_session(session, replay)
+    return 130 if interrupted else 0
+
+
+def prepare_replay(
+    ctx: CommandContext,
+    file: str,
+    make_emit: Callable[[PluginHooks], Callable[[Any], Awaitable[None]]],
+) -> tuple[Session, Callable[[Abort], Awaitable[None]]]:
+    """The session of one ``pi replay`` of ``file`` (in ``--cwd``, with the command's flags)
+    and the function that replays it (``await replay(abort)`` inside ``async with session``);
+    ``make_emit(session.hooks)`` gives the loop's event sink. A file that cannot be read is a
+    usage error."""
     from pi_core._cli.parser import UsageError
     from pi_core._loop.loop import run_agent_loop
     from pi_core._providers.base import ScriptedProvider
     from pi_core._wire.session_files import SessionFileError
 
     try:
-        parsed = read_session_file(ctx.args.file)
+        parsed = read_session_file(file)
         recorded = parsed.assistant_messages
     except SessionFileError as e:
         raise UsageError(str(e)) from None
@@ -248,12 +262,11 @@ def cmd_replay(ctx: CommandContext) -> int:
             lambda text: print(f"pi replay: {text}", file=ctx.stderr, flush=True),
         )
     runs = plan_runs(recorded)
-    sink = _Sink(ctx, session.hooks)
-    emit = sink.emit
+    emit = make_emit(session.hooks)
     plan = recorded_tool_plan(parsed.messages)
     transcript = None
     if plan is not None and session.tool_set is not None:
-        transcript = _TranscriptTools(plan, session.tool_set, sink.emit)
+        transcript = _TranscriptTools(plan, session.tool_set, emit)
         emit = transcript.emit
         config.prepare_next_turn = transcript.prepare_next_turn(config.prepare_next_turn)
 
@@ -269,8 +282,7 @@ def cmd_replay(ctx: CommandContext) -> int:
             if abort.aborted:
                 break
 
-    interrupted = run_in_session(session, replay)
-    return 130 if interrupted else 0
+    return session, replay
 
 
 def recorded_tool_plan(messages: Sequence[Any]) -> list[list[str]] | None:
@@ -353,4 +365,12 @@ class _Sink:
         await self.hooks.on_event(event)
 
 
-__all__ = ["DONE_TEXT", "REPLAY_PROMPT", "cmd_replay", "ends_run", "plan_runs", "replay_message"]
+__all__ = [
+    "DONE_TEXT",
+    "REPLAY_PROMPT",
+    "cmd_replay",
+    "ends_run",
+    "plan_runs",
+    "prepare_replay",
+    "replay_message",
+]

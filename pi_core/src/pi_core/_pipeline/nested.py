@@ -304,6 +304,18 @@ class NestedCallRunner:
         return outcome
 
 
+def nested_calls_context(
+    tool_call: ToolCall, context: AgentContext, config: LoopConfig, abort: Abort | None = None
+) -> ToolCallContext:
+    """The ``tool_context`` that lets ``run_tool_call(tool_call, context, config,
+    tool_context=...)`` make nested calls outside a loop run (a host running calls itself, as
+    ``pi call`` and ``pi mcp serve`` do): they reach the session's callable tools
+    (``config.tool_set``) through the whole pipeline, aborted with ``abort``; their events and
+    record are dropped. ``context.messages`` must hold the assistant message that issued
+    ``tool_call`` (nested calls fail with :data:`NO_ASSISTANT_MESSAGE_TEXT` otherwise)."""
+    return NestedCallRunner(context, config, abort).root_context(tool_call.id, lambda event: None)
+
+
 def _with_tools(context: AgentContext, tools: list[AgentTool]) -> AgentContext:
     from pi_core._pipeline.config import AgentContext
 
@@ -320,4 +332,5 @@ __all__ = [
     "NestedCallRunner",
     "callable_tools",
     "combine_usage",
+    "nested_calls_context",
 ]

@@ -321,7 +321,8 @@ async def run_tool_call(
 
     ``parent_tool_call_id`` is what the hook contexts carry for a nested call; ``tool_context``
     what :func:`~pi_core._pipeline.nested.current_tool_context` gives the tool (default: nested
-    calls are not available, as no loop run owns this call).
+    calls are not available, as no loop run owns this call; :func:`~pi_core.nested_calls_context`
+    makes one that lets them run).
     """
     message = assistant_message or AssistantMessage(content=[tool_call], stop_reason="toolUse")
     preparation = await prepare_call(

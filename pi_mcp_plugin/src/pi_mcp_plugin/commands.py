@@ -1,0 +1,49 @@
+"""``pi mcp``: ``serve`` (pi's tools as an MCP server) and ``list`` (the configured MCP servers,
+their state and tools). Added to the ``pi`` command line through ``pi_register_commands``."""
+
+from __future__ import annotations
+
+import argparse
+
+from pi_core import CommandInvocation, PluginCommand
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="mcp_action", metavar="ACTION", required=True)
+    serve = actions.add_parser(
+        "serve",
+        help="serve the session's tools over MCP (stdio, or streamable HTTP with --http)",
+        description="Serve the session's callable tools to any MCP client. Every tools/call "
+        "is a pi tool call: policies, hooks, backends and the audit log apply.",
+    )
+    from pi_mcp_plugin.server import configure_serve
+
+    configure_serve(serve)
+    listing = actions.add_parser(
+        "list",
+        help="list the configured MCP servers, their state and tools",
+        description="Start each enabled MCP server of the config, list its tools, stop it.",
+    )
+    from pi_mcp_plugin.client_tools import configure_list
+
+    configure_list(listing)
+
+
+def _run(invocation: CommandInvocation) -> int:
+    if invocation.args.mcp_action == "serve":
+        from pi_mcp_plugin.server import run_serve
+
+        return run_serve(invocation)
+    from pi_mcp_plugin.client_tools import run_list
+
+    return run_list(invocation)
+
+
+MCP_COMMAND = PluginCommand(
+    name="mcp",
+    help="the Model Context Protocol: serve pi's tools, list the configured MCP servers",
+    configure=_configure,
+    run=_run,
+)
+
+__all__ = ["MCP_COMMAND"]

@@ -1,0 +1,927 @@
+"""``pi mcp serve``: the session's tools as an MCP server, every ``tools/call`` a pi tool call.
+
+API (used by :mod:`pi_mcp_plugin.commands`): :func:`configure_serve` adds the arguments of
+``pi mcp serve`` to its parser; :func:`run_serve` runs the server and returns the exit status.
+
+::
+
+    pi mcp serve [--cwd DIR] [--tools a,b] [--audit FILE]
+                 [--http [HOST:]PORT] [--token-env VAR]
+
+* **Sessions.** One pi session per MCP session, built as ``pi call`` builds its own (the
+  plugins minus ``--no-plugin``, plus ``-p``; the config; host ``"mcp"``): over stdio the
+  process's, over streamable HTTP one per ``Mcp-Session-Id`` (a request of the 2026-07-28
+  protocol, which has no session, gets a session of its own). ``pi_session_start`` runs
+  before its first call, ``pi_session_end`` when the MCP session ends (end of input, ``DELETE``,
+  idle timeout, shutdown). ``--audit FILE`` is every session's audit log.
+* **Tools.** ``tools/list`` offers the session's *callable* tools (exposure ``direct`` and
+  active, ``codemode``, ``deferred``), or exactly those ``--tools a,b`` names (any registered
+  tool that is not ``hidden``: ``--tools codemode`` offers codemode as the one tool): name,
+  description, ``inputSchema`` = the tool's parameters, ``outputSchema`` when the tool declares
+  an object schema.
+* **Calls.** ``tools/call`` runs :func:`pi_core.run_tool_call` on the offered tools:
+  ``prepare_arguments``, validation, ``pi_before_tool_call``, ``execute`` on the session's
+  backends, ``pi_after_tool_call``, the audit log. Text and image blocks become MCP content,
+  a JSON object in ``structured_content`` becomes ``structuredContent``, ``isError`` is the
+  pipeline's (an unknown tool, invalid arguments and a policy's block are error results with
+  pi's text). With a ``progressToken``, the tool's updates (bash's output so far) become
+  ``notifications/progress`` whose ``message`` is the update's text. ``notifications/cancelled``
+  aborts the call through its :class:`pi_core.Abort` (bash kills its process group); the
+  aborted call still goes through ``pi_after_tool_call`` and the audit log. Calls run
+  concurrently (the mutation queue orders edits of one file); ``[pi] tool_execution =
+  "sequential"`` and ``max_parallel_tools`` limit them.
+* **Transports.** stdio by default: the protocol is read from the standard input ``pi``
+  started with and written to its standard output, which carries nothing else (while serving,
+  file descriptor 1 points at stderr, so a stray ``print`` cannot corrupt the protocol).
+  ``--http [HOST:]PORT`` serves streamable HTTP at ``/mcp`` (host default ``127.0.0.1``;
+  port 0 picks a free one) with hypercorn on trio, and prints ``pi: MCP server at URL`` on
+  stderr. A host that is not loopback requires ``--token-env VAR``: every request must then
+  carry ``Authorization: Bearer <the value of VAR>`` (401 otherwise); on loopback the token is
+  optional, and required when given.
+* **Exit status.** 0 when the input ends (stdio) or after SIGTERM; 130 after SIGINT; 2 with
+  one line on stderr for unusable input (a missing ``--cwd``, an unknown tool in ``--tools``,
+  a bad ``--http`` address, a missing token, an audit file pi cannot append to, a config or
+  plugin error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hmac
+import ipaddress
+import math
+import os
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import trio
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from mcp import types
+from pi_core import (
+    Abort,
+    AgentContext,
+    AgentTool,
+    AgentToolResult,
+    AssistantMessage,
+    CommandInvocation,
+    ImageContent,
+    LoopConfig,
+    PiError,
+    Session,
+    TextContent,
+    ToolCall,
+    ToolCallOutcome,
+    build_session,
+    make_plugin_manager,
+    nested_calls_context,
+    run_tool_call,
+)
+
+MCP_PATH = "/mcp"
+"""Where ``--http`` serves streamable HTTP."""
+
+DEFAULT_HTTP_HOST = "127.0.0.1"
+"""The host of ``--http PORT``."""
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest JSON-RPC message read from stdin (64 MiB); a longer line is dropped unread (the
+SDK logs it as unparseable) instead of growing without bound."""
+
+STATE_KEY = "pi_mcp_plugin.session"
+"""Where a connection's pi session is kept in the SDK's per-connection ``state``."""
+
+HTTP_GRACE_SECONDS = 2.0
+"""How long ``--http`` waits for open requests at shutdown."""
+
+
+class ServeError(PiError):
+    """``pi mcp serve`` cannot start: ``pi: error: MESSAGE`` and exit status 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------------------------
+
+
+def configure_serve(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``pi mcp serve`` to ``parser``."""
+    parser.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
+    parser.add_argument(
+        "--tools",
+        metavar="a,b,...",
+        help="offer only these tools, in this order (any registered tool that is not hidden; "
+        "default: the session's callable tools)",
+    )
+    parser.add_argument(
+        "--audit",
+        metavar="FILE",
+        help="append every policy decision to FILE as JSON Lines (the audit log)",
+    )
+    parser.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST default "
+        f"{DEFAULT_HTTP_HOST}; PORT 0 picks a free port)",
+    )
+    parser.add_argument(
+        "--token-env",
+        metavar="VAR",
+        dest="token_env",
+        help="with --http: require 'Authorization: Bearer TOKEN', TOKEN being the value of the "
+        "environment variable VAR (required for a host that is not loopback)",
+    )
+
+
+@dataclass(frozen=True)
+class HttpAddress:
+    """Where ``--http`` listens: ``host`` (as given, without brackets) and ``port``."""
+
+    host: str
+    port: int
+
+    @property
+    def is_loopback(self) -> bool:
+        """Whether only this machine can connect (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def bind(self) -> str:
+        """hypercorn's bind string (``[::1]:8080`` for IPv6)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def parse_http_address(text: str) -> HttpAddress:
+    """``PORT``, ``HOST:PORT`` or ``[IPV6]:PORT``; anything else is a :class:`ServeError`."""
+    host, port_text = DEFAULT_HTTP_HOST, text
+    if text.startswith("["):
+        inner, sep, rest = text[1:].partition("]")
+        if not sep or not rest.startswith(":"):
+            raise ServeError(f"--http {text}: expected [HOST:]PORT")
+        host, port_text = inner, rest[1:]
+    elif ":" in text:
+        host, _, port_text = text.rpartition(":")
+    if not host:
+        raise ServeError(f"--http {text}: the host is empty (leave it out for {DEFAULT_HTTP_HOST})")
+    if not port_text.isdigit() or int(port_text) > 65535:
+        raise ServeError(f"--http {text}: the port must be a number from 0 to 65535")
+    return HttpAddress(host, int(port_text))
+
+
+@dataclass
+class ServeOptions:
+    """What :func:`run_serve` checked on the command line before serving."""
+
+    cwd: str
+    tools: list[str] | None
+    audit: str | None
+    http: HttpAddress | None
+    token: str | None
+
+
+def _serve_options(args: Any, environ: dict[str, str] | os._Environ[str]) -> ServeOptions:
+    cwd = os.getcwd() if args.cwd is None else args.cwd
+    if not os.path.isdir(cwd):
+        reason = "not a directory" if os.path.exists(cwd) else "no such directory"
+        raise ServeError(f"--cwd {args.cwd}: {reason}")
+    cwd = os.path.abspath(cwd)
+    tools = None
+    if args.tools is not None:
+        tools = list(dict.fromkeys(n.strip() for n in args.tools.split(",") if n.strip()))
+        if not tools:
+            raise ServeError("--tools: no tool named (leave the option out to offer all tools)")
+    if args.audit is not None:
+        _check_audit(args.audit, cwd)
+    http = parse_http_address(args.http) if args.http is not None else None
+    token = None
+    if args.token_env is not None:
+        if http is None:
+            raise ServeError("--token-env needs --http (stdio has no bearer token)")
+        token = environ.get(args.token_env, "")
+        if not token:
+            raise ServeError(f"--token-env {args.token_env}: the variable is not set or empty")
+    if http is not None and token is None and not http.is_loopback:
+        raise ServeError(
+            f"--http {args.http}: a host that is not loopback requires a bearer token "
+            "(--token-env VAR)"
+        )
+    return ServeOptions(cwd=cwd, tools=tools, audit=args.audit, http=http, token=token)
+
+
+def _check_audit(path: str, cwd: str) -> None:
+    """``--audit FILE`` must be a regular file pi can append to (created if missing)."""
+    full = os.path.join(cwd, os.path.expanduser(path))
+    if os.path.exists(full) and not os.path.isfile(full):
+        raise ServeError(f"--audit {path}: not a regular file")
+    try:
+        os.close(os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    except OSError as e:
+        raise ServeError(f"--audit {path}: {e.strerror or e}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools and results in MCP's terms
+# ---------------------------------------------------------------------------------------------
+
+
+def offered_tools(session: Session, names: list[str] | None) -> list[AgentTool]:
+    """The tools a session offers: its callable tools, or exactly ``names`` (registered and
+    not ``hidden``, else a :class:`ServeError` naming the registered ones)."""
+    tool_set = session.tool_set
+    assert tool_set is not None
+    if names is None:
+        return tool_set.callable_tools()
+    chosen: list[AgentTool] = []
+    for name in names:
+        tool = tool_set.get(name)
+        if tool is None:
+            known = ", ".join(t.name for t in session.tools) or "none"
+            raise ServeError(f"--tools: unknown tool {name!r} (registered tools: {known})")
+        if tool_set.exposure(name) == "hidden":
+            raise ServeError(f"--tools: tool {name!r} is hidden ([tools.{name}] exposure)")
+        chosen.append(tool)
+    return chosen
+
+
+def _is_object_schema(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "object"
+
+
+def mcp_tool(tool: AgentTool, description: str) -> types.Tool:
+    """The MCP declaration of ``tool``: ``name``, ``title`` (its label, when it differs from
+    the name), ``description``, ``inputSchema`` (its parameters) and ``outputSchema`` (its
+    ``output_schema`` when that is an object schema, the only kind MCP allows)."""
+    output = tool.output_schema if _is_object_schema(tool.output_schema) else None
+    return types.Tool(
+        name=tool.name,
+        title=tool.label if tool.label and tool.label != tool.name else None,
+        description=description,
+        input_schema=tool.parameters,
+        output_schema=output,
+    )
+
+
+def mcp_result(outcome: ToolCallOutcome) -> types.CallToolResult:
+    """A pi tool call's outcome as an MCP ``CallToolResult``: text and image blocks as
+    content, ``structured_content`` as ``structuredContent`` when it is a JSON object,
+    ``isError`` as the pipeline decided."""
+    content: list[types.TextContent | types.ImageContent] = []
+    for block in outcome.result.content or []:
+        if isinstance(block, TextContent):
+            content.append(types.TextContent(type="text", text=block.text))
+        elif isinstance(block, ImageContent):
+            content.append(
+                types.ImageContent(type="image", data=block.data, mime_type=block.mime_type)
+            )
+    structured = outcome.result.structured_content
+    return types.CallToolResult(
+        content=list(content),
+        structured_content=structured if isinstance(structured, dict) else None,
+        is_error=outcome.is_error,
+    )
+
+
+def _error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# One pi session behind one MCP session
+# ---------------------------------------------------------------------------------------------
+
+
+class _LatestUpdate:
+    """The newest partial result of a running call (older ones are dropped: bounded)."""
+
+    def __init__(self) -> None:
+        self.partial: AgentToolResult | None = None
+        self.changed = trio.Event()
+
+    def __call__(self, partial: AgentToolResult) -> None:
+        self.partial = partial
+        self.changed.set()
+
+
+class ServedSession:
+    """A pi session serving one MCP session: :meth:`run` is its task (``async with
+    session:``, the running calls in a nursery); :meth:`call` runs one tool call in it;
+    :meth:`close` ends it (running calls are aborted, then ``pi_session_end``)."""
+
+    def __init__(self, session: Session, tools: list[AgentTool], limiter: trio.CapacityLimiter):
+        self.session = session
+        self.tools = tools
+        self._loop_config: LoopConfig = session.loop_config()
+        self._limiter = limiter
+        self._calls: trio.Nursery | None = None
+        self._ready = trio.Event()
+        self._closing = trio.Event()
+        self._ended = trio.Event()
+        self._running: set[Abort] = set()
+
+    async def wait_ready(self) -> None:
+        """Return once the session has started (or could not)."""
+        await self._ready.wait()
+
+    def declarations(self) -> list[types.Tool]:
+        """The offered tools as MCP declarations."""
+        tool_set = self.session.tool_set
+        assert tool_set is not None
+        return [mcp_tool(t, tool_set.description(t.name)) for t in self.tools]
+
+    async def run(self) -> None:
+        """The session's life: start, serve calls until :meth:`close`, end."""
+        try:
+            async with self.session:
+                async with trio.open_nursery() as calls:
+                    self._calls = calls
+                    self._ready.set()
+                    await self._closing.wait()
+                    self._calls = None
+                    for abort in list(self._running):
+                        abort.abort()
+        finally:
+            self._calls = None
+            self._ready.set()
+            self._ended.set()
+
+    async def close(self) -> None:
+        """End the session (idempotent) and wait until ``pi_session_end`` has run."""
+        self._closing.set()
+        await self._ended.wait()
+
+    async def call(
+        self,
+        tool_call: ToolCall,
+        report_progress: Callable[[float, str], Awaitable[None]] | None,
+    ) -> types.CallToolResult:
+        """Run ``tool_call`` through the pipeline and return its MCP result. The call runs in
+        the session's nursery: when this caller is cancelled (``notifications/cancelled``,
+        the connection closing), the call is aborted and still finalised there."""
+        await self._ready.wait()
+        if self._calls is None:
+            return _error_result("the pi session of this MCP session has ended")
+        abort = Abort()
+        updates = _LatestUpdate() if report_progress is not None else None
+        outcomes: list[ToolCallOutcome] = []
+        done = trio.Event()
+
+        async def run_call() -> None:
+            acquired = False
+            try:
+                with abort.linked_scope():
+                    await self._limiter.acquire()
+                    acquired = True
+                try:
+                    # the message hooks and nested calls see as the one that asked for the call
+                    message = AssistantMessage(content=[tool_call], stop_reason="toolUse")
+                    context = AgentContext(messages=[message], tools=self.tools)
+                    outcomes.append(
+                        await run_tool_call(
+                            tool_call,
+                            context,
+                            self._loop_config,
+                            assistant_message=message,
+                            abort=abort,
+                            on_update=updates,
+                            tool_context=nested_calls_context(
+                                tool_call, context, self._loop_config, abort
+                            ),
+                        )
+                    )
+                finally:
+                    if acquired:
+                        self._limiter.release()
+            finally:
+                self._running.discard(abort)
+                done.set()
+
+        self._running.add(abort)
+        self._calls.start_soon(run_call)
+        try:
+            async with trio.open_nursery() as nursery:
+                if updates is not None and report_progress is not None:
+                    nursery.start_soon(_forward_progress, updates, report_progress)
+                await done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            if not done.is_set():
+                abort.abort()
+        if not outcomes:
+            return _error_result("Operation aborted")
+        return mcp_result(outcomes[0])
+
+
+async def _forward_progress(
+    updates: _LatestUpdate, report: Callable[[float, str], Awaitable[None]]
+) -> None:
+    """Send each new non-empty update text as a progress notification (1, 2, 3...)."""
+    sent = 0
+    last = ""
+    while True:
+        await updates.changed.wait()
+        updates.changed = trio.Event()
+        partial = updates.partial
+        text = partial.text if partial is not None else ""
+        if not text or text == last:
+            continue
+        last = text
+        sent += 1
+        try:
+            await report(sent, text)
+        except Exception:  # the client went away: the call goes on
+            return
+
+
+class SessionRegistry:
+    """The pi sessions of one server, each a task in ``nursery``: one ``shared`` session for
+    every request (stdio), or one per MCP connection, opened on its first request and closed
+    with the connection (``connection.exit_stack``)."""
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        new_session: Callable[[], ServedSession],
+        shared: ServedSession | None = None,
+    ) -> None:
+        self._nursery = nursery
+        self._new_session = new_session
+        self._shared = shared
+        self._open: set[ServedSession] = set()
+
+    def for_request(self, ctx: Any) -> ServedSession:
+        """The pi session of the MCP session ``ctx`` (a request context) belongs to."""
+        if self._shared is not None:
+            return self._shared
+        connection = _connection_of(ctx)
+        served = connection.state.get(STATE_KEY)
+        if served is None:
+            try:
+                served = self._new_session()
+            except Exception as exc:
+                raise MCPError(
+                    code=types.INTERNAL_ERROR,
+                    message=f"pi could not set up a session: {type(exc).__name__}: {exc}",
+                ) from exc
+            connection.state[STATE_KEY] = served
+            self._open.add(served)
+            self._nursery.start_soon(self._run, served)
+            connection.exit_stack.push_async_callback(served.close)
+        return served
+
+    async def _run(self, served: ServedSession) -> None:
+        try:
+            await served.run()
+        finally:
+            self._open.discard(served)
+
+    async def aclose(self) -> None:
+        """Close every open session (each ends with ``pi_session_end``)."""
+        with trio.CancelScope(shield=True):
+            async with trio.open_nursery() as nursery:
+                for served in list(self._open):
+                    nursery.start_soon(served.close)
+
+
+def _connection_of(ctx: Any) -> Any:
+    """The SDK's per-connection object of a request context (its ``state`` and
+    ``exit_stack`` are public; the context reaches it through its session until the SDK's
+    ``Context.connection`` rework lands)."""
+    connection = getattr(ctx.session, "_connection", None)
+    if connection is None or not hasattr(connection, "exit_stack"):
+        raise MCPError(code=types.INTERNAL_ERROR, message="no MCP connection for this request")
+    return connection
+
+
+def build_server(
+    registry_context: Callable[[], contextlib.AbstractAsyncContextManager[Any]],
+    input_schemas: dict[str, Any],
+) -> Server[Any]:
+    """The MCP server: ``tools/list`` and ``tools/call`` on the request's pi session;
+    ``registry_context`` is its lifespan (yielding the :class:`SessionRegistry`);
+    ``input_schemas`` the offered tools' parameters by name (what the SDK checks a 2026-07-28
+    request's ``Mcp-Param-*`` headers against, without opening a session for a listing)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pi_version = version("pi-mcp-plugin")
+    except PackageNotFoundError:  # pragma: no cover - a source checkout without metadata
+        pi_version = "0"
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        served = ctx.lifespan_context.for_request(ctx)
+        await served.wait_ready()
+        return types.ListToolsResult(tools=served.declarations())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        served = ctx.lifespan_context.for_request(ctx)
+        arguments: Any = {} if params.arguments is None else params.arguments
+        tool_call = ToolCall(id=f"mcp-{ctx.request_id}", name=params.name, arguments=arguments)
+        meta = ctx.meta or {}
+        report = None
+        if meta.get("progress_token", meta.get("progressToken")) is not None:
+
+            async def report(progress: float, message: str) -> None:
+                await ctx.session.report_progress(progress, None, message)
+
+        return await served.call(tool_call, report)
+
+    return Server(
+        "pi",
+        version=pi_version,
+        title="pi",
+        description="pi's tools behind pi's policies, hooks, backends and audit log",
+        lifespan=lambda _server: registry_context(),
+        get_tool_input_schema=input_schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the server
+# ---------------------------------------------------------------------------------------------
+
+
+def run_serve(invocation: CommandInvocation) -> int:
+    """``pi mcp serve``: check the command line, build a first session (a bad config, plugin
+    or ``--tools`` fails here, before any client connects), then serve until the input ends or
+    a signal arrives. Returns the exit status."""
+    options = _serve_options(invocation.args, os.environ)
+    args = invocation.args
+    pm = make_plugin_manager(
+        block=getattr(args, "no_plugin", ()) or (),
+        plugins=getattr(args, "plugins", ()) or (),
+        trace_hooks=bool(getattr(args, "trace_hooks", False)),
+        trace_stream=invocation.stderr,
+    )
+    config = invocation.config
+    core = config.get("pi", {}) if isinstance(config.get("pi"), dict) else {}
+    parallel = core.get("max_parallel_tools")
+    limit = 1 if core.get("tool_execution") == "sequential" else (parallel or math.inf)
+
+    def new_session(audit: str | None = options.audit) -> Session:
+        try:
+            return build_session(pm, options.cwd, config, host="mcp", audit=audit)
+        except PiError:
+            raise
+        except Exception as e:  # a plugin's hook raised while setting the session up
+            raise ServeError(
+                f"a plugin failed while setting up tools: {type(e).__name__}: {e}"
+            ) from e
+
+    probe = new_session(audit=None)  # never started: nothing to release
+    # --tools names registered, visible tools; every session offers the same ones
+    input_schemas = {t.name: t.parameters for t in offered_tools(probe, options.tools)}
+    limiter_box: list[trio.CapacityLimiter] = []
+
+    def served_session() -> ServedSession:
+        session = new_session()
+        return ServedSession(session, offered_tools(session, options.tools), limiter_box[0])
+
+    if options.http is not None:
+        return _run_http(invocation, options, served_session, limit, limiter_box, input_schemas)
+    return _run_stdio(invocation, served_session, limit, limiter_box, input_schemas)
+
+
+def _signal_names() -> tuple[int, ...]:
+    return (signal.SIGINT, signal.SIGTERM)
+
+
+async def _wait_for_signal(received: list[int]) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        await trio.sleep_forever()
+    with trio.open_signal_receiver(*_signal_names()) as signals:
+        async for signum in signals:
+            received.append(signum)
+            return
+
+
+def _exit_status(received: list[int]) -> int:
+    return 130 if received and received[0] == signal.SIGINT else 0
+
+
+# -- stdio ------------------------------------------------------------------------------------
+
+
+class _LineReader:
+    """The lines of a file descriptor for the SDK's stdio transport (``async for line``),
+    through a trio stream, so reading is cancellable; a line over :data:`MAX_LINE_BYTES` is
+    replaced by an empty JSON object the SDK cannot parse as a message."""
+
+    def __init__(self, fd: int) -> None:
+        self._stream = trio.lowlevel.FdStream(fd)
+        self._buffer = bytearray()
+        self._scanned = 0
+        self._skipping = False
+        self._eof = False
+
+    def __aiter__(self) -> _LineReader:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                self._scanned = 0
+                if self._skipping or end > MAX_LINE_BYTES:
+                    self._skipping = False
+                    return "{}"
+                if line.strip():
+                    return line.decode("utf-8", "replace")
+                continue
+            self._scanned = len(self._buffer)
+            if len(self._buffer) > MAX_LINE_BYTES:
+                self._buffer.clear()
+                self._scanned = 0
+                self._skipping = True
+            if self._eof:
+                raise StopAsyncIteration
+            try:
+                chunk = await self._stream.receive_some(1 << 16)
+            except OSError:  # not readable (a directory, a closed terminal): end of input
+                chunk = b""
+            if not chunk:
+                self._eof = True
+                if self._buffer.strip() and not self._skipping:
+                    self._buffer += b"\n"
+                continue
+            self._buffer += chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class _Writer:
+    """The SDK's stdio output (``write`` then ``flush`` per message) on a file descriptor;
+    once the reader has gone away, output is dropped."""
+
+    def __init__(self, fd: int) -> None:
+        self._stream = trio.lowlevel.FdStream(fd)
+        self._pending: list[bytes] = []
+        self._broken = False
+
+    async def write(self, text: str) -> None:
+        self._pending.append(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        data = b"".join(self._pending)
+        self._pending.clear()
+        if self._broken or not data:
+            return
+        try:
+            await self._stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            self._broken = True
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class _TextWriter:
+    """``_Writer`` over a text stream without a file descriptor (a program's own ``stdout``)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def write(self, text: str) -> None:
+        self._stream.write(text)
+
+    async def flush(self) -> None:
+        self._stream.flush()
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _protocol_fds(invocation: CommandInvocation) -> Any:
+    """The input and output file descriptors of the protocol (private duplicates). When the
+    output is the process's fd 1, fd 1 points at stderr while serving (restored after)."""
+    stdin = invocation.stdin if invocation.stdin is not None else sys.stdin
+    in_fd = _fileno(stdin)
+    if in_fd is None:
+        raise ServeError("pi mcp serve: the standard input has no file descriptor")
+    reader_fd = os.dup(in_fd)
+    out_fd = _fileno(invocation.stdout)
+    writer_fd: int | None = None
+    saved_fd: int | None = None
+    try:
+        if out_fd == 1:
+            with contextlib.suppress(OSError):
+                sys.stdout.flush()
+            writer_fd = os.dup(1)
+            saved_fd = os.dup(1)
+            try:
+                os.dup2(2, 1)  # stray output goes to stderr, never into the protocol
+            except OSError:
+                os.close(saved_fd)
+                saved_fd = None
+        yield reader_fd, writer_fd
+    finally:
+        if saved_fd is not None:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+            with contextlib.suppress(OSError):
+                os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
+def _run_stdio(
+    invocation: CommandInvocation,
+    served_session: Callable[[], ServedSession],
+    limit: float,
+    limiter_box: list[trio.CapacityLimiter],
+    input_schemas: dict[str, Any],
+) -> int:
+    from mcp.server.stdio import stdio_server
+
+    received: list[int] = []
+
+    async def main(reader_fd: int, writer_fd: int | None) -> None:
+        limiter_box.append(trio.CapacityLimiter(limit))
+        reader = _LineReader(reader_fd)
+        writer: Any = (
+            _Writer(writer_fd) if writer_fd is not None else _TextWriter(invocation.stdout)
+        )
+        served = served_session()
+        serving = trio.CancelScope()
+        async with trio.open_nursery() as nursery:
+
+            async def watch_signals() -> None:
+                await _wait_for_signal(received)
+                if received and received[0] == signal.SIGINT:
+                    served.session.outcome = "interrupted"
+                serving.cancel()  # stop reading; the session still ends in order
+
+            nursery.start_soon(watch_signals)
+
+            @contextlib.asynccontextmanager
+            async def lifespan() -> AsyncIterator[SessionRegistry]:
+                yield SessionRegistry(nursery, served_session, shared=served)
+
+            server = build_server(lifespan, input_schemas)
+            try:
+                async with served_task(nursery, served):
+                    with serving:
+                        async with stdio_server(stdin=reader, stdout=writer) as streams:  # type: ignore[arg-type]
+                            read, write = streams
+                            await server.run(read, write, server.create_initialization_options())
+            finally:
+                with trio.CancelScope(shield=True):
+                    await reader.aclose()
+                    await writer.aclose()
+            nursery.cancel_scope.cancel()
+
+    with _protocol_fds(invocation) as (reader_fd, writer_fd):
+        trio.run(main, reader_fd, writer_fd)
+    return _exit_status(received)
+
+
+@contextlib.asynccontextmanager
+async def served_task(nursery: trio.Nursery, served: ServedSession) -> AsyncIterator[None]:
+    """Run ``served`` in ``nursery`` for the body; close it (``pi_session_end``) after."""
+    nursery.start_soon(served.run)
+    try:
+        yield
+    finally:
+        with trio.CancelScope(shield=True):
+            await served.close()
+
+
+# -- streamable HTTP --------------------------------------------------------------------------
+
+
+class BearerTokenApp:
+    """An ASGI wrapper admitting only HTTP requests with ``Authorization: Bearer TOKEN``
+    (compared in constant time); others get 401 with ``WWW-Authenticate: Bearer``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._token = token.encode("utf-8")
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            from starlette.responses import JSONResponse
+
+            response = JSONResponse(
+                {"error": "invalid_token", "error_description": "a valid bearer token is required"},
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Any) -> bool:
+        values = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
+        if len(values) != 1:
+            return False
+        scheme, _, credentials = values[0].strip().partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
+
+
+def _run_http(
+    invocation: CommandInvocation,
+    options: ServeOptions,
+    served_session: Callable[[], ServedSession],
+    limit: float,
+    limiter_box: list[trio.CapacityLimiter],
+    input_schemas: dict[str, Any],
+) -> int:
+    try:
+        from hypercorn.config import Config
+        from hypercorn.trio import serve
+    except ImportError:  # pragma: no cover - a dependency of pi-mcp-plugin
+        raise ServeError("--http needs the hypercorn package (pip install hypercorn)") from None
+
+    address = options.http
+    assert address is not None
+    received: list[int] = []
+    started: list[bool] = []
+
+    async def main() -> None:
+        limiter_box.append(trio.CapacityLimiter(limit))
+
+        @contextlib.asynccontextmanager
+        async def lifespan() -> AsyncIterator[SessionRegistry]:
+            async with trio.open_nursery() as nursery:
+                registry = SessionRegistry(nursery, served_session)
+                try:
+                    yield registry
+                finally:
+                    await registry.aclose()
+
+        server = build_server(lifespan, input_schemas)
+        app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=address.host)
+        if options.token is not None:
+            app = BearerTokenApp(app, options.token)
+        config = Config()
+        config.bind = [address.bind]
+        config.loglevel = "WARNING"
+        config.accesslog = None
+        config.graceful_timeout = HTTP_GRACE_SECONDS
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(
+                partial(serve, app, config, shutdown_trigger=partial(_wait_for_signal, received))
+            )
+            started.append(True)
+            for bind in binds:
+                print(f"pi: MCP server at {bind}{MCP_PATH}", file=invocation.stderr, flush=True)
+
+    try:
+        trio.run(main)
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        errors = [e for e in leaves if isinstance(e, ServeError)]
+        if errors:
+            raise errors[0] from None
+        unbound = [e for e in leaves if isinstance(e, OSError)]
+        if unbound and not started:  # the address cannot be listened on
+            raise ServeError(
+                f"--http {address.bind}: {unbound[0].strerror or unbound[0]}"
+            ) from None
+        raise
+    return _exit_status(received)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+__all__ = [
+    "BearerTokenApp",
+    "HttpAddress",
+    "ServeError",
+    "ServedSession",
+    "SessionRegistry",
+    "configure_serve",
+    "mcp_result",
+    "mcp_tool",
+    "offered_tools",
+    "parse_http_address",
+    "run_serve",
+]

@@ -1,0 +1,704 @@
+"""``pi mcp serve`` driven by MCP clients nobody here wrote: the Python SDK's ``ClientSession``
+over stdio and streamable HTTP, and the official MCP Inspector CLI (npm
+``@modelcontextprotocol/inspector``, installed with ``npm install --prefix ~/.cache/pi-mcp-npm
+@modelcontextprotocol/inspector``). Every server is a real ``pi`` process."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+import pi_core
+from mcp import Client, types
+
+PI = str(Path(sys.executable).with_name("pi"))
+NPM_PREFIX = Path.home() / ".cache" / "pi-mcp-npm"
+INSPECTOR_CLI = (
+    NPM_PREFIX / "node_modules" / "@modelcontextprotocol" / "inspector-cli" / "build" / "index.js"
+)
+CALLABLE_TOOLS = ["read", "bash", "edit", "write", "grep", "find", "ls"]
+DENY_RM = '[sandbox.policy]\ndeny = [["rm"]]\n'
+LIFECYCLE_PLUGIN = textwrap.dedent(
+    """
+    import json, os
+    from pi_core import hookimpl
+
+    def _log(context, event):
+        with open(os.environ["PI_LIFECYCLE_LOG"], "a") as f:
+            f.write(json.dumps({"event": event, "host": context.host, "pid": os.getpid(),
+                                "session": context.session_id, "reason": context.reason}) + "\\n")
+
+    @hookimpl
+    def pi_session_start(context):
+        print("stray output from a plugin")  # must never reach the protocol on stdout
+        _log(context, "start")
+
+    @hookimpl
+    def pi_session_end(context):
+        _log(context, "end")
+    """
+)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A session folder with ``a.txt`` and an empty ``pi.toml`` next to it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("hello\n")
+    (tmp_path / "pi.toml").write_text("")
+    return work
+
+
+def config_of(project: Path, text: str | None = None) -> str:
+    path = project.parent / "pi.toml"
+    if text is not None:
+        path.write_text(text)
+    return str(path)
+
+
+def server_env(project: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_")}
+    env["PYTHONPATH"] = str(project.parent)
+    env["PI_LIFECYCLE_LOG"] = str(project.parent / "lifecycle.jsonl")
+    env.update(extra)
+    return env
+
+
+def lifecycle(project: Path) -> list[dict[str, Any]]:
+    path = project.parent / "lifecycle.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(
+    project: Path, *serve_args: str, config: str | None = None, plugin: bool = False
+) -> AsyncIterator[ClientSession]:
+    """A ``ClientSession`` on ``pi mcp serve --cwd PROJECT SERVE_ARGS`` over stdio (the
+    server's stderr goes to ``stderr.log`` beside PROJECT)."""
+    (project.parent / "lifecycle_probe.py").write_text(LIFECYCLE_PLUGIN)
+    args = ["--config", config or config_of(project)]
+    if plugin:
+        args += ["-p", "lifecycle_probe"]
+    params = StdioServerParameters(
+        command=PI,
+        args=[*args, "mcp", "serve", "--cwd", str(project), *serve_args],
+        env=server_env(project),
+        cwd=str(project),
+    )
+    with open(project.parent / "stderr.log", "a") as errlog:  # noqa: ASYNC230 (set-up)
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+@contextlib.asynccontextmanager
+async def http_server(
+    project: Path, *serve_args: str, config: str | None = None, env: dict[str, str] | None = None
+) -> AsyncIterator[str]:
+    """``pi mcp serve --http 127.0.0.1:0`` as a process; yields the URL it prints. Ends it with
+    SIGTERM and checks its exit status is 0."""
+    (project.parent / "lifecycle_probe.py").write_text(LIFECYCLE_PLUGIN)
+    command = [PI, "--config", config or config_of(project), "-p", "lifecycle_probe"]
+    command += ["mcp", "serve", "--cwd", str(project), "--http", "127.0.0.1:0", *serve_args]
+    process = await trio.lowlevel.open_process(
+        command, stderr=subprocess.PIPE, env=env or server_env(project)
+    )
+    try:
+        assert process.stderr is not None
+        seen = b""
+        with trio.fail_after(30):
+            while b"/mcp\n" not in seen:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, f"pi mcp serve exited: {seen.decode()}"
+                seen += chunk
+        line = seen.decode().strip()
+        assert line.startswith("pi: MCP server at http://127.0.0.1:"), line
+        yield line.removeprefix("pi: MCP server at ")
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+            with trio.move_on_after(15):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    assert process.returncode == 0
+
+
+@contextlib.asynccontextmanager
+async def http_session(url: str, headers: dict[str, str] | None = None):
+    client = create_mcp_http_client(headers=headers)
+    async with client, streamable_http_client(url, http_client=client) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def texts(result: types.CallToolResult) -> list[str]:
+    return [block.text for block in result.content if isinstance(block, types.TextContent)]
+
+
+def pi_tools(project: Path) -> dict[str, pi_core.AgentTool]:
+    pm = pi_core.make_plugin_manager()
+    session = pi_core.build_session(pm, project, {})
+    return session.tools_by_name
+
+
+def require_inspector(require_program: Any) -> str:
+    node = require_program("node")
+    if not INSPECTOR_CLI.exists():
+        reason = f"the MCP Inspector CLI is not installed in {NPM_PREFIX}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}, and CI must install it (.ci/run)")
+        pytest.skip(reason)
+    return node
+
+
+async def run_pi(*args: str, env: dict[str, str] | None = None) -> trio.CompletedProcess[bytes]:
+    with trio.fail_after(60):
+        return await trio.run_process(
+            [PI, *args], capture_stdout=True, capture_stderr=True, check=False, env=env
+        )
+
+
+def pids_of(project: Path) -> list[int]:
+    path = project / "pids"
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def process_gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (absent, or a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in (b"Z", b"X")
+
+
+# -- stdio: the Python SDK client ------------------------------------------------------------
+
+
+async def test_stdio_lists_the_callable_tools_with_their_schemas(project: Path) -> None:
+    with trio.fail_after(60):
+        async with stdio_session(project) as session:
+            listed = await session.list_tools()
+    assert [t.name for t in listed.tools] == CALLABLE_TOOLS
+    tools = pi_tools(project)
+    by_name = {t.name: t for t in listed.tools}
+    for name in CALLABLE_TOOLS:
+        assert by_name[name].description == tools[name].description
+        assert by_name[name].input_schema == tools[name].parameters
+    assert by_name["bash"].output_schema == tools["bash"].output_schema
+    assert by_name["read"].output_schema is None
+
+
+async def test_stdio_calls_read_edit_and_bash(project: Path) -> None:
+    with trio.fail_after(60):
+        async with stdio_session(project) as session:
+            read = await session.call_tool("read", {"path": "a.txt"})
+            edit = await session.call_tool(
+                "edit", {"path": "a.txt", "edits": [{"oldText": "hello", "newText": "goodbye"}]}
+            )
+            bash = await session.call_tool("bash", {"command": "cat a.txt; echo err >&2"})
+            failed = await session.call_tool("bash", {"command": "exit 3"})
+    assert (texts(read), read.is_error) == (["hello\n"], False)
+    assert (texts(edit), edit.is_error) == (["Successfully replaced 1 block(s) in a.txt."], False)
+    assert (project / "a.txt").read_text() == "goodbye\n"
+    assert (texts(bash), bash.is_error) == (["goodbye\nerr\n"], False)
+    structured = dict(bash.structured_content or {})
+    assert isinstance(structured.pop("wall_time_seconds"), int | float)
+    assert structured == {"output": "goodbye\nerr\n", "truncated": False, "exit_code": 0}
+    assert (texts(failed), failed.is_error) == (["(no output)\n\nCommand exited with code 3"], True)
+
+
+async def test_unknown_tool_and_invalid_arguments_are_error_results(project: Path) -> None:
+    with trio.fail_after(60):
+        async with stdio_session(project) as session:
+            unknown = await session.call_tool("nope", {})
+            invalid = await session.call_tool("read", {})
+            hidden = await session.call_tool("codemode", {"code": "1"})
+    assert (texts(unknown), unknown.is_error) == (["Tool nope not found"], True)
+    assert (texts(invalid), invalid.is_error) == (
+        ['Validation failed for tool "read":\n  - path: missing\n\nReceived arguments:\n{}'],
+        True,
+    )
+    # codemode is model-only, so not callable, so not offered
+    assert (texts(hidden), hidden.is_error) == (["Tool codemode not found"], True)
+
+
+async def test_tools_option_offers_exactly_those_tools(project: Path) -> None:
+    with trio.fail_after(60):
+        async with stdio_session(project, "--tools", "ls,codemode,read") as session:
+            listed = await session.list_tools()
+            bash = await session.call_tool("bash", {"command": "echo hi"})
+    assert [t.name for t in listed.tools] == ["ls", "codemode", "read"]
+    assert (texts(bash), bash.is_error) == (["Tool bash not found"], True)
+
+
+async def test_codemode_offered_as_one_tool_reaches_the_tools_behind_the_policy(
+    project: Path,
+) -> None:
+    config = config_of(project, DENY_RM)
+    script = (
+        'const text = await tools.read({path: "a.txt"});'
+        'try { await tools.bash({command: "rm a.txt"}); } catch (e) { return [text, String(e)]; }'
+    )
+    with trio.fail_after(60):
+        async with stdio_session(project, "--tools", "codemode", config=config) as session:
+            listed = await session.list_tools()
+            result = await session.call_tool("codemode", {"code": script})
+    assert [t.name for t in listed.tools] == ["codemode"]
+    assert result.is_error is False
+    assert texts(result)[1] == json.dumps(
+        [
+            "hello\n",
+            'Error: Command blocked by the sandbox command policy: rule ["rm"] denies `rm a.txt`',
+        ],
+        separators=(",", ":"),
+    )
+    assert (project / "a.txt").exists()
+
+
+async def test_policy_blocks_a_call_and_the_audit_log_records_it(project: Path) -> None:
+    config = config_of(project, DENY_RM)
+    with trio.fail_after(60):
+        async with stdio_session(project, "--audit", "audit.jsonl", config=config) as session:
+            blocked = await session.call_tool("bash", {"command": "rm -f a.txt"})
+            allowed = await session.call_tool("bash", {"command": "echo ok"})
+    assert (texts(blocked), blocked.is_error) == (
+        ['Command blocked by the sandbox command policy: rule ["rm"] denies `rm -f a.txt`'],
+        True,
+    )
+    assert (texts(allowed), allowed.is_error) == (["ok\n"], False)
+    assert (project / "a.txt").exists()
+    lines = [json.loads(line) for line in (project / "audit.jsonl").read_text().splitlines()]
+    decisions = [(line["tool"], line["arguments"], line["decision"]) for line in lines]
+    assert decisions == [
+        ("bash", {"command": "rm -f a.txt"}, "deny"),
+        ("bash", {"command": "echo ok"}, "allow"),
+    ]
+    assert lines[0]["reason"] == texts(blocked)[0]
+
+
+async def test_session_lifecycle_is_the_process_over_stdio(project: Path) -> None:
+    with trio.fail_after(60):
+        async with stdio_session(project, plugin=True) as session:
+            await session.call_tool("ls", {})
+            await session.call_tool("ls", {})
+            assert [e["event"] for e in lifecycle(project)] == ["start"]
+        events = lifecycle(project)
+    assert [(e["event"], e["host"], e["reason"]) for e in events] == [
+        ("start", "mcp", None),
+        ("end", "mcp", "completed"),
+    ]
+    assert events[0]["session"] == events[1]["session"]
+    assert (project.parent / "stderr.log").read_text() == "stray output from a plugin\n"
+
+
+async def test_sigterm_ends_the_session_and_kills_running_bash(project: Path) -> None:
+    command = "echo $$ > pids; sleep 30 & echo $! >> pids; wait"
+    failures: list[Exception] = []
+    with trio.fail_after(60):
+        async with stdio_session(project, plugin=True) as session:
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    try:
+                        await session.call_tool("bash", {"command": command})
+                    except Exception as exc:  # the server is gone: no answer
+                        failures.append(exc)
+
+                nursery.start_soon(call)
+                while len(pids_of(project)) < 2:  # noqa: ASYNC110 (polls a file)
+                    await trio.sleep(0.05)
+                os.kill(lifecycle(project)[0]["pid"], signal.SIGTERM)
+            pids = pids_of(project)
+            with trio.fail_after(10):
+                while not all(process_gone(pid) for pid in pids):  # noqa: ASYNC110 (polls /proc)
+                    await trio.sleep(0.05)
+    assert [str(e) for e in failures] == ["Connection closed"]
+    assert [(e["event"], e["reason"]) for e in lifecycle(project)] == [
+        ("start", None),
+        ("end", "completed"),
+    ]
+
+
+async def test_progress_notifications_carry_bash_output_while_it_runs(project: Path) -> None:
+    messages: list[tuple[float, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        messages.append((value, message))
+
+    command = "for i in 1 2 3; do echo line$i; sleep 0.6; done"
+    with trio.fail_after(60):
+        async with stdio_session(project) as session:
+            result = await session.call_tool(
+                "bash", {"command": command}, progress_callback=progress
+            )
+    assert (texts(result), result.is_error) == (["line1\nline2\nline3\n"], False)
+    expected = ["line1\n", "line1\nline2\n", "line1\nline2\nline3\n"]
+    assert [m for _, m in messages] == expected
+    assert [v for v, _ in messages] == [1, 2, 3]
+
+
+async def test_cancelled_bash_leaves_no_process(project: Path) -> None:
+    command = "echo $$ > pids; sleep 30 & echo $! >> pids; sleep 30 & echo $! >> pids; wait"
+    with trio.fail_after(60):
+        async with stdio_session(project, "--audit", "audit.jsonl") as session:
+            with trio.move_on_after(30) as scope:
+                async with trio.open_nursery() as nursery:
+
+                    async def call() -> None:
+                        await session.call_tool("bash", {"command": command})
+
+                    nursery.start_soon(call)
+                    while len(pids_of(project)) < 3:  # noqa: ASYNC110 (polls a file or /proc)
+                        await trio.sleep(0.05)
+                    nursery.cancel_scope.cancel()  # the SDK sends notifications/cancelled
+            assert not scope.cancelled_caught
+            pids = pids_of(project)
+            with trio.fail_after(10):
+                while not all(process_gone(pid) for pid in pids):  # noqa: ASYNC110 (polls a file or /proc)
+                    await trio.sleep(0.05)
+            # the session goes on
+            after = await session.call_tool("bash", {"command": "echo still here"})
+    assert (texts(after), after.is_error) == (["still here\n"], False)
+
+
+async def test_concurrent_calls_run_in_parallel_and_edits_stay_ordered(project: Path) -> None:
+    (project / "many.txt").write_text("".join(f"token{i}\n" for i in range(8)))
+    results: dict[str, types.CallToolResult] = {}
+    waiter = "while [ ! -e flag ]; do sleep 0.05; done; echo waited"
+    with trio.fail_after(60):
+        async with stdio_session(project) as session:
+            async with trio.open_nursery() as nursery:
+
+                async def call(key: str, name: str, arguments: dict[str, Any]) -> None:
+                    results[key] = await session.call_tool(name, arguments)
+
+                nursery.start_soon(call, "waiter", "bash", {"command": waiter, "timeout": 20})
+                await trio.sleep(0.5)
+                nursery.start_soon(call, "flag", "bash", {"command": "touch flag; echo flagged"})
+                for i in range(8):
+                    edits = [{"oldText": f"token{i}\n", "newText": f"edited{i}\n"}]
+                    nursery.start_soon(
+                        call, f"edit{i}", "edit", {"path": "many.txt", "edits": edits}
+                    )
+    assert texts(results["waiter"]) == ["waited\n"]
+    assert texts(results["flag"]) == ["flagged\n"]
+    for i in range(8):
+        assert texts(results[f"edit{i}"]) == ["Successfully replaced 1 block(s) in many.txt."]
+    assert (project / "many.txt").read_text() == "".join(f"edited{i}\n" for i in range(8))
+
+
+# -- streamable HTTP: the Python SDK client ---------------------------------------------------
+
+
+# The SDK's HTTP client (httpx2) leaves its SSE response generators for the garbage collector,
+# which trio reports: that is the client's doing, not the server's.
+SDK_HTTP_CLIENT_WARNINGS = [
+    pytest.mark.filterwarnings("ignore:Async generator 'http:ResourceWarning"),
+    pytest.mark.filterwarnings(
+        "ignore:Exception ignored in. <async_generator object:pytest.PytestUnraisableExceptionWarning"
+    ),
+]
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_http_lists_and_calls_tools_one_session_per_mcp_session(project: Path) -> None:
+    config = config_of(project, DENY_RM)
+    with trio.fail_after(90):
+        async with http_server(project, config=config) as url:
+            async with http_session(url) as session:
+                listed = await session.list_tools()
+                read = await session.call_tool("read", {"path": "a.txt"})
+                edit = await session.call_tool(
+                    "edit", {"path": "a.txt", "edits": [{"oldText": "hello", "newText": "bye"}]}
+                )
+                bash = await session.call_tool("bash", {"command": "cat a.txt"})
+                blocked = await session.call_tool("bash", {"command": "rm a.txt"})
+            async with http_session(url) as session:
+                again = await session.call_tool("read", {"path": "a.txt"})
+            with trio.fail_after(10):  # the client's DELETE ends the session
+                while len(lifecycle(project)) < 4:  # noqa: ASYNC110 (polls a file or /proc)
+                    await trio.sleep(0.05)
+    assert [t.name for t in listed.tools] == CALLABLE_TOOLS
+    assert (texts(read), read.is_error) == (["hello\n"], False)
+    assert (texts(edit), edit.is_error) == (["Successfully replaced 1 block(s) in a.txt."], False)
+    assert (texts(bash), bash.is_error) == (["bye\n"], False)
+    assert (texts(blocked), blocked.is_error) == (
+        ['Command blocked by the sandbox command policy: rule ["rm"] denies `rm a.txt`'],
+        True,
+    )
+    assert (texts(again), again.is_error) == (["bye\n"], False)
+    events = lifecycle(project)
+    assert [(e["event"], e["host"], e["reason"]) for e in events] == [
+        ("start", "mcp", None),
+        ("end", "mcp", "completed"),
+        ("start", "mcp", None),
+        ("end", "mcp", "completed"),
+    ]
+    assert events[0]["session"] == events[1]["session"] != events[2]["session"]
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_http_2026_protocol_requests_each_get_a_session(project: Path) -> None:
+    # the SDK's high-level Client speaks the 2026-07-28 protocol: no handshake, no MCP session
+    with trio.fail_after(90):
+        async with http_server(project) as url:
+            async with Client(url) as client:
+                read = await client.call_tool("read", {"path": "a.txt"})
+                bash = await client.call_tool("bash", {"command": "echo modern"})
+            with trio.fail_after(10):
+                while len(lifecycle(project)) < 6:  # noqa: ASYNC110 (polls a file)
+                    await trio.sleep(0.05)
+    assert (texts(read), texts(bash)) == (["hello\n"], ["modern\n"])
+    events = lifecycle(project)
+    # three requests (the Client lists the tools after its first call), three sessions
+    by_session: dict[str, list[tuple[str, str, str | None]]] = {}
+    for e in events:
+        by_session.setdefault(e["session"], []).append((e["event"], e["host"], e["reason"]))
+    assert list(by_session.values()) == [[("start", "mcp", None), ("end", "mcp", "completed")]] * 3
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_http_bearer_token(project: Path) -> None:
+    env = server_env(project, PI_TEST_MCP_TOKEN="s3cret")
+    with trio.fail_after(90):
+        async with http_server(project, "--token-env", "PI_TEST_MCP_TOKEN", env=env) as url:
+            async with httpx2.AsyncClient() as client:
+                anonymous = await client.post(url, json={})
+                wrong = await client.post(url, json={}, headers={"Authorization": "Bearer nope"})
+            async with http_session(url, {"Authorization": "Bearer s3cret"}) as session:
+                result = await session.call_tool("bash", {"command": "echo authorised"})
+    assert (anonymous.status_code, wrong.status_code) == (401, 401)
+    assert anonymous.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+    assert texts(result) == ["authorised\n"]
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--http", "0.0.0.0:8080"],
+            "pi: error: --http 0.0.0.0:8080: a host that is not loopback requires a bearer "
+            "token (--token-env VAR)",
+        ),
+        (
+            ["--http", "localhost:http"],
+            "pi: error: --http localhost:http: the port must be a number from 0 to 65535",
+        ),
+        (
+            ["--http", "9", "--token-env", "PI_TEST_UNSET_TOKEN"],
+            "pi: error: --token-env PI_TEST_UNSET_TOKEN: the variable is not set or empty",
+        ),
+        (
+            ["--token-env", "HOME"],
+            "pi: error: --token-env needs --http (stdio has no bearer token)",
+        ),
+        (
+            ["--tools", "read,nope"],
+            "pi: error: --tools: unknown tool 'nope' (registered tools: "
+            "read, bash, powershell, edit, write, grep, find, ls, tool_search, codemode, "
+            "codemode_python)",
+        ),
+        (["--cwd", "missing"], "pi: error: --cwd missing: no such directory"),
+        (["--bogus"], "pi: error: unrecognized arguments: --bogus"),
+    ],
+)
+async def test_unusable_command_lines_exit_2_with_one_line(
+    project: Path, args: list[str], message: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_")}
+    with contextlib.chdir(project):
+        done = await run_pi("--config", config_of(project), "mcp", "serve", *args, env=env)
+    assert (done.returncode, done.stderr.decode(), done.stdout) == (2, message + "\n", b"")
+
+
+async def test_an_address_in_use_exits_2_with_one_line(project: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = await run_pi(
+            "--config", config_of(project), "mcp", "serve", "--http", f"127.0.0.1:{port}"
+        )
+    message = f"pi: error: --http 127.0.0.1:{port}: Address already in use\n"
+    assert (done.returncode, done.stderr.decode(), done.stdout) == (2, message, b"")
+
+
+async def test_stdin_lines_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pi_mcp_plugin import server
+
+    monkeypatch.setattr(server, "MAX_LINE_BYTES", 64)
+    read_fd, write_fd = os.pipe()
+    data = b'{"a": 1}\n\n' + b"x" * 1000 + b'\n{"b": 2}\n' + b"y" * 300_000 + b'\n{"c": 3}'
+    reader = server._LineReader(read_fd)
+    async with trio.open_nursery() as nursery:
+
+        async def write() -> None:
+            async with trio.lowlevel.FdStream(write_fd) as pipe:
+                await pipe.send_all(data)
+
+        nursery.start_soon(write)
+        lines = [line async for line in reader]
+    await reader.aclose()
+    # a long line is dropped (unread when it is longer than what one read holds): the SDK
+    # sees an object that is no message
+    assert lines == ['{"a": 1}', "{}", '{"b": 2}', "{}", '{"c": 3}']
+
+
+# -- the official MCP Inspector CLI ------------------------------------------------------------
+
+
+async def inspector(node: str, *args: str, cwd: Path) -> Any:
+    with trio.fail_after(90):
+        done = await trio.run_process(
+            [node, str(INSPECTOR_CLI), *args],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            cwd=str(cwd),
+            env={k: v for k, v in os.environ.items() if not k.startswith("PI_")},
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    return json.loads(done.stdout)
+
+
+async def test_inspector_cli_over_stdio(project: Path, require_program: Any) -> None:
+    node = require_inspector(require_program)
+    server = [PI, "--config", config_of(project), "mcp", "serve", "--cwd", str(project)]
+    listed = await inspector(node, *server, "--method", "tools/list", cwd=project)
+    read = await inspector(
+        node,
+        *server,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read",
+        "--tool-arg",
+        "path=a.txt",
+        cwd=project,
+    )
+    edit = await inspector(
+        node,
+        *server,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "edit",
+        "--tool-arg",
+        "path=a.txt",
+        'edits=[{"oldText": "hello", "newText": "inspected"}]',
+        cwd=project,
+    )
+    bash = await inspector(
+        node,
+        *server,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "bash",
+        "--tool-arg",
+        "command=cat a.txt",
+        cwd=project,
+    )
+    assert [t["name"] for t in listed["tools"]] == CALLABLE_TOOLS
+    assert read == {"content": [{"type": "text", "text": "hello\n"}], "isError": False}
+    assert edit == {
+        "content": [{"type": "text", "text": "Successfully replaced 1 block(s) in a.txt."}],
+        "isError": False,
+    }
+    assert bash["content"] == [{"type": "text", "text": "inspected\n"}]
+    assert bash["isError"] is False
+
+
+async def test_inspector_cli_over_http(project: Path, require_program: Any) -> None:
+    node = require_inspector(require_program)
+    config = config_of(project, DENY_RM)
+    async with http_server(project, config=config) as url:
+        http = [url, "--transport", "http"]
+        listed = await inspector(node, *http, "--method", "tools/list", cwd=project)
+        read = await inspector(
+            node,
+            *http,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "read",
+            "--tool-arg",
+            "path=a.txt",
+            cwd=project,
+        )
+        edit = await inspector(
+            node,
+            *http,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "edit",
+            "--tool-arg",
+            "path=a.txt",
+            'edits=[{"oldText": "hello", "newText": "inspected"}]',
+            cwd=project,
+        )
+        blocked = await inspector(
+            node,
+            *http,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "bash",
+            "--tool-arg",
+            "command=rm a.txt",
+            cwd=project,
+        )
+    assert [t["name"] for t in listed["tools"]] == CALLABLE_TOOLS
+    assert read == {"content": [{"type": "text", "text": "hello\n"}], "isError": False}
+    assert edit["content"] == [
+        {"type": "text", "text": "Successfully replaced 1 block(s) in a.txt."}
+    ]
+    assert blocked == {
+        "content": [
+            {
+                "type": "text",
+                "text": 'Command blocked by the sandbox command policy: rule ["rm"] denies '
+                "`rm a.txt`",
+            }
+        ],
+        "isError": True,
+    }
+    assert (project / "a.txt").read_text() == "inspected\n"
