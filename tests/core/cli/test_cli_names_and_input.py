@@ -83,7 +83,7 @@ def test_blocking_a_plugin_given_with_p_is_no_error(plugin_env: Path) -> None:
         ("[tools]\nbash = 3\n", "tools.bash: must be a table ([tools.bash])"),
         ("[tools.read]\nfoo = 1\n", "tools.read.foo: unknown key"),
         ("[sandbox]\nbackend = 'bwrapp'\n",
-         "sandbox.backend: Input should be 'local', 'bwrap', 'ssh' or 'container'"),
+         "sandbox.backend: Input should be 'local', 'bwrap', 'ssh', 'container' or 'ray'"),
         ("[pi]\nmax_parallel_tools = 0\n",
          "pi.max_parallel_tools: Input should be greater than or equal to 1 (got 0)"),
     ],
