@@ -443,3 +443,42 @@ def test_the_agent_takes_an_approval_callback(tmp_path: Path) -> None:
         ("bash", "t0", "sudo needs a person"),
         ("bash", "t1", "sudo needs a person"),
     ]
+
+
+def test_policy_check_reports_every_source_and_asks(tmp_path: Path) -> None:
+    settings(tmp_path, [group("Bash", hook("json_guard.py"))])
+    (tmp_path / "default.rules").write_text(
+        'prefix_rule(pattern = ["gh", "pr", "view"], decision = "prompt",\n'
+        '    justification = "Viewing PRs contacts GitHub.", match = ["gh pr view 1"])\n'
+    )
+    pi_toml(tmp_path, '[sandbox.codex_rules]\nfiles = ["default.rules"]\n')
+    proc = pi(tmp_path, "policy", "check", "gh pr view 7 | wc -l", "--json")
+    assert (proc.returncode, proc.stderr) == (4, "")
+    data = json.loads(proc.stdout)
+    assert (data["decision"], data["decided_by"], data["reason"]) == (
+        "ask",
+        "codex rule default.rules:1",
+        '`gh pr view 7`: prompt by prefix_rule ["gh", "pr", "view"] at default.rules:1: '
+        "Viewing PRs contacts GitHub.",
+    )
+    assert [(s["source"], s["decision"]) for s in data["sources"]] == [
+        ("claude hooks", "none"),
+        ("codex rule default.rules:1", "ask"),
+        ("command policy", "none"),
+    ]
+    (run,) = data["sources"][0]["detail"]["hooks"]
+    assert (run["exit_code"], run["stdout_json"], run["decision"]) == (0, None, None)
+    # the hook's deny wins over the rule's prompt
+    denied = pi(tmp_path, "policy", "check", "rm -rf build && gh pr view 7", "--json")
+    assert denied.returncode == 1
+    assert json.loads(denied.stdout)["decided_by"] == f"claude hook {hook('json_guard.py')}"
+    # a failing example stops pi with the file and line
+    (tmp_path / "default.rules").write_text(
+        'prefix_rule(pattern = ["gh", "pr", "view"], match = ["gh pr list"])\n'
+    )
+    broken = pi(tmp_path, "policy", "check", "true")
+    assert (broken.returncode, broken.stdout) == (2, "")
+    assert broken.stderr == (
+        'pi: error: default.rules:1: prefix_rule match example "gh pr list" does not match '
+        'pattern ["gh", "pr", "view"]\n'
+    )

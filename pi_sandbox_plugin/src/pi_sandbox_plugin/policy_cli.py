@@ -17,8 +17,9 @@ With Codex rules or Claude Code hooks, two more parts follow: ``decided by: SOUR
 exit code and the JSON it printed (``    hook CMD: exit 2, JSON null``).
 
 ``--json`` prints one line: ``{"decision": "allow"|"deny"|"ask", "rule": [...] | null,
-"reason": ..., "commands": [[argv...], ...], "decided_by": SOURCE | null, "sources": [{"source",
-"decision", "reason", "detail"}, ...]}``. Exit status 0 for allow, 1 for deny, 4 for ask.
+"reason": ..., "commands": [[argv...], ...]}``, and with Codex rules or Claude Code hooks also
+``"decided_by": SOURCE | null, "sources": [{"source", "decision", "reason", "detail"}, ...]``.
+Exit status 0 for allow, 1 for deny, 4 for ask.
 """
 
 from __future__ import annotations
@@ -144,15 +145,18 @@ def run_policy_check(
     if decided is not None and decided.source != "command policy":
         reason = decided.reason
     status = EXIT_STATUS[overall]
+    only_command_policy = [s.source for s in verdict.sources] == ["command policy"]
     if json_output:
         data = decision.to_json_dict()
+        if only_command_policy:  # the command policy's own output, unchanged
+            return status, json.dumps(data, ensure_ascii=False) + "\n"
         data["decision"] = overall
         data["reason"] = reason
         data["decided_by"] = decided.source if decided is not None else None
         data["sources"] = [s.to_json_dict() for s in verdict.sources]
         return status, json.dumps(data, ensure_ascii=False) + "\n"
     text = format_decision(decision, json_output=False)
-    if [s.source for s in verdict.sources] == ["command policy"]:
+    if only_command_policy:
         return status, text
     lines = text.splitlines()
     lines[0] = f"decision: {overall}"
