@@ -514,7 +514,8 @@ def test_pi_mcp_list_shows_state_and_tools(pi: Pi) -> None:
         "  nowhere\n"
         "gone: failed (deferred, pi.toml)\n"
         "  /nonexistent/mcp-server\n"
-        "  cannot run /nonexistent/mcp-server: no such file or directory\n"
+        "  cannot start the server: no such file or directory: /nonexistent/mcp-server (the "
+        "command or its cwd)\n"
     )
     done = pi.run("mcp", "list", "--json")
     report = json.loads(done.stdout)

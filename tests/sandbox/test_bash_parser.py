@@ -131,6 +131,22 @@ def test_scan_word_globs(raw: str, glob: bool) -> None:
         ("for rm in a b; do :; done", [[":"]]),
         ("[[ $x == rm ]]", []),
         ("alias del='rm -v'", [["alias", "del=rm -v"]]),
+        ("alias ll; alias", [["alias", "ll"], ["alias"]]),
+        # an alias used later in the line is judged as what it runs, too
+        (
+            "shopt -s expand_aliases\nalias r=rm\nr victim",
+            [
+                ["shopt", "-s", "expand_aliases"],
+                ["alias", "r=rm"],
+                ["r", "victim"],
+                ["rm", "victim"],
+            ],
+        ),
+        (
+            "alias c='curl -s' && c x.example",
+            [["alias", "c=curl -s"], ["c", "x.example"], ["curl", "-s", "x.example"]],
+        ),
+        ("r x; alias r=rm", [["r", "x"], ["alias", "r=rm"]]),
         ("time { rm x; }", [["rm", "x"]]),
     ],
 )
@@ -282,6 +298,15 @@ def test_wrappers_are_unwrapped(line: str, expected: list[list[str]]) -> None:
     ("line", "expected"),
     [
         ("eval ls", [["eval", "ls"], "?eval runs code the policy cannot inspect"]),
+        ("alias $A", [["alias", "$A"], "?alias defines a name the policy cannot read: $A"]),
+        (
+            "hash -p /bin/rm r",
+            [
+                ["hash", "-p", "/bin/rm", "r"],
+                "?hash -p gives a program another name the policy cannot follow",
+            ],
+        ),
+        ("hash -r", [["hash", "-r"]]),
         (". ./env.sh", [[".", "./env.sh"], "?. runs code the policy cannot inspect"]),
         (
             "command eval true",

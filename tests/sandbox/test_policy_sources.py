@@ -482,3 +482,31 @@ def test_policy_check_reports_every_source_and_asks(tmp_path: Path) -> None:
         'pi: error: default.rules:1: prefix_rule match example "gh pr list" does not match '
         'pattern ["gh", "pr", "view"]\n'
     )
+
+
+def test_a_wrongly_shaped_updated_tool_output_withholds_the_output(tmp_path: Path) -> None:
+    settings(tmp_path, [], [group("Bash", hook("post_hook.py", "wrong-shape"))])
+    pi_toml(tmp_path)
+    result = call(tmp_path, "bash", {"command": "echo password hunter2"})
+    assert result["isError"] is True
+    assert texts(result) == [
+        "Blocked by PostToolUse hook: updatedToolOutput of "
+        f"{hook('post_hook.py', 'wrong-shape')} does not match the tool_response shape "
+        "(output withheld)"
+    ]
+    assert "hunter2" not in json.dumps(result)
+
+
+def test_policy_check_shows_escape_sequences_of_rules_and_hooks(tmp_path: Path) -> None:
+    (tmp_path / "r.rules").write_text(
+        'prefix_rule(pattern = ["rm"], decision = "forbidden",\n'
+        '    justification = "no \\x1b]52;c;aGk=\\x07\\x1b[2J")\n'
+    )
+    (tmp_path / "pi.toml").write_text('[sandbox.codex_rules]\nfiles = ["r.rules"]\n')
+    proc = pi(tmp_path, "policy", "check", "rm x")
+    assert proc.returncode == 1
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    assert (
+        'reason: `rm x`: forbidden by prefix_rule ["rm"] at r.rules:1: no ␛]52;c;aGk=␇␛[2J\n'
+        in (proc.stdout)
+    )

@@ -24,8 +24,10 @@ SIGTERM/SIGKILL of the server's process group: the SDK's shutdown, shielded). St
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,6 +38,28 @@ import trio
 
 from pi_core import js_number_to_string
 from pi_mcp_plugin.mcp_config import McpServer, ValueResolutionError, resolve_value
+
+
+class _OneLineReport(logging.Handler):
+    """What the ``mcp`` SDK logs (a server printing something that is not JSON-RPC on stdout,
+    a dropped message) as one line on stderr, ``pi: mcp: MESSAGE``, never a traceback."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            lines = record.getMessage().splitlines() or [""]
+            sys.stderr.write(f"pi: mcp: {lines[0][:500]}\n")
+        except Exception:  # a report must never break a call
+            pass
+
+
+def _quiet_sdk_logs() -> None:
+    logger = logging.getLogger("mcp")
+    if not any(isinstance(h, _OneLineReport) for h in logger.handlers):
+        logger.addHandler(_OneLineReport(logging.WARNING))
+        logger.propagate = False
+
+
+_quiet_sdk_logs()
 
 STDERR_TAIL_CHARS = 2000
 """How much of a failed server's stderr an error shows."""
@@ -60,7 +84,7 @@ def _error_text(exc: BaseException) -> str:
     if isinstance(exc, (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError)):
         return "MCP connection closed"
     if isinstance(exc, FileNotFoundError) and exc.filename:
-        return f"cannot run {exc.filename}: no such file or directory"
+        return f"cannot start the server: no such file or directory: {exc.filename} (the command or its cwd)"
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
     text = str(exc)

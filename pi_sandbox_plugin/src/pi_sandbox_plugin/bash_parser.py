@@ -1374,6 +1374,20 @@ class _Walker:
         self.items = items
         self.pending: dict[int, list[tree_sitter.Node]] = {}
         """Words of a redirection that belong to a command further down (by node id)."""
+        self.aliases: dict[str, str] = {}
+        """The aliases the line defined so far (``alias NAME=VALUE``), by name."""
+
+    def define_aliases(self, words: list[Word]) -> None:
+        """Remember ``alias NAME=VALUE`` definitions; one that is not a literal is
+        undecidable (it may name any program)."""
+        for word in words[1:]:
+            if word.value is None:
+                self.items.append(
+                    Undecidable(f"alias defines a name the policy cannot read: {word.raw}")
+                )
+            elif "=" in word.value:
+                alias, value = word.value.split("=", 1)
+                self.aliases[alias] = value
 
     def text(self, node: tree_sitter.Node) -> str:
         return self.src[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
@@ -1573,6 +1587,18 @@ class _Walker:
         if name in UNDECIDABLE_PROGRAMS:
             self.items.append(Undecidable(f"{name} runs code the policy cannot inspect"))
             return
+        if name == "hash" and any(w.value is None or w.value.startswith("-p") for w in words[1:]):
+            self.items.append(
+                Undecidable("hash -p gives a program another name the policy cannot follow")
+            )
+            return
+        if name == "alias":
+            self.define_aliases(words)
+        elif first.value in self.aliases and depth == self.depth:
+            # `alias r=rm` earlier in the line, then `r x`: bash (with expand_aliases) runs
+            # `rm x`; judged as that too (the alias value stays a string, not a program)
+            rest = " ".join(w.raw for w in words[1:])
+            self.items.extend(_extract(f"{self.aliases[first.value]} {rest}", self.depth + 1))
         if name == "find":
             runs = _find(words)
             fill = _Fill("find", False, "{}")

@@ -235,7 +235,15 @@ async def _after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult
         if outcome.runs:
             detail = {"hooks": [run.to_json_dict() for run in outcome.runs]}
             source = f"claude hook {outcome.runs[0].command}"
-        if outcome.replacement_text is not None:
+        if outcome.output_rejected is not None and sandbox.claude_hooks.on_error == "deny":
+            # a hook meant to replace the output (a redaction) and said it wrongly: the
+            # original must not reach the model (fail closed, as for any failing hook)
+            why = outcome.output_rejected.removesuffix(" (original output kept)")
+            content = [TextContent(text=f"Blocked by PostToolUse hook: {why} (output withheld)")]
+            is_error = True
+            changed = True
+            reason = why
+        elif outcome.replacement_text is not None:
             content = [TextContent(text=outcome.replacement_text)]
             changed = True
             reason = "PostToolUse hook replaced the tool output"

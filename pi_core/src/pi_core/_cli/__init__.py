@@ -147,7 +147,9 @@ def run(
                 args=args,
                 config=ctx.config.data,
                 config_path=str(ctx.config.path) if ctx.config.path else None,
-                stdout=out,
+                # what a plugin command prints may carry text from files, hooks or servers:
+                # sanitised like every other output of pi (a fileno() stays the real one)
+                stdout=cast(IO[str], SanitisedStream(out)),
                 stderr=err,
                 stdin=stdin,
             )
