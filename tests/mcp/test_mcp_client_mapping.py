@@ -343,3 +343,25 @@ def test_values_interpolate_variables_and_run_commands_only_when_allowed() -> No
     with pytest.raises(ValueResolutionError) as info:
         resolve_value("!exit 1", "v", True, env)
     assert str(info.value) == "Failed to resolve v from shell command: exit 1"
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"command": "x", "timeout": float("inf")}, "timeout: Input should be a finite number"),
+        (
+            {"command": "x", "timeout": 1e300},
+            "timeout: Input should be less than or equal to 86400",
+        ),
+        ({"command": ""}, "command: String should have at least 1 character"),
+    ],
+)
+def test_server_tables_refuse_endless_timeouts_and_empty_commands(
+    entry: dict[str, object], problem: str, tmp_path: Path
+) -> None:
+    from pi_core import ConfigError
+    from pi_mcp_plugin.mcp_config import load_mcp_servers
+
+    with pytest.raises(ConfigError) as info:
+        load_mcp_servers({"mcp": {"servers": {"s": entry}}}, str(tmp_path))
+    assert f"mcp.servers.s.{problem}" in str(info.value)

@@ -421,3 +421,23 @@ def test_a_worker_node_killed_mid_command_is_an_error_result_within_the_timeout(
         text,
     ), text
     assert elapsed < 30, elapsed  # within the command's timeout
+
+
+def test_an_unreachable_address_is_an_error_result_at_once(tmp_path: Path) -> None:
+    """``ray.init`` retries an address nothing listens on without end: pi checks first."""
+    _require_ray()
+    (tmp_path / "pi.toml").write_text(
+        '[sandbox]\nbackend = "ray"\n[sandbox.ray]\naddress = "127.0.0.1:1"\n'
+    )
+    proc = subprocess.run(  # a hang fails the test at the timeout
+        [str(PI), "call", "bash", '{"command": "echo hi"}'],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert (proc.returncode, proc.stdout) == (
+        1,
+        "cannot connect to the Ray cluster at 127.0.0.1:1: Connection refused\n",
+    )

@@ -144,14 +144,16 @@ class ServerTable(_Model):
     """``[mcp.servers.NAME]``."""
 
     type: Literal["stdio", "http", "streamable-http"] | None = None
-    command: StrictStr | None = None
+    command: StrictStr | None = pydantic.Field(default=None, min_length=1)
     args: list[StrictStr] = []
     env: dict[str, StrictStr] = {}
     cwd: StrictStr | None = None
     url: StrictStr | None = None
     headers: dict[str, StrictStr] = {}
     enabled: StrictBool = True
-    timeout: pydantic.PositiveFloat = DEFAULT_TIMEOUT_SECONDS
+    timeout: float = pydantic.Field(
+        default=DEFAULT_TIMEOUT_SECONDS, gt=0, le=86400, allow_inf_nan=False
+    )
     exposure: Exposure = "codemode"
     tool_exposure: dict[str, Exposure] = {}
     description: StrictStr | None = None
@@ -264,7 +266,9 @@ def validate_json_entry(name: str, raw: Any) -> dict[str, Any] | str:
     if description is not None and not isinstance(description, str):
         return f'server "{name}": description must be a string'
     if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout < float("inf")
     ):
         return f'server "{name}": timeout must be a positive number of seconds'
     kind, url, command = entry.get("type"), entry.get("url"), entry.get("command")

@@ -345,6 +345,7 @@ def connect(address: str) -> Any:
             options["include_dashboard"] = False
         else:
             options["address"] = address
+            _check_reachable(address)
         try:
             ray.init(**options)
         except Exception as exc:
@@ -354,6 +355,33 @@ def connect(address: str) -> Any:
         _CONNECTED["address"] = address
         _quiet_cluster_messages()
         return ray
+
+
+REACH_TIMEOUT_SECONDS = 10.0
+"""How long a ``HOST:PORT`` address may take to accept a TCP connection before pi gives up
+(``ray.init`` itself retries an unreachable address without end)."""
+
+
+def _check_reachable(address: str) -> None:
+    """Raise :class:`SandboxUnavailable` when ``HOST:PORT`` accepts no TCP connection within
+    :data:`REACH_TIMEOUT_SECONDS` (``auto`` and ``ray://`` addresses are left to Ray)."""
+    import socket
+
+    if address == "auto" or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), number), timeout=REACH_TIMEOUT_SECONDS):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise SandboxUnavailable(
+            f"cannot connect to the Ray cluster at {address}: {reason}"
+        ) from None
 
 
 def _quiet_cluster_messages() -> None:
