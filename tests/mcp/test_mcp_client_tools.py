@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -739,3 +740,47 @@ async def test_pi_register_tools_pi_session_start_and_pi_session_end_with_the_py
         assert state.connections["t"].state == "connected"
     assert state.connections["t"].state == "closed"
     no_test_server_left()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_server_does_not_outlive_a_killed_pi(pi: Pi, sig: signal.Signals) -> None:
+    """pi killed in the middle of a call (no clean-up at all with SIGKILL): the server, which
+    ignores the end of its stdin while the hanging tool runs, is stopped by its watchdog."""
+    pi.config(test_server("timeout = 60\n"))
+    proc = subprocess.Popen(
+        [str(PI), "call", "mcp__t__hang", "{}"],
+        cwd=pi.cwd,
+        env=pi.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(300):  # until the server runs (a hang fails the test at its timeout)
+            if _test_server_pids():
+                break
+            time.sleep(0.1)
+        assert _test_server_pids()
+        time.sleep(1)  # the call reached the hanging tool
+    finally:
+        proc.send_signal(sig)
+        proc.wait(30)
+    for _ in range(100):
+        if not _test_server_pids():
+            break
+        time.sleep(0.1)
+    no_test_server_left()
+
+
+def _test_server_pids() -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if str(TEST_SERVER).encode() in cmdline and state not in ("Z", "X"):
+                found.append(pid)
+    return found

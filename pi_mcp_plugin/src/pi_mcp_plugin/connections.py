@@ -24,9 +24,11 @@ SIGTERM/SIGKILL of the server's process group: the SDK's shutdown, shielded). St
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import math
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -395,6 +397,10 @@ class ServerConnection:
         return result
 
 
+WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_server_watchdog.py")
+"""The script a stdio server runs under (:mod:`pi_mcp_plugin._server_watchdog`)."""
+
+
 def _stdio_parameters(server: McpServer, cwd: str) -> Any:
     """The SDK's ``StdioServerParameters`` of ``server``: ``~`` expanded in the command,
     arguments and ``cwd`` (relative to the session's ``cwd``); the environment is pi's with
@@ -407,11 +413,34 @@ def _stdio_parameters(server: McpServer, cwd: str) -> Any:
         )
         for key, value in server.env.items()
     }
+    command = os.path.expanduser(str(server.command))
+    directory = os.path.normpath(os.path.join(cwd, os.path.expanduser(server.cwd or ".")))
+    full_env = {**os.environ, **env}
+    # what a spawn would say, said before the watchdog hides it
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), directory)
+    if os.sep in command:
+        program = command if os.path.isabs(command) else os.path.join(directory, command)
+        found = program if os.access(program, os.X_OK) and os.path.isfile(program) else None
+    else:
+        found = shutil.which(command, path=full_env.get("PATH", os.defpath))
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+    # the server runs under a watchdog that stops its process group when pi goes away, even
+    # killed without its clean-up (SIGTERM, SIGKILL); a server that ignores the end of its
+    # stdin would otherwise be left running
     return StdioServerParameters(
-        command=os.path.expanduser(str(server.command)),
-        args=[os.path.expanduser(a) if a.startswith("~") else a for a in server.args],
-        env={**os.environ, **env},
-        cwd=os.path.normpath(os.path.join(cwd, os.path.expanduser(server.cwd or "."))),
+        command=sys.executable,
+        args=[
+            "-I",
+            "-S",
+            WATCHDOG,
+            str(os.getpid()),
+            found,
+            *[os.path.expanduser(a) if a.startswith("~") else a for a in server.args],
+        ],
+        env=full_env,
+        cwd=directory,
     )
 
 
