@@ -18,7 +18,6 @@ CORE_SRC = ROOT / "pi_core" / "src"
 PLUGIN_SOURCES = {
     "pi_builtin_tools": ROOT / "pi_builtin_tools" / "src" / "pi_builtin_tools",
     "pi_sandbox_plugin": ROOT / "pi_sandbox_plugin" / "src" / "pi_sandbox_plugin",
-    "pi_mcp_plugin": ROOT / "pi_mcp_plugin" / "src" / "pi_mcp_plugin",
     "docs/examples": ROOT / "docs" / "examples",
     "docs/snippets": ROOT / "docs" / "snippets",
 }

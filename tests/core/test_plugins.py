@@ -21,7 +21,7 @@ import pluggy
 import pytest
 
 import pi_builtin_tools.plugin
-import pi_mcp_plugin.plugin
+import pi_builtin_tools.mcp.plugin
 import pi_sandbox_plugin.plugin
 from pi_core import hookimpl
 from pi_core._errors import PluginError
@@ -100,10 +100,10 @@ def test_builtins_load_as_entry_points_and_are_listed() -> None:
         },
         {
             "name": "mcp",
-            "distribution": "pi-mcp-plugin",
-            "version": importlib.metadata.version("pi-mcp-plugin"),
-            "module": "pi_mcp_plugin.plugin",
-            "hooks": implemented_hooks(pi_mcp_plugin.plugin),
+            "distribution": "pi-builtin-tools",
+            "version": importlib.metadata.version("pi-builtin-tools"),
+            "module": "pi_builtin_tools.mcp.plugin",
+            "hooks": implemented_hooks(pi_builtin_tools.mcp.plugin),
         },
         {
             "name": "sandbox",
@@ -115,7 +115,7 @@ def test_builtins_load_as_entry_points_and_are_listed() -> None:
     ]
     assert pm.get_plugin("builtin_tools") is pi_builtin_tools.plugin
     assert pm.get_plugin("sandbox") is pi_sandbox_plugin.plugin
-    assert pm.get_plugin("mcp") is pi_mcp_plugin.plugin
+    assert pm.get_plugin("mcp") is pi_builtin_tools.mcp.plugin
 
 
 def test_list_plugins_json_shape_and_plugins_without_hooks(

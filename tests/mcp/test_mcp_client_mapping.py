@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from pi_core import ConfigError, ImageContent, TextContent, load_config
-from pi_mcp_plugin.mcp_config import ValueResolutionError, load_mcp_servers, resolve_value
-from pi_mcp_plugin.naming import (
+from pi_builtin_tools.mcp.mcp_config import ValueResolutionError, load_mcp_servers, resolve_value
+from pi_builtin_tools.mcp.naming import (
     assign_tool_names,
     configured_exposure,
     mcp_namespace,
     mcp_tool_name,
     to_tool_exposure,
 )
-from pi_mcp_plugin.results import convert_call_result, limit_content, mcp_result_schema
+from pi_builtin_tools.mcp.results import convert_call_result, limit_content, mcp_result_schema
 
 
 def test_tool_names_namespaces_and_the_64_character_rule() -> None:
@@ -360,7 +360,7 @@ def test_server_tables_refuse_endless_timeouts_and_empty_commands(
     entry: dict[str, object], problem: str, tmp_path: Path
 ) -> None:
     from pi_core import ConfigError
-    from pi_mcp_plugin.mcp_config import load_mcp_servers
+    from pi_builtin_tools.mcp.mcp_config import load_mcp_servers
 
     with pytest.raises(ConfigError) as info:
         load_mcp_servers({"mcp": {"servers": {"s": entry}}}, str(tmp_path))

@@ -8,17 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pi_mcp_plugin.client_tools
-import pi_mcp_plugin.plugin as mcp_plugin
+import pi_builtin_tools.mcp.client_tools
+import pi_builtin_tools.mcp.plugin as mcp_plugin
 
 CODE = """
 import sys
 from types import SimpleNamespace
-import pi_mcp_plugin.plugin as p
+import pi_builtin_tools.mcp.plugin as p
 context = SimpleNamespace(config={"other": {}}, cwd=".", session=None, state={"x": 1})
 results = [p.pi_register_tools(lambda tool: None, context), p.pi_session_start(context),
            p.pi_session_end(context)]
-loaded = sorted(m for m in sys.modules if m.startswith(("pi_mcp_plugin.", "mcp")))
+loaded = sorted(m for m in sys.modules if m.startswith(("pi_builtin_tools.mcp.", "mcp")))
 print(results, loaded, context.state)
 """
 
@@ -29,8 +29,8 @@ def test_without_mcp_config_the_hooks_import_nothing(tmp_path: Path) -> None:
         [sys.executable, "-c", CODE], capture_output=True, text=True, timeout=60, env=env
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "[None, None, None] ['pi_mcp_plugin.plugin'] {'x': 1}\n"
+    assert proc.stdout == "[None, None, None] ['pi_builtin_tools.mcp.plugin'] {'x': 1}\n"
 
 
 def test_the_plugin_state_key_is_the_client_tools_key() -> None:
-    assert mcp_plugin.STATE_KEY == pi_mcp_plugin.client_tools.STATE_KEY
+    assert mcp_plugin.STATE_KEY == pi_builtin_tools.mcp.client_tools.STATE_KEY

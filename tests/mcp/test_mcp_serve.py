@@ -561,7 +561,7 @@ async def test_an_address_in_use_exits_2_with_one_line(project: Path) -> None:
 
 
 async def test_stdin_lines_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pi_mcp_plugin import server
+    from pi_builtin_tools.mcp import server
 
     monkeypatch.setattr(server, "MAX_LINE_BYTES", 64)
     read_fd, write_fd = os.pipe()

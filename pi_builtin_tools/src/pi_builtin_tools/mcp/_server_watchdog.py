@@ -1,7 +1,7 @@
 """Run one stdio MCP server so that it never outlives pi (standard library only).
 
 Run as ``python -I -S _server_watchdog.py PI_PID COMMAND [ARG...]`` by
-:mod:`pi_mcp_plugin.connections`. The server runs in its own session (process group) with this
+:mod:`pi_builtin_tools.mcp.connections`. The server runs in its own session (process group) with this
 process's stdin, stdout, stderr, working directory and environment (the SDK's pipes pass
 through untouched). This process:
 

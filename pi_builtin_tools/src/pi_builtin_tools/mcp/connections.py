@@ -39,7 +39,7 @@ import anyio
 import trio
 
 from pi_core import js_number_to_string
-from pi_mcp_plugin.mcp_config import McpServer, ValueResolutionError, resolve_value
+from pi_builtin_tools.mcp.mcp_config import McpServer, ValueResolutionError, resolve_value
 
 
 class _OneLineReport(logging.Handler):
@@ -97,7 +97,7 @@ def _client_version() -> str:
     try:
         from importlib.metadata import version
 
-        return version("pi-mcp-plugin")
+        return version("pi-builtin-tools")
     except Exception:
         return "0"
 
@@ -398,7 +398,7 @@ class ServerConnection:
 
 
 WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_server_watchdog.py")
-"""The script a stdio server runs under (:mod:`pi_mcp_plugin._server_watchdog`)."""
+"""The script a stdio server runs under (:mod:`pi_builtin_tools.mcp._server_watchdog`)."""
 
 
 def _stdio_parameters(server: McpServer, cwd: str) -> Any:

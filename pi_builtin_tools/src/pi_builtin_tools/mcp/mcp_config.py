@@ -51,7 +51,7 @@ import pydantic
 from pydantic import StrictBool, StrictStr
 
 from pi_core import ConfigError, config_file, format_config_error
-from pi_mcp_plugin.naming import EXPOSURE_ALIASES, MCP_EXPOSURES, mcp_namespace
+from pi_builtin_tools.mcp.naming import EXPOSURE_ALIASES, MCP_EXPOSURES, mcp_namespace
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -10,7 +10,7 @@ from typing import Any
 from pi_core import hookimpl
 
 STATE_KEY = "mcp"
-"""The session-state entry of the MCP servers (``pi_mcp_plugin.client_tools.STATE_KEY``)."""
+"""The session-state entry of the MCP servers (``pi_builtin_tools.mcp.client_tools.STATE_KEY``)."""
 
 # Start-up: without an ``[mcp]`` table and without Pi's user ``mcp.json`` every hook returns at
 # once, importing nothing (the SDK, pydantic models and the config reader are most of the
@@ -29,7 +29,7 @@ def _configured(config: Mapping[str, Any]) -> bool:
 @hookimpl
 def pi_register_commands(register: Callable[[Any], None]) -> None:
     """``pi mcp serve`` and ``pi mcp list``."""
-    from pi_mcp_plugin.commands import MCP_COMMAND
+    from pi_builtin_tools.mcp.commands import MCP_COMMAND
 
     register(MCP_COMMAND)
 
@@ -39,7 +39,7 @@ def pi_register_tools(register: Callable[[Any], None], context: Any) -> None:
     """The tools of the configured MCP servers (``mcp__<server>__<tool>``, the resource tools)."""
     if not _configured(context.config):
         return
-    from pi_mcp_plugin.client_tools import register_mcp_tools
+    from pi_builtin_tools.mcp.client_tools import register_mcp_tools
 
     register_mcp_tools(register, context)
 
@@ -49,7 +49,7 @@ def pi_session_start(context: Any) -> None:
     """Activate ``codemode``/``tool_search`` for MCP tools the model is not given directly."""
     if STATE_KEY not in context.state:
         return
-    from pi_mcp_plugin.client_tools import start_session
+    from pi_builtin_tools.mcp.client_tools import start_session
 
     start_session(context)
 
@@ -59,6 +59,6 @@ def pi_session_end(context: Any) -> Awaitable[None] | None:
     """Stop the session's MCP servers (nothing, at once, when the session started none)."""
     if STATE_KEY not in context.state:
         return None
-    from pi_mcp_plugin.client_tools import end_session
+    from pi_builtin_tools.mcp.client_tools import end_session
 
     return end_session(context)

@@ -1,6 +1,6 @@
 """``pi mcp serve``: the session's tools as an MCP server, every ``tools/call`` a pi tool call.
 
-API (used by :mod:`pi_mcp_plugin.commands`): :func:`configure_serve` adds the arguments of
+API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds the arguments of
 ``pi mcp serve`` to its parser; :func:`run_serve` runs the server and returns the exit status.
 
 ::
@@ -95,7 +95,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest JSON-RPC message read from stdin (64 MiB); a longer line is dropped unread (the
 SDK logs it as unparseable) instead of growing without bound."""
 
-STATE_KEY = "pi_mcp_plugin.session"
+STATE_KEY = "pi_builtin_tools.mcp.session"
 """Where a connection's pi session is kept in the SDK's per-connection ``state``."""
 
 HTTP_GRACE_SECONDS = 2.0
@@ -516,7 +516,7 @@ def build_server(
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        pi_version = version("pi-mcp-plugin")
+        pi_version = version("pi-builtin-tools")
     except PackageNotFoundError:  # pragma: no cover - a source checkout without metadata
         pi_version = "0"
 
@@ -853,7 +853,7 @@ def _run_http(
     try:
         from hypercorn.config import Config
         from hypercorn.trio import serve
-    except ImportError:  # pragma: no cover - a dependency of pi-mcp-plugin
+    except ImportError:  # pragma: no cover - a dependency of pi-builtin-tools
         raise ServeError("--http needs the hypercorn package (pip install hypercorn)") from None
 
     address = options.http

@@ -1,14 +1,14 @@
 """MCP servers as pi tools, named, described and mapped as Pi 1.6 does (spec
 ``pi-1.6-delta.md`` §10), and ``pi mcp list``.
 
-Each tool of each enabled server of the config (:mod:`pi_mcp_plugin.mcp_config`) is registered
-as ``mcp__<server>__<tool>`` (:mod:`pi_mcp_plugin.naming`) with the label ``<server>/<tool>``,
+Each tool of each enabled server of the config (:mod:`pi_builtin_tools.mcp.mcp_config`) is registered
+as ``mcp__<server>__<tool>`` (:mod:`pi_builtin_tools.mcp.naming`) with the label ``<server>/<tool>``,
 the server's description of the tool (else its title, else ``MCP tool <tool> from server
 <server>``), its input schema, the ``CallToolResult`` output schema, the exposure of the config
 (``codemode`` → ``deferred``), the namespace ``mcp__<server>`` and the boolean annotation hints.
 Every call runs through pi's pipeline like any tool's (policies, approval, audit, codemode);
-``execute`` calls the server (:mod:`pi_mcp_plugin.connections`) and maps the result
-(:mod:`pi_mcp_plugin.results`). Servers with resources add ``list_mcp_resources``,
+``execute`` calls the server (:mod:`pi_builtin_tools.mcp.connections`) and maps the result
+(:mod:`pi_builtin_tools.mcp.results`). Servers with resources add ``list_mcp_resources``,
 ``list_mcp_resource_templates`` and ``read_mcp_resource``.
 
 Tool lists at registration (``pi_register_tools`` is synchronous): a server's tool list comes
@@ -48,15 +48,15 @@ from pi_core import (
     ToolDefinition,
     ToolNamespace,
 )
-from pi_mcp_plugin.connections import Discovery, McpServerError, ServerConnection, discover
-from pi_mcp_plugin.mcp_config import McpServer, McpServers, load_mcp_servers
-from pi_mcp_plugin.naming import (
+from pi_builtin_tools.mcp.connections import Discovery, McpServerError, ServerConnection, discover
+from pi_builtin_tools.mcp.mcp_config import McpServer, McpServers, load_mcp_servers
+from pi_builtin_tools.mcp.naming import (
     assign_tool_names,
     configured_exposure,
     mcp_namespace,
     to_tool_exposure,
 )
-from pi_mcp_plugin.results import (
+from pi_builtin_tools.mcp.results import (
     READ_MCP_RESOURCE_TOOL,
     convert_call_result,
     input_schema,
@@ -120,7 +120,7 @@ def write_cache(server: McpServer, found: Discovery) -> None:
 
 
 def discover_blocking(servers: list[McpServer], cwd: str) -> dict[str, Discovery]:
-    """:func:`~pi_mcp_plugin.connections.discover` from synchronous code, in a worker thread
+    """:func:`~pi_builtin_tools.mcp.connections.discover` from synchronous code, in a worker thread
     with its own trio loop (so it works inside a running trio loop too)."""
     if not servers:
         return {}
@@ -151,7 +151,7 @@ def discover_blocking(servers: list[McpServer], cwd: str) -> dict[str, Discovery
 @dataclass
 class McpSessionState:
     """One session's MCP servers: ``servers`` (the config), ``connections`` (name →
-    :class:`~pi_mcp_plugin.connections.ServerConnection`), ``known`` (name → the tool list the
+    :class:`~pi_builtin_tools.mcp.connections.ServerConnection`), ``known`` (name → the tool list the
     tools were registered from) and ``resource_tools`` (whether the resource tools are
     registered). Kept in ``context.session.state["mcp"]``."""
 

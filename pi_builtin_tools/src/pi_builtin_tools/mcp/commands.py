@@ -16,7 +16,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         description="Serve the session's callable tools to any MCP client. Every tools/call "
         "is a pi tool call: policies, hooks, backends and the audit log apply.",
     )
-    from pi_mcp_plugin.server import configure_serve
+    from pi_builtin_tools.mcp.server import configure_serve
 
     configure_serve(serve)
     listing = actions.add_parser(
@@ -24,17 +24,17 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="list the configured MCP servers, their state and tools",
         description="Start each enabled MCP server of the config, list its tools, stop it.",
     )
-    from pi_mcp_plugin.client_tools import configure_list
+    from pi_builtin_tools.mcp.client_tools import configure_list
 
     configure_list(listing)
 
 
 def _run(invocation: CommandInvocation) -> int:
     if invocation.args.mcp_action == "serve":
-        from pi_mcp_plugin.server import run_serve
+        from pi_builtin_tools.mcp.server import run_serve
 
         return run_serve(invocation)
-    from pi_mcp_plugin.client_tools import run_list
+    from pi_builtin_tools.mcp.client_tools import run_list
 
     return run_list(invocation)
 
