@@ -20,8 +20,8 @@ from typing import Any
 import pluggy
 import pytest
 
-import pi_builtin_tools.plugin
 import pi_builtin_tools.mcp.plugin
+import pi_builtin_tools.plugin
 import pi_sandbox_plugin.plugin
 from pi_core import hookimpl
 from pi_core._errors import PluginError

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from pi_core import ConfigError, ImageContent, TextContent, load_config
 from pi_builtin_tools.mcp.mcp_config import ValueResolutionError, load_mcp_servers, resolve_value
 from pi_builtin_tools.mcp.naming import (
     assign_tool_names,
@@ -23,6 +22,7 @@ from pi_builtin_tools.mcp.naming import (
     to_tool_exposure,
 )
 from pi_builtin_tools.mcp.results import convert_call_result, limit_content, mcp_result_schema
+from pi_core import ConfigError, ImageContent, TextContent, load_config
 
 
 def test_tool_names_namespaces_and_the_64_character_rule() -> None:
@@ -359,8 +359,8 @@ def test_values_interpolate_variables_and_run_commands_only_when_allowed() -> No
 def test_server_tables_refuse_endless_timeouts_and_empty_commands(
     entry: dict[str, object], problem: str, tmp_path: Path
 ) -> None:
-    from pi_core import ConfigError
     from pi_builtin_tools.mcp.mcp_config import load_mcp_servers
+    from pi_core import ConfigError
 
     with pytest.raises(ConfigError) as info:
         load_mcp_servers({"mcp": {"servers": {"s": entry}}}, str(tmp_path))

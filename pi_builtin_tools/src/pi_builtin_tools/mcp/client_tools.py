@@ -40,14 +40,6 @@ from typing import Any
 
 import trio
 
-from pi_core import (
-    AgentToolResult,
-    CommandInvocation,
-    OnUpdate,
-    TextContent,
-    ToolDefinition,
-    ToolNamespace,
-)
 from pi_builtin_tools.mcp.connections import Discovery, McpServerError, ServerConnection, discover
 from pi_builtin_tools.mcp.mcp_config import McpServer, McpServers, load_mcp_servers
 from pi_builtin_tools.mcp.naming import (
@@ -63,6 +55,14 @@ from pi_builtin_tools.mcp.results import (
     limit_content,
     mcp_result_schema,
     model_content,
+)
+from pi_core import (
+    AgentToolResult,
+    CommandInvocation,
+    OnUpdate,
+    TextContent,
+    ToolDefinition,
+    ToolNamespace,
 )
 
 STATE_KEY = "mcp"

@@ -38,8 +38,8 @@ from typing import Any
 import anyio
 import trio
 
-from pi_core import js_number_to_string
 from pi_builtin_tools.mcp.mcp_config import McpServer, ValueResolutionError, resolve_value
+from pi_core import js_number_to_string
 
 
 class _OneLineReport(logging.Handler):

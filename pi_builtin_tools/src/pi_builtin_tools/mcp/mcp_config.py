@@ -50,8 +50,8 @@ from typing import Any, Literal
 import pydantic
 from pydantic import StrictBool, StrictStr
 
-from pi_core import ConfigError, config_file, format_config_error
 from pi_builtin_tools.mcp.naming import EXPOSURE_ALIASES, MCP_EXPOSURES, mcp_namespace
+from pi_core import ConfigError, config_file, format_config_error
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
