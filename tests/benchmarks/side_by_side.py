@@ -114,7 +114,11 @@ def build(name: str, ws: Path, scale: float) -> Workload:
             f"bash streaming {size / 2**20:,.0f} MiB of output",
             _batch([("bash", {"command": command})]),
             1,
-            limits=[("yes|head|cat", ["sh", "-c", f"{command} | cat"])],
+            limits=[
+                ("yes|head|cat", ["sh", "-c", f"{command} | cat"]),
+                # What pi must do at least: keep the whole output in a file.
+                ("yes|head >file", ["sh", "-c", f'{command} > "$TMPDIR/full-output.log"']),
+            ],
         )
     if name == "P4":
         files = n(203_000)
@@ -220,7 +224,7 @@ process would not read below this process's own peak: a child started by fork or
 its parent's high-water mark through ``exec``."""
 
 
-def run_once(argv: list[str], out: Path, timeout: float) -> Run:
+def run_once(argv: list[str], out: Path, timeout: float, env: dict[str, str] | None = None) -> Run:
     """Run ``argv`` with its output in ``out``: wall seconds, peak RSS, exit status."""
     peak_file = out.with_suffix(".rss")
     if os.access(TIME, os.X_OK):
@@ -230,7 +234,7 @@ def run_once(argv: list[str], out: Path, timeout: float) -> Run:
         pid = os.posix_spawnp(
             argv[0],
             argv,
-            os.environ,
+            os.environ if env is None else env,
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, stdout.fileno(), 1),
                 (os.POSIX_SPAWN_DUP2, stderr.fileno(), 2),
@@ -338,8 +342,17 @@ def main() -> int:
         for i in range(args.warmup + args.runs):
             for label, argv in commands:
                 wl.reset()
-                out = base / f"{name}.{label.replace(' ', '_').replace('|', '_')}.out"
-                run = run_once(argv, out, args.timeout)
+                out = (
+                    base
+                    / f"{name}.{label.replace(' ', '_').replace('|', '_').replace('>', '_')}.out"
+                )
+                # Each run has a temporary directory of its own, removed after it (not timed):
+                # the full-output files of P3's runs (1 GiB each, pi's and the reference's)
+                # would otherwise pile up, and writing next to them slows later runs.
+                tmp = base / "tmp"
+                tmp.mkdir()
+                run = run_once(argv, out, args.timeout, {**os.environ, "TMPDIR": str(tmp)})
+                shutil.rmtree(tmp, ignore_errors=True)
                 if label in ("pi", "pi before"):
                     problem = check_output(out, wl.calls) or wl.check(ws)
                     if run.status != 0:

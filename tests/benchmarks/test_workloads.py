@@ -49,12 +49,16 @@ def test_workload(benchmark, name: str, tmp_path: Path) -> None:
     argv = [PI, "replay", str(messages), "--cwd", str(ws), "--json"]
     runs: list[Run] = []
 
+    tmp = tmp_path / "tmp"  # the run's temporary directory: P3's 1 GiB full-output files
+
     def setup() -> tuple[tuple, dict]:
         workload.reset()
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
         return (), {}
 
     def run() -> None:
-        runs.append(run_once(argv, out, timeout=900))
+        runs.append(run_once(argv, out, timeout=900, env={**os.environ, "TMPDIR": str(tmp)}))
 
     benchmark.group = f"{name}: {workload.title}"
     benchmark.pedantic(run, setup=setup, rounds=ROUNDS, warmup_rounds=0)

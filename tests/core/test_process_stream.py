@@ -115,3 +115,28 @@ async def test_stream_process_reads_an_enlarged_pipe() -> None:
     assert code == 0
     assert sizes == {_expected_size()}
     assert bytes(received) == data
+
+
+@pytest.mark.trio
+async def test_chunks_kept_by_on_data_are_not_overwritten_by_later_reads() -> None:
+    """The pipe is read into one reused buffer; each chunk handed on is its own ``bytes``, so a
+    consumer that keeps chunks (without copying them) still holds what each read returned."""
+    script = (
+        "import sys, time\n"
+        "for i in range(4):\n"
+        "    sys.stdout.buffer.write(bytes([65 + i]) * 300_000); sys.stdout.flush(); time.sleep(0.05)\n"
+    )
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE
+    )
+    chunks: list[bytes] = []
+
+    async def kill() -> None:
+        process.kill()
+        await process.wait()
+
+    with trio.fail_after(20):
+        code = await stream_process(process, chunks.append, timeout=None, kill=kill)
+    assert code == 0
+    assert len(chunks) >= 4
+    assert b"".join(chunks) == b"A" * 300_000 + b"B" * 300_000 + b"C" * 300_000 + b"D" * 300_000

@@ -16,7 +16,9 @@ behind a fast writer takes up to :data:`READ_SIZE` per wake-up.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import os
 from collections.abc import Awaitable, Callable, Iterator
 
 import trio
@@ -55,6 +57,36 @@ def enlarge_pipe(fd: int, size: int = PIPE_SIZE) -> int | None:
         return fcntl.fcntl(fd, set_size, max_size)
     except OSError:
         return None
+
+
+def _chunk_reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes]]:
+    """What reads the next chunk of ``stream``: for a pipe (a stream with ``fileno``), a ``readv``
+    into one reused buffer, the chunk copied out at its size (``receive_some`` allocates a new
+    ``READ_SIZE`` buffer for every read and shrinks it: at a GiB of output that is a quarter of a
+    million fresh pages to fault in, measured at 0.5-0.8 s of system time per GiB); otherwise
+    ``receive_some``."""
+    fileno = getattr(stream, "fileno", None)
+    if fileno is None:
+        return lambda: stream.receive_some(READ_SIZE)
+    fd = fileno()
+    buffer = bytearray(READ_SIZE)
+    view = memoryview(buffer)
+
+    async def receive() -> bytes:
+        await trio.lowlevel.checkpoint()
+        while True:
+            try:
+                count = os.readv(fd, [buffer])
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("file was already closed") from None
+                raise trio.BrokenResourceError from exc
+            else:
+                return bytes(view[:count])
+
+    return receive
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
@@ -114,6 +146,7 @@ async def stream_process(
     fileno = getattr(stream, "fileno", None)
     if fileno is not None:
         enlarge_pipe(fileno())
+    receive = _chunk_reader(stream)
     eof = trio.Event()
     last_data = trio.current_time()
     timed_out = False
@@ -122,12 +155,12 @@ async def stream_process(
     async def pump() -> None:
         nonlocal last_data
         while True:
-            chunk = await stream.receive_some(READ_SIZE)
+            chunk = await receive()
             if not chunk:
                 eof.set()
                 return
             last_data = trio.current_time()
-            on_data(bytes(chunk))
+            on_data(chunk)
 
     async def do_kill() -> None:
         nonlocal killed
