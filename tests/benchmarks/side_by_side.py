@@ -12,7 +12,8 @@ Each workload's inputs are built in a temporary directory (``--scale`` multiplie
 (``ref``: Pi 0.73.1, ``ref16``: Pi 1.6.0; found in ``$PI_CONFORMANCE`` or
 ``/work/shared/conformance``, skipped with a note when node or the harness is missing). The
 commands run in turn, A B A B ..., after ``--warmup`` runs that are not counted; inputs a run
-changes (the edited files) are rebuilt before every run, outside the timing.
+changes (the edited files) are rebuilt before every run, outside the timing. Every run gets a
+temporary directory of its own (``TMPDIR``), removed after it, outside the timing.
 
 Per workload the table has the MEDIAN wall seconds of each command, the median of the ratios
 taken pair by pair (pi / other, so the machine's drift during the call cancels) and the median
@@ -27,7 +28,8 @@ Workloads (sizes at ``--scale 1``):
 
 * P1 1,000 ``read`` calls in one batch (1,000 files of 100 lines)
 * P2 ``read`` at offset 1,000,000 of a 392 MB file (3.92 M lines); limit ``tail -n +N | head``
-* P3 ``bash`` streaming 1 GiB of output; limit ``yes ... | head -c 1G | cat``
+* P3 ``bash`` streaming 1 GiB of output; limits ``yes ... | head -c 1G | cat`` and
+  ``yes ... | head -c 1G > FILE`` (what pi must do at least: keep the whole output in a file)
 * P4 ``grep`` with no match over a 3.7 GB tree of 203,000 files; limit raw ``rg``
 * P5 1,000 ``edit`` calls on one file in one batch
 * P6 ``edit`` of one line of a 50 MB file
