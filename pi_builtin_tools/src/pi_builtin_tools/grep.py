@@ -34,6 +34,14 @@ the backend cut ripgrep's output at its bound (``CommandOutput.truncated``: whic
 depends on the walk), or the search failed (ripgrep's error text lists files in walk order),
 ripgrep runs again with ``--sort=path``, and that run gives the result.
 
+A large file (over :data:`WINDOWED_MIN_BYTES`) searched by name for fixed text (``literal``, or a
+pattern of letters, digits, spaces and punctuation that is never regex syntax; no ``glob``) is
+searched *windowed* when the backend can feed ripgrep (``run_rg_fed``): pi reads the file in
+blocks and writes it to ripgrep's stdin, each line over :data:`WINDOW_BYTES` cut into
+overlapping pieces, so neither process holds a long line (:func:`_windowed_matches`). The result
+is the one ripgrep's search of the file gives, byte for byte; whenever that is not certain (a
+NUL byte, a byte order mark, output that could pass the backend's bound) the normal search runs.
+
 ripgrep's own error texts are passed on as ripgrep 13 (the reference's) words them, whatever
 version runs (:mod:`pi_builtin_tools.rg_errors`): ``regex parse error:\\n    (\\n    ^\\nerror:
 unclosed group``.
@@ -41,11 +49,13 @@ unclosed group``.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import posixpath
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncGenerator, Iterable, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +74,12 @@ from pi_core import (
     ToolError,
     js_number_to_string,
 )
-from pi_core.backends import RgRecord, iter_rg_records, resolve_existing_path
+from pi_core.backends import (
+    CommandOutput,
+    RgRecord,
+    iter_rg_records,
+    resolve_existing_path,
+)
 
 DEFAULT_GREP_LIMIT = 100
 MAX_GREP_CONTEXT = 1000
@@ -77,6 +92,16 @@ first 4,096 characters and ``[... omitted end of long line]``. The model sees at
 
 CONTEXT_CHUNK_BYTES = 1024 * 1024
 """Size of the ranges context lines are read in."""
+
+WINDOWED_MIN_BYTES = 32 * 1024 * 1024
+"""Files larger than this may be searched windowed (:func:`_windowed_matches`)."""
+
+WINDOW_BYTES = 1024 * 1024
+"""Longest line the windowed search gives ripgrep whole; a longer line goes as pieces of this
+many bytes."""
+
+WINDOW_READ_BYTES = 1024 * 1024
+"""Size of the blocks the windowed search reads the file in."""
 
 GREP_DESCRIPTION = (
     "Search file contents for a pattern. Returns matching lines with file paths and line "
@@ -273,9 +298,281 @@ async def _context_lines(
     return line_number, lines
 
 
+_SAFE_PUNCTUATION = frozenset(" _-,;:!@%='\"/<>")
+"""ASCII punctuation that is a literal in ripgrep's regex syntax wherever it stands."""
+
+_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+"""Byte order marks ripgrep decodes a file by (UTF-8, UTF-16 LE/BE)."""
+
+_ASCII_AFTER_ASCII = re.compile(rb"(?<=[\x00-\x7f])[\x00-\x09\x0b-\x7f]")
+"""An ASCII byte (not a newline) after an ASCII byte: a grapheme cluster starts there (UAX #29:
+besides CR LF, only a Prepend, ZWJ, regional indicator or Hangul character before, or an Extend,
+SpacingMark or ZWJ character after, joins two characters into one cluster; none is ASCII)."""
+
+
+class _NotWindowed(Exception):
+    """The windowed search cannot promise ripgrep's result (a NUL byte, a byte order mark)."""
+
+
+def _literal_reach(pattern: str, *, literal: bool, ignore_case: bool) -> int | None:
+    """Most bytes a match of ``pattern`` can span, when ripgrep can only match it as fixed
+    text: ``literal`` (``--fixed-strings``), or a regex of letters, digits, spaces and
+    :data:`_SAFE_PUNCTUATION` only. ``None`` otherwise (empty, control characters, a character
+    that is or may be regex syntax, text that is not valid Unicode).
+
+    The reach is the pattern's UTF-8 length, or with ``ignore_case`` 4 bytes per character:
+    ripgrep folds case character by character (simple case folding), so each character of the
+    pattern matches one character of at most 4 bytes."""
+    if not pattern:
+        return None
+    for char in pattern:
+        if char < " " or char == "\x7f":  # a newline splits the pattern in two
+            return None
+        if not literal and not (char.isalnum() or char in _SAFE_PUNCTUATION):
+            return None
+    try:
+        size = len(pattern.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+    return 4 * len(pattern) if ignore_case else size
+
+
+class _Cutter:
+    """The file's bytes as the windowed search gives them to ripgrep: every line of at most
+    ``width`` bytes (its newline not counted) as it is, every longer line as pieces of
+    ``width`` bytes, each ended with a newline, the next piece starting ``overlap`` bytes
+    before the previous one's end (so every match of at most ``overlap`` bytes lies whole in
+    a piece).
+
+    ripgrep numbers the pieces as lines (*synthetic* line numbers); :meth:`line_of` maps them
+    back. ``cuts`` lists, ascending, the synthetic numbers of pieces that continue a line;
+    ``cut_lines`` maps each line that was cut to the byte offset of its start."""
+
+    def __init__(self, width: int, overlap: int) -> None:
+        self.width = width
+        self.overlap = overlap
+        self.piece = 0  # bytes of the current line in the current piece
+        self.tail = b""  # the current piece's last `overlap` bytes (or fewer)
+        self.line = 1  # the current line's number in the file
+        self.line_start = 0  # its offset
+        self.synthetic = 1  # the current piece's synthetic line number
+        self.offset = 0  # offset of the next block
+        self.cuts: list[int] = []
+        self.cut_lines: dict[int, int] = {}
+
+    def line_of(self, synthetic: int) -> int:
+        """The file's line number of synthetic line ``synthetic``."""
+        return synthetic - bisect.bisect_right(self.cuts, synthetic)
+
+    def _keep(self, part: memoryview) -> None:
+        self.piece += len(part)
+        if len(part) >= self.overlap:
+            self.tail = bytes(part[len(part) - self.overlap :])
+        else:
+            self.tail = (self.tail + bytes(part))[-self.overlap :]
+
+    def feed(self, block: bytes) -> list[memoryview | bytes]:
+        """The parts to write for the next ``block`` of the file."""
+        out: list[memoryview | bytes] = []
+        view = memoryview(block)
+        position, size = 0, len(block)
+        while position < size:
+            room = self.width - self.piece
+            end = position + room + 1  # a newline before `end` ends the line in this piece
+            newline = block.rfind(b"\n", position, min(end, size))
+            if newline >= 0:
+                # every line ending in block[position:newline + 1] fits in a piece
+                count = block.count(b"\n", position, newline + 1)
+                self.line += count
+                self.synthetic += count
+                self.piece, self.tail = 0, b""
+                self.line_start = self.offset + newline + 1
+                out.append(view[position : newline + 1])
+                position = newline + 1
+            elif end > size:  # the line goes on past this block, the piece has room for it
+                part = view[position:]
+                out.append(part)
+                self._keep(part)
+                position = size
+            else:  # the piece is full and the line goes on: cut
+                part = view[position : position + room]
+                out.append(part)
+                self._keep(part)
+                self.cut_lines.setdefault(self.line, self.line_start)
+                self.synthetic += 1
+                self.cuts.append(self.synthetic)
+                out += [b"\n", self.tail]
+                self.piece = len(self.tail)
+                position += room
+        self.offset += size
+        return out
+
+
+class _Records:
+    """ripgrep's ``N:TEXT`` lines of the windowed search as they arrive (``consume`` of
+    ``run_rg_fed``): the first ``count`` matching lines of the file, as ``(line number, text)``,
+    ``text`` ``None`` for a line that was cut (its pieces' texts are not the line's).
+
+    Stops (``over``) once the records of the lines found, as ripgrep would write them for the
+    file itself (``PATH\0N:TEXT\n``, ``path_size`` bytes of path; a cut line's text not
+    counted), pass ``output_limit``: the normal search's output would be cut, and the texts
+    held here stay under that bound."""
+
+    def __init__(self, cutter: _Cutter, count: int, path_size: int, output_limit: int) -> None:
+        self.cutter = cutter
+        self.count = count
+        self.found: list[tuple[int, bytes | None]] = []
+        self.pending = bytearray()
+        self.malformed = False
+        self.path_size = path_size
+        self.output_limit = output_limit
+        self.output_size = 0
+        self.over = False
+
+    def __call__(self, chunk: bytes | bytearray) -> bool:
+        self.pending += chunk
+        start = 0
+        try:
+            while (end := self.pending.find(b"\n", start)) >= 0:
+                colon = self.pending.find(b":", start, min(end, start + 24))
+                number = bytes(self.pending[start:colon]) if colon >= 0 else b""
+                if not number.isdigit():
+                    self.malformed = True
+                    return True
+                line = self.cutter.line_of(int(number))
+                if not self.found or self.found[-1][0] != line:
+                    cut = line in self.cutter.cut_lines
+                    text = None if cut else bytes(self.pending[colon + 1 : end])
+                    self.found.append((line, text))
+                    self.output_size += self.path_size + len(str(line)) + len(text or b"") + 3
+                    if self.output_size > self.output_limit:
+                        self.over = True
+                        return True
+                    if len(self.found) >= self.count:
+                        return True
+                start = end + 1
+        finally:
+            del self.pending[:start]
+        return False
+
+
+async def _windowed_matches(
+    operations: FileOperations,
+    path: str,
+    pattern: str,
+    rg_args: list[str],
+    rg_cwd: str,
+    reach: int,
+    count: int,
+) -> list[_Match] | None:
+    """The first ``count`` matches of ripgrep's search of the file at ``path`` for the fixed
+    text ``pattern`` (matches at most ``reach`` bytes long), found with at most a block of the
+    file in pi and a piece of a line in ripgrep; ``None`` when the result might differ from
+    ripgrep's on the file itself (the caller then runs that).
+
+    The file goes to ripgrep's stdin in :data:`WINDOW_READ_BYTES` blocks, lines over
+    :data:`WINDOW_BYTES` cut by :class:`_Cutter` with an overlap of ``reach``: a line matches
+    exactly when one of its pieces does. Pieces of one line count once; ``--max-count`` is not
+    given (it would count pieces): ripgrep is stopped at the ``count``-th matching line. The
+    text of a cut line is its first :data:`RG_MAX_COLUMNS` bytes read back from the file: the
+    line is longer than the 2,000 bytes that can hold 500 characters, so the text shown (500
+    characters) is the one ripgrep's preview gives.
+
+    ``None`` also when: the backend cannot feed ripgrep (``run_rg_fed``), the file cannot be
+    read, holds a NUL byte or starts with a byte order mark, ripgrep fails, or ripgrep's output
+    for those lines on the file itself could exceed the backend's bound (``rg_max_output_bytes``:
+    ``run_rg`` would cut it, and the normal search's result with it;
+    a cut line's preview is bounded only when its first bytes show 4,097 grapheme clusters)."""
+    run_rg_fed = getattr(operations, "run_rg_fed", None)
+    output_limit = getattr(operations, "rg_max_output_bytes", None)
+    if not callable(run_rg_fed) or not isinstance(output_limit, int):
+        return None
+    try:
+        display_path = path.encode("utf-8", "surrogateescape")  # as ripgrep would print it
+    except UnicodeEncodeError:
+        return None
+    cutter = _Cutter(WINDOW_BYTES, reach)
+    records = _Records(cutter, count, len(display_path), output_limit)
+
+    async def chunks() -> AsyncGenerator[memoryview | bytes, None]:
+        offset = 0
+        while block := await operations.read_bytes(path, offset, WINDOW_READ_BYTES):
+            if (offset == 0 and block.startswith(_BOMS)) or b"\0" in block:
+                raise _NotWindowed
+            offset += len(block)
+            for part in cutter.feed(block):
+                yield part
+
+    try:
+        async with aclosing(chunks()) as feed:
+            output: CommandOutput | None = await run_rg_fed(
+                [*rg_args, "--", pattern, "-"], rg_cwd, feed, records
+            )
+    except (_NotWindowed, OSError):
+        return None
+    if output is None or records.malformed or records.over:
+        return None
+    if not output.truncated and output.exit_code not in (0, 1):
+        return None
+
+    output_bound = 0
+    matches: list[_Match] = []
+    for line, text in records.found:
+        preview_bound: int | None
+        if text is None:
+            try:
+                head = await operations.read_bytes(path, cutter.cut_lines[line], 2 * RG_MAX_COLUMNS)
+            except OSError:
+                return None
+            text = head.split(b"\n", 1)[0]
+            if len(text) < len(head) or len(head) < 2 * RG_MAX_COLUMNS:
+                preview_bound = len(text)  # the whole line is known
+            elif len(_ASCII_AFTER_ASCII.findall(head)) + 1 > RG_MAX_COLUMNS:
+                preview_bound = len(head)  # ripgrep's preview ends inside `head`
+            else:
+                return None
+            text = text[:RG_MAX_COLUMNS]
+            preview_bound += 40  # " [... N more matches]"
+        else:
+            preview_bound = len(text)
+        output_bound += len(display_path) + len(str(line)) + preview_bound + 3
+        matches.append(_Match(path, line, text.decode("utf-8", "surrogateescape")))
+    if output_bound > output_limit:
+        return None
+    return matches
+
+
 def _display(text: str) -> str:
     """``text`` with undecodable bytes shown as U+FFFD, as Node's UTF-8 decoding does."""
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+async def _normal_search(
+    operations: FileOperations,
+    args: list[str],
+    pattern: str,
+    search_path: str,
+    rg_cwd: str,
+    count: int,
+    is_directory: bool,
+) -> tuple[CommandOutput, list[_Match], bool]:
+    """ripgrep's search of ``search_path``: its output, the first ``count`` matches in path
+    order, and whether there were ``count`` (the limit was reached)."""
+    # ripgrep's parallel walk (no --sort): the matches are put in path order here
+    output = await operations.run_rg([*args, "--", pattern, search_path], rg_cwd)
+    matches: list[_Match] = []
+    if not output.truncated:
+        matches = _first_matches(output.stdout, count, in_path_order=not is_directory)
+    match_limit_reached = len(matches) >= count
+    if output.truncated or (not match_limit_reached and output.exit_code not in (0, 1)):
+        # Cut at the backend's output bound, the part kept depends on the walk; an error
+        # text lists its files in the walk's order: ask again in path order.
+        sorted_args = [*args, "--sort=path", "--", pattern, search_path]
+        del output  # up to 32 MiB; not held during the second run
+        output = await operations.run_rg(sorted_args, rg_cwd)
+        matches = _first_matches(output.stdout, count, in_path_order=True)
+        match_limit_reached = len(matches) >= count
+    return output, matches, match_limit_reached
 
 
 async def grep_files(
@@ -306,9 +603,10 @@ async def grep_files(
     check_no_nul(path or "")
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:
-        kind = (await operations.stat(search_path)).kind
+        info = await operations.stat(search_path)
     except OSError:
         raise ToolError(f"Path not found: {show_path(search_path)}") from None
+    kind = info.kind
     if kind == "other":  # /dev/zero or a FIFO: ripgrep would read it forever
         raise not_regular_file_error("search", search_path)
     is_directory = kind == "directory"
@@ -329,23 +627,38 @@ async def grep_files(
     if glob:
         args.append(f"--glob={glob}")
     rg_cwd = search_path if is_directory else posixpath.dirname(search_path) or "/"
+
+    windowed: list[_Match] | None = None
+    reach = _literal_reach(pattern, literal=literal, ignore_case=ignore_case)
+    if (
+        kind == "file"
+        and not glob
+        and info.size > WINDOWED_MIN_BYTES
+        and reach is not None
+        and 2 * reach < WINDOW_BYTES
+    ):
+        windowed = await _windowed_matches(
+            operations,
+            search_path,
+            pattern,
+            [
+                "--no-filename" if arg == "--with-filename" else arg
+                for arg in args
+                if not arg.startswith("--max-count=")
+            ],
+            rg_cwd,
+            reach,
+            effective_limit + 1,
+        )
     try:
-        # ripgrep's parallel walk (no --sort): the matches are put in path order here
-        output = await operations.run_rg([*args, "--", pattern, search_path], rg_cwd)
-        matches: list[_Match] = []
-        if not output.truncated:
-            matches = _first_matches(
-                output.stdout, effective_limit + 1, in_path_order=not is_directory
-            )
-        match_limit_reached = len(matches) > effective_limit
-        if output.truncated or (not match_limit_reached and output.exit_code not in (0, 1)):
-            # Cut at the backend's output bound, the part kept depends on the walk; an error
-            # text lists its files in the walk's order: ask again in path order.
-            sorted_args = [*args, "--sort=path", "--", pattern, search_path]
-            del output  # up to 32 MiB; not held during the second run
-            output = await operations.run_rg(sorted_args, rg_cwd)
-            matches = _first_matches(output.stdout, effective_limit + 1, in_path_order=True)
+        if windowed is not None:
+            matches = windowed
             match_limit_reached = len(matches) > effective_limit
+            output = CommandOutput(exit_code=0 if matches else 1, stdout=b"", stderr=b"")
+        else:
+            output, matches, match_limit_reached = await _normal_search(
+                operations, args, pattern, search_path, rg_cwd, effective_limit + 1, is_directory
+            )
     except OSError as error:
         raise ToolError(f"Failed to run ripgrep: {error}") from None
 

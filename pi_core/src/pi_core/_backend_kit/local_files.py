@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import functools
 import os
 import shutil
@@ -22,7 +23,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from typing import Any
 
 import trio
@@ -59,6 +60,10 @@ RG_MAX_STDERR_BYTES = 1024 * 1024
 """Most stderr bytes :meth:`LocalFileOperations.run_rg` keeps (1 MiB)."""
 
 _RG_READ_SIZE = 65536
+
+_FED_PIPE_BYTES = 1024 * 1024
+"""Capacity asked for the pipe :meth:`LocalFileOperations.run_rg_fed` writes to (fewer
+wake-ups than the default 64 KiB; the system's limit may refuse it, which changes nothing else)."""
 
 
 def _refuse_special(mode: int, path: str) -> None:
@@ -336,6 +341,10 @@ class LocalFileOperations:
     (:func:`pi_core._backend_kit.interprocess.sweep_stale_temp_files`).
     """
 
+    rg_max_output_bytes = RG_MAX_OUTPUT_BYTES
+    """Most stdout bytes :meth:`run_rg` keeps (for :meth:`run_rg_fed`'s caller, which must know
+    when a search by :meth:`run_rg` would have been cut)."""
+
     def __init__(self) -> None:
         sweep_once()
 
@@ -506,6 +515,101 @@ class LocalFileOperations:
             stdout=bytes(stdout),
             stderr=bytes(stderr),
             truncated=overflow,
+        )
+
+    async def run_rg_fed(
+        self,
+        args: Sequence[str],
+        cwd: str,
+        chunks: AsyncIterable[bytes | memoryview],
+        consume: Callable[[bytes | bytearray], bool],
+    ) -> CommandOutput | None:
+        """Run ``rg`` with ``args`` in ``cwd`` as :meth:`run_rg` does, but with ``chunks``
+        written to its stdin (closed after the last one) and its stdout handed to ``consume``
+        as it arrives (optional: grep's windowed search of a file with long lines).
+
+        ``consume`` returning true stops the search: ripgrep is killed, ``chunks`` is not read
+        further and the result has ``truncated`` set. Otherwise the result has ripgrep's exit
+        code. ``stdout`` is always empty (it went to ``consume``); stderr keeps its first
+        :data:`RG_MAX_STDERR_BYTES`. An exception raised by ``chunks`` or ``consume`` kills
+        ripgrep and propagates. Memory: what ``chunks`` and ``consume`` hold, and the pipes.
+
+        ``None`` (nothing run) when a subclass overrides ``run_rg``, ``read_bytes`` or
+        ``stat``: what the subclass changes would not apply here, so the caller uses those."""
+        if self._overrides_io() or type(self).run_rg is not LocalFileOperations.run_rg:
+            return None
+        process = await trio.lowlevel.open_process(
+            [find_rg(), *args],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        stderr = bytearray()
+        stopped = False
+        failure: list[BaseException] = []
+
+        async def write_stdin(scope: trio.CancelScope) -> None:
+            assert isinstance(process.stdin, trio.lowlevel.FdStream)
+            set_pipe_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+            if set_pipe_size is not None:
+                try:
+                    fcntl.fcntl(process.stdin.fileno(), set_pipe_size, _FED_PIPE_BYTES)
+                except OSError:
+                    pass
+            try:
+                async for chunk in chunks:
+                    await process.stdin.send_all(chunk)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # ripgrep is gone: its exit code tells why
+            except Exception as error:  # handed to the caller once ripgrep is stopped
+                failure.append(error)
+                scope.cancel()
+                return
+            await process.stdin.aclose()
+
+        async def read_stdout(scope: trio.CancelScope) -> None:
+            nonlocal stopped
+            assert process.stdout is not None
+            try:
+                while chunk := await process.stdout.receive_some(_RG_READ_SIZE):
+                    if consume(chunk):
+                        stopped = True
+                        scope.cancel()
+                        return
+            except Exception as error:
+                failure.append(error)
+                scope.cancel()
+
+        async def read_stderr() -> None:
+            assert process.stderr is not None
+            while chunk := await process.stderr.receive_some(_RG_READ_SIZE):
+                stderr.extend(chunk[: max(0, RG_MAX_STDERR_BYTES - len(stderr))])
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(write_stdin, nursery.cancel_scope)
+                nursery.start_soon(read_stdout, nursery.cancel_scope)
+                nursery.start_soon(read_stderr)
+            if failure:
+                raise failure[0]
+            if stopped:
+                await kill_process_group(process)
+            exit_code = await process.wait()
+        finally:
+            with trio.CancelScope(shield=True):
+                if process.returncode is None:
+                    await kill_process_group(process)
+                    await process.wait()
+                for pipe in (process.stdin, process.stdout, process.stderr):
+                    if pipe is not None:
+                        await pipe.aclose()
+        return CommandOutput(
+            exit_code=0 if stopped else exit_code,
+            stdout=b"",
+            stderr=bytes(stderr),
+            truncated=stopped,
         )
 
 
