@@ -46,10 +46,17 @@ from pi_builtin_tools.codemode_declarations import (
     render_tool_sample,
     to_codemode_identifier,
 )
-from pi_builtin_tools.codemode_source import (
-    CODEMODE_SOURCE_GRAMMAR,
-    CodemodeSourceError,
-    parse_codemode_source,
+from pi_builtin_tools.codemode_source import CODEMODE_SOURCE_GRAMMAR as CODEMODE_SOURCE_GRAMMAR
+from pi_builtin_tools.codemode_source import CodemodeSourceError, parse_codemode_source
+from pi_builtin_tools.tool_definitions import (
+    CODEMODE_DESCRIPTION,
+    CODEMODE_DESCRIPTION_GLOBALS,
+    CODEMODE_DESCRIPTION_INTRO,
+    CODEMODE_PARAMETERS,
+    CODEMODE_PROMPT_GUIDELINES,
+    CODEMODE_PROMPT_SNIPPET,
+    CODEMODE_TOOL_NAME,
+    create_codemode_tool_definition,
 )
 from pi_builtin_tools.tool_search import (
     DEFAULT_TOOL_SEARCH_LIMIT,
@@ -60,53 +67,21 @@ from pi_core import (
     AgentToolResult,
     LoadoutChanges,
     TextContent,
-    ToolDefinition,
     ToolError,
     ToolLoadout,
     current_tool_context,
 )
 
-CODEMODE_TOOL_NAME = "codemode"
+DESCRIPTION_INTRO = CODEMODE_DESCRIPTION_INTRO
+DESCRIPTION_GLOBALS = CODEMODE_DESCRIPTION_GLOBALS
+PROMPT_SNIPPET = CODEMODE_PROMPT_SNIPPET
+PROMPT_GUIDELINES = CODEMODE_PROMPT_GUIDELINES
+"""The definition's texts live in :mod:`pi_builtin_tools.tool_definitions` (registering the tool
+does not import this module); these are the same objects."""
+
 CODEMODE_STORE_STATE_KEY = "codemode"
 """``SessionContext.state`` entry: ``{"store": {key: json text}}``, the ``store()`` writes of the
 session's successful scripts (Pi keeps them as ``codemode-store`` session entries)."""
-
-CODEMODE_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {"code": {"type": "string", "description": "Raw JavaScript source."}},
-    "required": ["code"],
-}
-
-DESCRIPTION_INTRO = (
-    "Run JavaScript that calls other tools. The input is raw JavaScript (not JSON, no code "
-    "fence), run as an async function body in a QuickJS sandbox: top-level `await` and `return` "
-    "work. No Node, file system, network, or timers.\n"
-    "- `await tools.<name>({ ...args })` resolves to a string, or an object if the tool's "
-    "declaration says so, and rejects with an Error on failure. A tool whose declaration returns "
-    "an object resolves on failure too when it returned that object; check its fields. Calls "
-    "still running when the script ends are cancelled.\n"
-    '- Optional first line: `// @options: {"max_output_tokens": 10000, "timeout_ms": 60000}`'
-)
-DESCRIPTION_GLOBALS = "\n".join(
-    [
-        "Globals:",
-        "- `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)`, and top-level "
-        "`return` add output; `exit()` ends the script. With several text items, each starts "
-        "with a `==> text N/M <==` line, and `console` lines follow the other output in one "
-        "`<console_output>` block. `image()` also saves the image to a temp file and the result "
-        "names its path.",
-        "- `store(key, value)` and `load(key)` keep JSON values across codemode calls.",
-        "- `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, "
-        "`await describeTool(name)`, `await describeNamespace(name)`: find unlisted tools, such "
-        "as MCP tools.",
-    ]
-)
-CODEMODE_DESCRIPTION = f"{DESCRIPTION_INTRO}\n\n{DESCRIPTION_GLOBALS}"
-PROMPT_SNIPPET = "Run JavaScript that calls other tools"
-PROMPT_GUIDELINES = [
-    "Use codemode to batch independent tool calls (Promise.allSettled), chain them, or filter "
-    "large output, instead of many separate calls."
-]
 
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
 """Heap limit of the QuickJS VM; overruns throw ``InternalError: out of memory``."""
@@ -527,27 +502,6 @@ def prepare_codemode_loadout(loadout: ToolLoadout) -> LoadoutChanges:
         deferred={t.name for t in listed if loadout.get_exposure(t.name) == "deferred"},
     )
     return LoadoutChanges(descriptions=descriptions)
-
-
-def create_codemode_tool_definition() -> ToolDefinition:
-    """The ``codemode`` :class:`~pi_core.ToolDefinition`: ``model-only`` (scripts cannot start
-    scripts), inactive until ``--tools``/``pi replay --codemode`` activates it."""
-    return ToolDefinition(
-        name=CODEMODE_TOOL_NAME,
-        label=CODEMODE_TOOL_NAME,
-        description=CODEMODE_DESCRIPTION,
-        parameters=CODEMODE_PARAMETERS,
-        execute=execute_codemode,
-        prompt_snippet=PROMPT_SNIPPET,
-        prompt_guidelines=list(PROMPT_GUIDELINES),
-        exposure="model-only",
-        default_active=False,
-        prepare_loadout=prepare_codemode_loadout,
-        constrained_sampling={
-            "type": "grammar",
-            "variants": {"openai_lark": CODEMODE_SOURCE_GRAMMAR},
-        },
-    )
 
 
 __all__ = [

@@ -53,18 +53,28 @@ from pi_builtin_tools.codemode_common import (
     text_of,
 )
 from pi_builtin_tools.codemode_declarations import create_codemode_description
+from pi_builtin_tools.tool_definitions import (
+    CODEMODE_PYTHON_DESCRIPTION,
+    CODEMODE_PYTHON_PARAMETERS,
+    CODEMODE_PYTHON_SOURCE_GRAMMAR,
+    CODEMODE_PYTHON_TOOL_NAME,
+    create_codemode_python_tool_definition,
+)
 from pi_builtin_tools.tool_search import Bm25Ranker, search_document
 from pi_core import (
     AgentToolResult,
     LoadoutChanges,
     TextContent,
-    ToolDefinition,
     ToolError,
     ToolLoadout,
     current_tool_context,
 )
 
-CODEMODE_PYTHON_TOOL_NAME = "codemode_python"
+DESCRIPTION = CODEMODE_PYTHON_DESCRIPTION
+PARAMETERS = CODEMODE_PYTHON_PARAMETERS
+"""The definition's texts live in :mod:`pi_builtin_tools.tool_definitions` (registering the tool
+does not import this module); these are the same objects."""
+
 SCRIPT_TOOL_NAMES = frozenset({"codemode", CODEMODE_PYTHON_TOOL_NAME})
 """Tools a script cannot call (scripts cannot start scripts; both are ``model-only``)."""
 
@@ -82,48 +92,6 @@ NO_TIMERS_TEXT = (
 SLEEP_FUNCTIONS = frozenset({"system.sleep", "system.async_sleep"})
 SEARCH_LIMIT = 8
 CLOSE_WAIT_SECONDS = 10.0
-
-CODEMODE_PYTHON_SOURCE_GRAMMAR = r"""
-start: options_source | plain_source
-options_source: OPTIONS_LINE NEWLINE SOURCE
-plain_source: SOURCE
-
-OPTIONS_LINE: /[ \t]*# @options:[^\r\n]*/
-NEWLINE: /\r?\n/
-SOURCE: /[\s\S]+/
-"""
-"""Lark grammar for providers with grammar-constrained tool input (``codemode``'s, with the
-Python options line): it fixes the shape of the options line only."""
-
-DESCRIPTION = """Run Python that calls other tools. The input is raw Python source, run as a \
-script (top-level `await` works) in Monty, a sandboxed Python interpreter: no filesystem, \
-network, subprocesses, timers or host modules; tools are the only way to reach the outside.
-
-Call a tool with keyword arguments: `await tools.read(path="README.md")`; \
-`getattr(tools, "raw name")` for a name that is not an identifier. Run independent calls \
-concurrently with `await asyncio.gather(...)` after `import asyncio`. A call returns the \
-tool's structured result (a dict) when the tool declares an output schema (bash: \
-{"output", "exit_code", ...}), also when it failed; else its text, and a failed call raises \
-RuntimeError with the tool's error text. An optional first line sets limits: \
-`# @options: {"max_output_tokens": 1000, "timeout_ms": 60000}`.
-
-Globals:
-- `text(value)`: append text to the output (strings as is, other values as JSON)
-- `image(value)`: append an image (base64 data: URL, {"image_url": ...} or an image block)
-- `print(...)`: write a line to the console block shown after the output
-- the value of the script's last expression is appended like `text(value)` unless it is None
-- `exit()`: end the script successfully
-- `store(key, value)` / `load(key)`: JSON values kept for later scripts of the session \
-(`store(key, None)` deletes)
-- `ALL_TOOLS`: [{"name", "description"}] of every callable tool
-- `search_tools(query, limit=8, namespace=None)`: the tools matching a topic
-- `describe_tool(name)`: a tool's description and declaration, or None"""
-
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {"code": {"type": "string", "description": "Raw Python source."}},
-    "required": ["code"],
-}
 
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
@@ -566,75 +534,53 @@ def _session_store(ctx: Any) -> dict[str, str]:
     return session_store(getattr(ctx, "session", None))
 
 
-def create_codemode_python_tool_definition() -> ToolDefinition:
-    """The ``codemode_python`` :class:`~pi_core.ToolDefinition` (inactive, ``model-only``)."""
+async def execute_codemode_python(
+    tool_call_id: str, params: Any, on_update: Any, ctx: Any
+) -> AgentToolResult:
+    """Run one script (the ``codemode_python`` tool's ``execute``)."""
+    import pydantic_monty as monty
 
-    async def execute(tool_call_id: str, params: Any, on_update: Any, ctx: Any) -> AgentToolResult:
-        import pydantic_monty as monty
-
-        started = time.monotonic()
-        code, options = parse_source(params.get("code", ""))
-        context = current_tool_context()
-        tools = [t for t in context.tools if t.name not in SCRIPT_TOOL_NAMES]
-        session_store = _session_store(ctx)
-        run = ScriptRun(codemode_id=tool_call_id)
-        driver = _ScriptDriver(run, tools, Store(session_store), on_update)
-        driver.progress()
-        timeout_ms = options.get("timeout_ms")
-        error: ScriptError | None = None
-        value: Any = None
-        failure: monty.MontyError | SandboxStartError | None = None
-        with trio.move_on_after(timeout_ms / 1000 if timeout_ms else float("inf")) as deadline:
-            try:
-                async with codemode_worker_slot():
-                    async with trio.open_nursery() as nursery:
-                        try:
-                            value = await driver.drive(code, nursery)
-                        except (monty.MontyError, SandboxStartError) as exc:
-                            failure = exc
-                        nursery.cancel_scope.cancel()  # calls the script no longer waits for
-            except NoWorkerFree as exc:
-                error = ScriptError("not_started", str(exc))
-            if failure is not None:
-                inner = (
-                    failure.exception() if isinstance(failure, monty.MontyRuntimeError) else None
-                )
-                if not (driver.exited and isinstance(inner, SystemExit)):
-                    error = _script_error(failure)
-                value = None
-        if deadline.cancelled_caught:
-            error = ScriptError("timeout", f"Execution timed out after {timeout_ms} ms")
-        driver.flush_console()
-        if error is None and driver.failure is not None:  # output over the limits
-            error = ScriptError("script", f"ValueError: {driver.failure.message}")
-        if error is None:
-            commit_store(session_store, driver.store.writes(), getattr(ctx, "session", None))
-        return script_result(
-            run,
-            started=started,
-            error=error,
-            value=value,
-            max_output_tokens=options.get("max_output_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
-        )
-
-    return ToolDefinition(
-        name=CODEMODE_PYTHON_TOOL_NAME,
-        label=CODEMODE_PYTHON_TOOL_NAME,
-        description=DESCRIPTION,
-        parameters=PARAMETERS,
-        execute=execute,
-        prompt_snippet="Run Python that calls other tools",
-        prompt_guidelines=[
-            "Use codemode_python to batch independent tool calls (asyncio.gather), chain them, "
-            "or filter large output, instead of many separate calls."
-        ],
-        exposure="model-only",
-        default_active=False,
-        prepare_loadout=prepare_codemode_python_loadout,
-        constrained_sampling={
-            "type": "grammar",
-            "variants": {"openai_lark": CODEMODE_PYTHON_SOURCE_GRAMMAR},
-        },
+    started = time.monotonic()
+    code, options = parse_source(params.get("code", ""))
+    context = current_tool_context()
+    tools = [t for t in context.tools if t.name not in SCRIPT_TOOL_NAMES]
+    session_store = _session_store(ctx)
+    run = ScriptRun(codemode_id=tool_call_id)
+    driver = _ScriptDriver(run, tools, Store(session_store), on_update)
+    driver.progress()
+    timeout_ms = options.get("timeout_ms")
+    error: ScriptError | None = None
+    value: Any = None
+    failure: monty.MontyError | SandboxStartError | None = None
+    with trio.move_on_after(timeout_ms / 1000 if timeout_ms else float("inf")) as deadline:
+        try:
+            async with codemode_worker_slot():
+                async with trio.open_nursery() as nursery:
+                    try:
+                        value = await driver.drive(code, nursery)
+                    except (monty.MontyError, SandboxStartError) as exc:
+                        failure = exc
+                    nursery.cancel_scope.cancel()  # calls the script no longer waits for
+        except NoWorkerFree as exc:
+            error = ScriptError("not_started", str(exc))
+        if failure is not None:
+            inner = failure.exception() if isinstance(failure, monty.MontyRuntimeError) else None
+            if not (driver.exited and isinstance(inner, SystemExit)):
+                error = _script_error(failure)
+            value = None
+    if deadline.cancelled_caught:
+        error = ScriptError("timeout", f"Execution timed out after {timeout_ms} ms")
+    driver.flush_console()
+    if error is None and driver.failure is not None:  # output over the limits
+        error = ScriptError("script", f"ValueError: {driver.failure.message}")
+    if error is None:
+        commit_store(session_store, driver.store.writes(), getattr(ctx, "session", None))
+    return script_result(
+        run,
+        started=started,
+        error=error,
+        value=value,
+        max_output_tokens=options.get("max_output_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
     )
 
 
@@ -645,6 +591,7 @@ __all__ = [
     "Tools",
     "create_codemode_python_tool_definition",
     "declaration",
+    "execute_codemode_python",
     "identifier",
     "missing_tool_text",
     "parse_source",

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from pi_builtin_tools.tool_definitions import CODEMODE_SOURCE_GRAMMAR as CODEMODE_SOURCE_GRAMMAR
+
 CODEMODE_OPTIONS_PREFIX = "// @options:"
 SUPPORTED_FIELDS = ("max_output_tokens", "timeout_ms")
 SUPPORTED_FIELDS_TEXT = "`max_output_tokens` and `timeout_ms`"
@@ -36,18 +38,6 @@ BAD_MAX_OUTPUT_TOKENS_TEXT = (
 )
 BAD_TIMEOUT_TEXT = f"@options field `timeout_ms` must be a positive integer up to {MAX_TIMEOUT_MS}"
 NO_CODE_TEXT = "The @options line must be followed by JavaScript source on subsequent lines"
-
-CODEMODE_SOURCE_GRAMMAR = r"""
-start: options_source | plain_source
-options_source: OPTIONS_LINE NEWLINE SOURCE
-plain_source: SOURCE
-
-OPTIONS_LINE: /[ \t]*\/\/ @options:[^\r\n]*/
-NEWLINE: /\r?\n/
-SOURCE: /[\s\S]+/
-"""
-"""Lark grammar for providers with grammar-constrained tool input (Pi's
-``CODEMODE_SOURCE_GRAMMAR``): it fixes the shape of the options line only."""
 
 
 class CodemodeSourceError(ValueError):

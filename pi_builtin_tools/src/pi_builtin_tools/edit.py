@@ -45,25 +45,10 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from pi_builtin_tools.edit_diff import (  # the error texts apply_edits words, too
-    DiffTooLarge,
-    EditError,
-    LineDiff,
-    apply_edits,
-    count_occurrences,
-    format_diff_string,
-    format_unified_patch,
-    line_diff,
-    line_diff_of_region,
-    normalize_to_lf,
-)
-from pi_builtin_tools.edit_diff import _duplicate_error as _duplicate_error
-from pi_builtin_tools.edit_diff import _empty_old_text_error as _empty_old_text_error
-from pi_builtin_tools.edit_diff import _no_change_error as _no_change_error
 from pi_builtin_tools.file_access import check_access, check_write_bits
 from pi_builtin_tools.file_encoding import (
     SNIFF_BYTES,
@@ -96,6 +81,41 @@ from pi_core.backends import (
     staged_file_content,
     with_tool_path_mutation_queue,
 )
+
+if TYPE_CHECKING:
+    from pi_builtin_tools.edit_diff import EditError as EditError
+    from pi_builtin_tools.edit_diff import LineDiff
+
+_FROM_EDIT_DIFF = frozenset(
+    {
+        "DiffTooLarge",
+        "EditError",
+        "LineDiff",
+        "apply_edits",
+        "count_occurrences",
+        "format_diff_string",
+        "format_unified_patch",
+        "line_diff",
+        "line_diff_of_region",
+        "normalize_to_lf",
+        "_duplicate_error",
+        "_empty_old_text_error",
+        "_no_change_error",
+    }
+)
+"""Names of :mod:`pi_builtin_tools.edit_diff` this module gives too (``EditError`` is public
+here). The matching and diff module is imported by the first edit, not when the plugin registers
+the tool: this module's functions import what they use, and these names are looked up in it on
+first access (``__getattr__``)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_EDIT_DIFF:
+        from pi_builtin_tools import edit_diff
+
+        return getattr(edit_diff, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 EDIT_DESCRIPTION = (
     "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, "
@@ -461,6 +481,8 @@ def _patch_text(file: _FileText, text: str) -> str:
 
 
 def _details_of(display: LineDiff, patch: LineDiff, path: str) -> dict[str, Any]:
+    from pi_builtin_tools.edit_diff import format_diff_string, format_unified_patch
+
     shown = format_diff_string(display)
     details: dict[str, Any] = {"diff": shown.diff, "patch": format_unified_patch(path, patch)}
     if shown.first_changed_line is not None:
@@ -471,6 +493,8 @@ def _details_of(display: LineDiff, patch: LineDiff, path: str) -> dict[str, Any]
 def _details(path: str, file: _FileText, base: str, new: str, new_text: str) -> dict[str, Any]:
     """``diff`` (of the LF views), ``patch`` (of the texts as written, BOM included) and
     ``firstChangedLine``; one line diff serves both when the texts are the same."""
+    from pi_builtin_tools.edit_diff import line_diff
+
     display = line_diff(base, new)
     if not file.bom and base is file.text and new == new_text:
         patch = display
@@ -496,6 +520,8 @@ class _BytesEdit:
 def _encoded_pairs(edits: Sequence[dict[str, str]]) -> list[tuple[bytes, bytes]] | None:
     """``(oldText, newText)`` as UTF-8, ``oldText`` LF-normalised; ``None`` when a ``newText``
     holds a ``\r`` or a text cannot be UTF-8 (the decoded path words those cases)."""
+    from pi_builtin_tools.edit_diff import normalize_to_lf
+
     pairs: list[tuple[bytes, bytes]] = []
     for edit in edits:
         new = edit["newText"]
@@ -529,9 +555,13 @@ def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: st
     shown = show_path(path)
     total = len(pairs)
     from pi_builtin_tools.edit_diff import (
+        DiffTooLarge,
+        EditError,
         _duplicate_error,
         _empty_old_text_error,
         _no_change_error,
+        count_occurrences,
+        line_diff_of_region,
     )
 
     for i, (old, _) in enumerate(pairs):
@@ -621,6 +651,8 @@ def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: st
 
 
 def _not_found_in_large_file(path: str, index: int, total: int) -> ToolError:
+    from pi_builtin_tools.edit_diff import EditError
+
     header = (
         f"Could not find the exact text in {show_path(path)}."
         if total == 1
@@ -644,6 +676,8 @@ def _apply(
     """The new file (as pieces to write) and the result's details: on the bytes when the file is
     UTF-8 without CR and every ``oldText`` matches exactly, else on the decoded text (files up to
     :data:`MAX_EDIT_FILE_BYTES`)."""
+    from pi_builtin_tools.edit_diff import apply_edits
+
     bom = _utf8_without_cr(data)
     if bom is not None:
         try:
@@ -752,6 +786,8 @@ async def compute_edits_diff(
     """A preview of ``edits`` without writing:
     ``{"diff", "firstChangedLine"}``, or ``{"error": text}`` for any failure (an unreadable
     file: ``Could not edit file: {path}. Error code: {code}.``)."""
+    from pi_builtin_tools.edit_diff import apply_edits, format_diff_string, line_diff
+
     try:
         try:
             absolute = await resolve_existing_path(path, cwd, operations, for_read=False)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob
 from pi_builtin_tools.fs_errors import check_no_nul, show_path
 from pi_builtin_tools.search_output import finish_listing
 from pi_builtin_tools.tool_args import integer_arg
@@ -115,6 +114,8 @@ async def find_files(
             f"[fd error]: Search path '{show_path(search_path)}' is not a directory.\n"
             "[fd error]: No valid search paths given."
         )
+    from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob  # on first use
+
     try:
         glob = compile_fd_glob(pattern)
     except GlobError as error:

@@ -12,8 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_builtin_tools.bash import BashToolOptions, create_bash_tool_definition
-from pi_builtin_tools.codemode import create_codemode_tool_definition
-from pi_builtin_tools.codemode_python import create_codemode_python_tool_definition
 from pi_builtin_tools.edit import create_edit_tool_definition
 from pi_builtin_tools.find import create_find_tool_definition
 from pi_builtin_tools.grep import create_grep_tool_definition
@@ -24,7 +22,11 @@ from pi_builtin_tools.output_accumulator import FullOutputFiles
 from pi_builtin_tools.powershell import create_powershell_tool_definition
 from pi_builtin_tools.read import ReadToolOptions, create_read_tool_definition
 from pi_builtin_tools.tool_config import tools_table
-from pi_builtin_tools.tool_search import create_tool_search_tool_definition
+from pi_builtin_tools.tool_definitions import (
+    create_codemode_python_tool_definition,
+    create_codemode_tool_definition,
+    create_tool_search_tool_definition,
+)
 from pi_builtin_tools.write import create_write_tool_definition
 from pi_core import (
     BackendContext,

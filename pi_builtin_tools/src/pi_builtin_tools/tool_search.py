@@ -32,31 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pi_core import AgentToolResult, TextContent, ToolDefinition, ToolError
-
-TOOL_SEARCH_TOOL_NAME = "tool_search"
-DEFAULT_TOOL_SEARCH_LIMIT = 8
-
-TOOL_SEARCH_DESCRIPTION = (
-    "# Tool discovery\n\nSearches over deferred tool metadata with BM25 and exposes matching "
-    "tools for the next model call.\n\nSome of the tools, such as tools of MCP servers, may not "
-    "have been provided to you upfront, and you should use this tool (`tool_search`) to search "
-    "for the required tools. For MCP tool discovery, always use `tool_search`."
+from pi_builtin_tools.tool_definitions import (
+    DEFAULT_TOOL_SEARCH_LIMIT,
+    TOOL_SEARCH_DESCRIPTION,
+    TOOL_SEARCH_PARAMETERS,
+    TOOL_SEARCH_TOOL_NAME,
+    create_tool_search_tool_definition,
 )
-
-TOOL_SEARCH_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "Search query for deferred tools."},
-        "limit": {
-            "type": "number",
-            "description": (
-                f"Maximum number of tools to return. Defaults to {DEFAULT_TOOL_SEARCH_LIMIT}."
-            ),
-        },
-    },
-    "required": ["query"],
-}
+from pi_core import AgentToolResult, TextContent, ToolError
 
 EMPTY_QUERY_TEXT = "query must not be empty"
 BAD_LIMIT_TEXT = "limit must be a positive integer"
@@ -302,35 +285,23 @@ def result_text(loaded: list[tuple[str, str]]) -> str:
     return f"Loaded {len(loaded)} tool{plural}. They are available from your next call:\n{lines}"
 
 
-def create_tool_search_tool_definition() -> ToolDefinition:
-    """The ``tool_search`` :class:`~pi_core.ToolDefinition` (inactive, ``model-only``)."""
-
-    async def execute(tool_call_id: str, params: Any, on_update: Any, ctx: Any) -> AgentToolResult:
-        query = params.get("query", "")
-        if query.strip() == "":
-            raise ToolError(EMPTY_QUERY_TEXT)
-        limit = params.get("limit")
-        limit = DEFAULT_TOOL_SEARCH_LIMIT if limit is None else limit
-        if not _is_positive_integer(limit):
-            raise ToolError(BAD_LIMIT_TEXT)
-        session = getattr(ctx, "session", None)
-        tool_set = getattr(session, "tools", None)
-        loaded = search_and_load(tool_set, query, int(limit)) if tool_set is not None else []
-        return AgentToolResult(
-            content=[TextContent(text=result_text(loaded))],
-            details={"loaded": [name for name, _ in loaded]},
-        )
-
-    return ToolDefinition(
-        name=TOOL_SEARCH_TOOL_NAME,
-        label=TOOL_SEARCH_TOOL_NAME,
-        description=TOOL_SEARCH_DESCRIPTION,
-        parameters=TOOL_SEARCH_PARAMETERS,
-        execute=execute,
-        prompt_snippet="Search for tools that are not loaded yet and load the matches",
-        exposure="model-only",
-        default_active=False,
-        replay="safe",
+async def execute_tool_search(
+    tool_call_id: str, params: Any, on_update: Any, ctx: Any
+) -> AgentToolResult:
+    """Search and load (the ``tool_search`` tool's ``execute``)."""
+    query = params.get("query", "")
+    if query.strip() == "":
+        raise ToolError(EMPTY_QUERY_TEXT)
+    limit = params.get("limit")
+    limit = DEFAULT_TOOL_SEARCH_LIMIT if limit is None else limit
+    if not _is_positive_integer(limit):
+        raise ToolError(BAD_LIMIT_TEXT)
+    session = getattr(ctx, "session", None)
+    tool_set = getattr(session, "tools", None)
+    loaded = search_and_load(tool_set, query, int(limit)) if tool_set is not None else []
+    return AgentToolResult(
+        content=[TextContent(text=result_text(loaded))],
+        details={"loaded": [name for name, _ in loaded]},
     )
 
 
@@ -346,6 +317,7 @@ __all__ = [
     "Bm25Ranker",
     "SearchDocument",
     "create_tool_search_tool_definition",
+    "execute_tool_search",
     "result_text",
     "search_and_load",
     "search_document",

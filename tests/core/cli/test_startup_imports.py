@@ -9,8 +9,11 @@ The same holds for what only some sessions need: jsonschema and referencing (arg
 schemas are checked by hand; jsonschema writes the lines of invalid arguments), the sandbox
 plugin's policy modules (imported by the first hook that finds a ``[sandbox]`` table), the Monty
 interpreter of ``codemode_python`` (and asyncio, which it imports), the TOML parser (only when a
-``pi.toml`` is found), and the ``email`` parser of distribution metadata (read for ``pi plugins``
-and error messages, not to load a plugin).
+``pi.toml`` is found), the ``email`` parser of distribution metadata (read for ``pi plugins``
+and error messages, not to load a plugin), and the code of built-in tools the call does not run:
+``edit``'s matching and diff (``edit_diff``), ``find``'s glob compiler (``fd_glob``), and the
+script tools and ``tool_search`` (registered from ``tool_definitions``, their modules imported by
+their first call).
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ ONLY_WHEN_NEEDED = (
     "asyncio",
     "tomllib",
     "email.parser",
+    "pi_builtin_tools.edit_diff",
+    "pi_builtin_tools.fd_glob",
+    "pi_builtin_tools.codemode",
+    "pi_builtin_tools.codemode_python",
+    "pi_builtin_tools.codemode_common",
+    "pi_builtin_tools.codemode_declarations",
+    "pi_builtin_tools.codemode_source",
+    "pi_builtin_tools.tool_search",
 )
 """Not imported by a plain ``pi replay`` of a valid ``read`` call without ``pi.toml``."""
 
@@ -126,3 +137,28 @@ def test_the_providers_are_imported_when_a_model_is_resolved() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "OpenAIProvider True\n"
+
+
+def test_wire_models_have_no_builtin_default_factory() -> None:
+    """pydantic reads the signature of every default factory when it builds a model; a builtin
+    with a text signature (``list``) is parsed with ``tokenize`` (17 million instructions for
+    five fields at start-up), so the wire models use ``empty_list``."""
+    import pydantic
+
+    from pi_core._providers import base as provider_events
+    from pi_core._wire import events, messages
+    from pi_core._wire.base import empty_list
+
+    factories = {
+        f"{model.__name__}.{name}": field.default_factory
+        for module in (messages, events, provider_events)
+        for model in vars(module).values()
+        if isinstance(model, type) and issubclass(model, pydantic.BaseModel)
+        for name, field in model.model_fields.items()
+        if field.default_factory is not None
+    }
+    parsed = {name for name, f in factories.items() if getattr(f, "__text_signature__", None)}
+    assert parsed == set()  # ``dict`` has none: its signature fails at once
+    assert factories["AssistantMessage.content"] is empty_list
+    first, second = messages.AgentToolResult(), messages.AgentToolResult()
+    assert first.content == [] and first.content is not second.content

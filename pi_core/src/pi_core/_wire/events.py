@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pi_core._wire.base import WireModel
+from pi_core._wire.base import WireModel, empty_list
 from pi_core._wire.messages import (
     AgentMessage,
     AgentToolResult,
@@ -27,7 +27,7 @@ class AgentEndEvent(WireModel):
     """``messages``: every message this run produced (prompts included)."""
 
     type: Literal["agent_end"] = "agent_end"
-    messages: list[AgentMessage] = Field(default_factory=list)
+    messages: list[AgentMessage] = Field(default_factory=empty_list)
 
 
 class TurnStartEvent(WireModel):
@@ -39,7 +39,7 @@ class TurnEndEvent(WireModel):
 
     type: Literal["turn_end"] = "turn_end"
     message: AgentMessage
-    tool_results: list[ToolResultMessage] = Field(default_factory=list)
+    tool_results: list[ToolResultMessage] = Field(default_factory=empty_list)
 
 
 class MessageStartEvent(WireModel):

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag
 
-from pi_core._wire.base import WireModel
+from pi_core._wire.base import WireModel, empty_list
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 
@@ -111,7 +111,7 @@ class AssistantMessage(WireModel):
     """
 
     role: Literal["assistant"] = "assistant"
-    content: list[AssistantContent] = Field(default_factory=list)
+    content: list[AssistantContent] = Field(default_factory=empty_list)
     api: str | None = None
     provider: str | None = None
     model: str | None = None
@@ -143,7 +143,7 @@ class ToolResultMessage(WireModel):
     role: Literal["toolResult"] = "toolResult"
     tool_call_id: str
     tool_name: str
-    content: list[ToolResultContent] = Field(default_factory=list)
+    content: list[ToolResultContent] = Field(default_factory=empty_list)
     details: Any = None
     is_error: bool = False
     usage: dict[str, Any] | None = None
@@ -223,7 +223,7 @@ class AgentToolResult(WireModel):
     ``structured_content`` (program-facing JSON, never sent to the model).
     """
 
-    content: list[ToolResultContent] = Field(default_factory=list)
+    content: list[ToolResultContent] = Field(default_factory=empty_list)
     details: Any = None
     usage: dict[str, Any] | None = None
     terminate: bool | None = None
