@@ -75,7 +75,7 @@ def main() -> int:
                         walls.append(run.wall)
                         peaks.append(run.rss_mb)
                 else:
-                    label = f"{size * scale:,.3g}" if size else wl.title
+                    label = f"{size * scale:,.4g}" if size else wl.title
                     print(
                         f"| {label} | {statistics.median(walls):.2f} | {max(peaks):.0f} |",
                         flush=True,
