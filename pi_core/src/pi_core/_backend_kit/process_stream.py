@@ -59,7 +59,7 @@ def enlarge_pipe(fd: int, size: int = PIPE_SIZE) -> int | None:
         return None
 
 
-def _chunk_reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes]]:
+def _chunk_reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
     """What reads the next chunk of ``stream``: for a pipe (a stream with ``fileno``), a ``readv``
     into one reused buffer, the chunk copied out at its size (``receive_some`` allocates a new
     ``READ_SIZE`` buffer for every read and shrinks it: at a GiB of output that is a quarter of a
@@ -160,7 +160,7 @@ async def stream_process(
                 eof.set()
                 return
             last_data = trio.current_time()
-            on_data(chunk)
+            on_data(bytes(chunk))  # the same object when it is bytes already
 
     async def do_kill() -> None:
         nonlocal killed
