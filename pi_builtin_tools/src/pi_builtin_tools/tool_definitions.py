@@ -12,9 +12,33 @@ loadout of a session in which the tool is active. Those modules give the same na
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pi_core import AgentToolResult, LoadoutChanges, ToolDefinition, ToolLoadout
+
+
+def _execute_from(module: str, name: str) -> Callable[..., Awaitable[AgentToolResult]]:
+    """An ``execute`` that imports ``module`` at its first call and awaits its ``name``."""
+
+    async def execute(tool_call_id: str, params: Any, on_update: Any, ctx: Any) -> AgentToolResult:
+        function = getattr(importlib.import_module(module), name)
+        result: AgentToolResult = await function(tool_call_id, params, on_update, ctx)
+        return result
+
+    return execute
+
+
+def _prepare_loadout_from(module: str, name: str) -> Callable[[ToolLoadout], LoadoutChanges]:
+    """A ``prepare_loadout`` that imports ``module`` at its first call and calls its ``name``."""
+
+    def prepare_loadout(loadout: ToolLoadout) -> LoadoutChanges:
+        changes: LoadoutChanges = getattr(importlib.import_module(module), name)(loadout)
+        return changes
+
+    return prepare_loadout
+
 
 # ---------------------------------------------------------------------------------------------
 # codemode
@@ -72,20 +96,6 @@ CODEMODE_PROMPT_GUIDELINES = [
 ]
 
 
-async def _execute_codemode(
-    tool_call_id: str, params: Any, on_update: Any, ctx: Any
-) -> AgentToolResult:
-    from pi_builtin_tools.codemode import execute_codemode
-
-    return await execute_codemode(tool_call_id, params, on_update, ctx)
-
-
-def _prepare_codemode_loadout(loadout: ToolLoadout) -> LoadoutChanges:
-    from pi_builtin_tools.codemode import prepare_codemode_loadout
-
-    return prepare_codemode_loadout(loadout)
-
-
 def create_codemode_tool_definition() -> ToolDefinition:
     """The ``codemode`` :class:`~pi_core.ToolDefinition`: ``model-only`` (scripts cannot start
     scripts), inactive until ``--tools``/``pi replay --codemode`` activates it. ``execute`` is
@@ -96,12 +106,14 @@ def create_codemode_tool_definition() -> ToolDefinition:
         label=CODEMODE_TOOL_NAME,
         description=CODEMODE_DESCRIPTION,
         parameters=CODEMODE_PARAMETERS,
-        execute=_execute_codemode,
+        execute=_execute_from("pi_builtin_tools.codemode", "execute_codemode"),
         prompt_snippet=CODEMODE_PROMPT_SNIPPET,
         prompt_guidelines=list(CODEMODE_PROMPT_GUIDELINES),
         exposure="model-only",
         default_active=False,
-        prepare_loadout=_prepare_codemode_loadout,
+        prepare_loadout=_prepare_loadout_from(
+            "pi_builtin_tools.codemode", "prepare_codemode_loadout"
+        ),
         constrained_sampling={
             "type": "grammar",
             "variants": {"openai_lark": CODEMODE_SOURCE_GRAMMAR},
@@ -158,20 +170,6 @@ CODEMODE_PYTHON_PARAMETERS: dict[str, Any] = {
 }
 
 
-async def _execute_codemode_python(
-    tool_call_id: str, params: Any, on_update: Any, ctx: Any
-) -> AgentToolResult:
-    from pi_builtin_tools.codemode_python import execute_codemode_python
-
-    return await execute_codemode_python(tool_call_id, params, on_update, ctx)
-
-
-def _prepare_codemode_python_loadout(loadout: ToolLoadout) -> LoadoutChanges:
-    from pi_builtin_tools.codemode_python import prepare_codemode_python_loadout
-
-    return prepare_codemode_python_loadout(loadout)
-
-
 def create_codemode_python_tool_definition() -> ToolDefinition:
     """The ``codemode_python`` :class:`~pi_core.ToolDefinition` (inactive, ``model-only``).
     ``execute`` and ``prepare_loadout`` are those of :mod:`pi_builtin_tools.codemode_python`,
@@ -181,7 +179,7 @@ def create_codemode_python_tool_definition() -> ToolDefinition:
         label=CODEMODE_PYTHON_TOOL_NAME,
         description=CODEMODE_PYTHON_DESCRIPTION,
         parameters=CODEMODE_PYTHON_PARAMETERS,
-        execute=_execute_codemode_python,
+        execute=_execute_from("pi_builtin_tools.codemode_python", "execute_codemode_python"),
         prompt_snippet="Run Python that calls other tools",
         prompt_guidelines=[
             "Use codemode_python to batch independent tool calls (asyncio.gather), chain them, "
@@ -189,7 +187,9 @@ def create_codemode_python_tool_definition() -> ToolDefinition:
         ],
         exposure="model-only",
         default_active=False,
-        prepare_loadout=_prepare_codemode_python_loadout,
+        prepare_loadout=_prepare_loadout_from(
+            "pi_builtin_tools.codemode_python", "prepare_codemode_python_loadout"
+        ),
         constrained_sampling={
             "type": "grammar",
             "variants": {"openai_lark": CODEMODE_PYTHON_SOURCE_GRAMMAR},
@@ -226,14 +226,6 @@ TOOL_SEARCH_PARAMETERS: dict[str, Any] = {
 }
 
 
-async def _execute_tool_search(
-    tool_call_id: str, params: Any, on_update: Any, ctx: Any
-) -> AgentToolResult:
-    from pi_builtin_tools.tool_search import execute_tool_search
-
-    return await execute_tool_search(tool_call_id, params, on_update, ctx)
-
-
 def create_tool_search_tool_definition() -> ToolDefinition:
     """The ``tool_search`` :class:`~pi_core.ToolDefinition` (inactive, ``model-only``).
     ``execute`` is :func:`pi_builtin_tools.tool_search.execute_tool_search`, imported by the
@@ -243,7 +235,7 @@ def create_tool_search_tool_definition() -> ToolDefinition:
         label=TOOL_SEARCH_TOOL_NAME,
         description=TOOL_SEARCH_DESCRIPTION,
         parameters=TOOL_SEARCH_PARAMETERS,
-        execute=_execute_tool_search,
+        execute=_execute_from("pi_builtin_tools.tool_search", "execute_tool_search"),
         prompt_snippet="Search for tools that are not loaded yet and load the matches",
         exposure="model-only",
         default_active=False,

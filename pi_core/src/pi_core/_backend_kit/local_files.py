@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import functools
 import os
 import shutil
@@ -32,6 +31,7 @@ from pi_core._backend_kit.atomic import atomic_write_bytes
 from pi_core._backend_kit.interprocess import sweep_once
 from pi_core._backend_kit.operations import CommandOutput, FileKind, FileStat
 from pi_core._backend_kit.paths import path_candidates, resolve_to_cwd
+from pi_core._backend_kit.process_stream import enlarge_pipe
 
 
 @functools.cache
@@ -60,10 +60,6 @@ RG_MAX_STDERR_BYTES = 1024 * 1024
 """Most stderr bytes :meth:`LocalFileOperations.run_rg` keeps (1 MiB)."""
 
 _RG_READ_SIZE = 65536
-
-_FED_PIPE_BYTES = 1024 * 1024
-"""Capacity asked for the pipe :meth:`LocalFileOperations.run_rg_fed` writes to (fewer
-wake-ups than the default 64 KiB; the system's limit may refuse it, which changes nothing else)."""
 
 
 def _refuse_special(mode: int, path: str) -> None:
@@ -330,6 +326,24 @@ def _read_for_update(path: str, mode: int, limit: int) -> tuple[FileStat, bytes 
         return st, exc
 
 
+async def _keep_stderr(process: trio.Process, into: bytearray) -> None:
+    """Read ripgrep's stderr to its end, keeping the first :data:`RG_MAX_STDERR_BYTES`."""
+    assert process.stderr is not None
+    while chunk := await process.stderr.receive_some(_RG_READ_SIZE):
+        into.extend(chunk[: max(0, RG_MAX_STDERR_BYTES - len(into))])
+
+
+async def _reap(process: trio.Process) -> None:
+    """Shielded: kill ripgrep's group if it still runs, wait for it, close its pipes."""
+    with trio.CancelScope(shield=True):
+        if process.returncode is None:
+            await kill_process_group(process)
+            await process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                await pipe.aclose()
+
+
 class LocalFileOperations:
     """:class:`~pi_core._backend_kit.operations.FileOperations` on the local file system.
 
@@ -492,24 +506,13 @@ class LocalFileOperations:
                     await kill_process_group(process)
                     return
 
-        async def read_stderr() -> None:
-            assert process.stderr is not None
-            while chunk := await process.stderr.receive_some(_RG_READ_SIZE):
-                stderr.extend(chunk[: max(0, RG_MAX_STDERR_BYTES - len(stderr))])
-
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(read_stdout)
-                nursery.start_soon(read_stderr)
+                nursery.start_soon(_keep_stderr, process, stderr)
             exit_code = await process.wait()
         finally:
-            with trio.CancelScope(shield=True):
-                if process.returncode is None:
-                    await kill_process_group(process)
-                    await process.wait()
-                for pipe in (process.stdout, process.stderr):
-                    if pipe is not None:
-                        await pipe.aclose()
+            await _reap(process)
         return CommandOutput(
             exit_code=0 if overflow else exit_code,
             stdout=bytes(stdout),
@@ -552,12 +555,7 @@ class LocalFileOperations:
 
         async def write_stdin(scope: trio.CancelScope) -> None:
             assert isinstance(process.stdin, trio.lowlevel.FdStream)
-            set_pipe_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
-            if set_pipe_size is not None:
-                try:
-                    fcntl.fcntl(process.stdin.fileno(), set_pipe_size, _FED_PIPE_BYTES)
-                except OSError:
-                    pass
+            enlarge_pipe(process.stdin.fileno())  # fewer wake-ups than the default 64 KiB
             try:
                 async for chunk in chunks:
                     await process.stdin.send_all(chunk)
@@ -582,29 +580,18 @@ class LocalFileOperations:
                 failure.append(error)
                 scope.cancel()
 
-        async def read_stderr() -> None:
-            assert process.stderr is not None
-            while chunk := await process.stderr.receive_some(_RG_READ_SIZE):
-                stderr.extend(chunk[: max(0, RG_MAX_STDERR_BYTES - len(stderr))])
-
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(write_stdin, nursery.cancel_scope)
                 nursery.start_soon(read_stdout, nursery.cancel_scope)
-                nursery.start_soon(read_stderr)
+                nursery.start_soon(_keep_stderr, process, stderr)
             if failure:
                 raise failure[0]
             if stopped:
                 await kill_process_group(process)
             exit_code = await process.wait()
         finally:
-            with trio.CancelScope(shield=True):
-                if process.returncode is None:
-                    await kill_process_group(process)
-                    await process.wait()
-                for pipe in (process.stdin, process.stdout, process.stderr):
-                    if pipe is not None:
-                        await pipe.aclose()
+            await _reap(process)
         return CommandOutput(
             exit_code=0 if stopped else exit_code,
             stdout=b"",
