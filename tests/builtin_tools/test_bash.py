@@ -206,6 +206,28 @@ async def test_runs_in_the_workdir(workdir) -> None:
     assert result.text == f"{workdir}\nmarker.txt\n"
 
 
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("echo a\x00b", "Invalid command: a command cannot contain a NUL byte."),
+        (
+            "echo \ud800",
+            "Invalid command: a command cannot contain a lone surrogate (U+D800 to U+DFFF), "
+            "which cannot be passed to a process.",
+        ),
+    ],
+)
+async def test_a_command_no_process_can_take_is_a_clear_error(workdir, command, message) -> None:
+    with pytest.raises(ToolError) as info:
+        await call(workdir, command)
+    assert str(info.value) == message
+
+
+async def test_an_escaped_byte_in_a_command_reaches_the_shell_as_that_byte(workdir) -> None:
+    result = await call(workdir, "printf %s \udcff | od -An -tx1")
+    assert result.text == " ff\n"
+
+
 async def test_133_nonzero_exit_is_an_error_result(workdir) -> None:
     result = await call(workdir, "exit 1")
     wall_time(result)

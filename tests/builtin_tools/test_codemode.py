@@ -292,6 +292,38 @@ def test_calls_go_through_the_pipeline_and_scripts_receive_values(tmp_path: Path
     ]
 
 
+def test_lone_surrogates_become_u_fffd(tmp_path: Path) -> None:
+    # As in codemode_python: a lone surrogate cannot cross to the host as UTF-8.
+    message = run_script(
+        tmp_path,
+        'const half = "\ud83d\ude00x".slice(0, 1);\n'
+        'await tools.write({ path: "s.txt", content: half });\n'
+        'console.log("\ud83d\ude00x".slice(1), half);\n'
+        'text("a" + half);\n'
+        'return half + "b";',
+    )
+    assert texts(message) == [
+        COMPLETED,
+        "==> text 1/2 <==\na\ufffd\n==> text 2/2 <==\n\ufffdb\n"
+        "<console_output>\n\ufffdx \ufffd\n</console_output>",
+    ]
+    assert (tmp_path / "s.txt").read_bytes() == "\ufffd".encode()
+    assert without_durations(message["details"]["calls"]) == [
+        {
+            "id": "call-1/1",
+            "name": "write",
+            "args": '{"path":"s.txt","content":"\ufffd"}',
+            "status": "ok",
+        }
+    ]
+    failed = run_script(tmp_path, 'throw new Error("bad " + "\ud83d\ude00".slice(1));')
+    assert texts(failed) == [
+        FAILED,
+        "Script error:\nError: bad \ufffd\n    at <anonymous> (codemode.js:1:60)\n\n"
+        "No tool calls were made.",
+    ]
+
+
 def test_independent_calls_run_concurrently(tmp_path: Path) -> None:
     message = run_script(
         tmp_path,

@@ -93,6 +93,38 @@ async def test_conformance_grep_errors(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"pattern": "a\x00b"}, 'Invalid pattern "a\\x00b": a pattern cannot contain a NUL byte.'),
+        (
+            {"pattern": "a\ud800", "literal": True},
+            'Invalid pattern "a\\ud800": a pattern cannot contain a lone surrogate '
+            "(U+D800 to U+DFFF), which cannot be passed to a process.",
+        ),
+        (
+            {"pattern": "a\udcff"},
+            'Invalid pattern "a\\udcff": a pattern cannot contain a lone surrogate '
+            "(U+D800 to U+DFFF), which cannot be passed to a process.",
+        ),
+        (
+            {"pattern": "x", "glob": "*\x00"},
+            'Invalid glob "*\\x00": a glob cannot contain a NUL byte.',
+        ),
+        (
+            {"pattern": "x", "glob": "\ud800*"},
+            'Invalid glob "\\ud800*": a glob cannot contain a lone surrogate '
+            "(U+D800 to U+DFFF), which cannot be passed to a process.",
+        ),
+    ],
+)
+async def test_a_pattern_or_glob_ripgrep_cannot_take_is_a_clear_error(
+    tmp_path: Path, params: dict[str, Any], message: str
+) -> None:
+    make(tmp_path, {"a.txt": "x\n"})
+    assert await grep_error(tmp_path, **params) == message
+
+
 async def test_conformance_grep_glob_directory(tmp_path: Path) -> None:
     make(
         tmp_path,

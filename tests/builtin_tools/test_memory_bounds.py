@@ -81,6 +81,40 @@ def test_grep_many_long_matching_lines_keep_the_usual_notices(tmp_path: Path):
     )
 
 
+def _first_50kb(lines: list[str]) -> str:
+    """The whole lines of ``lines`` that fit in 50KB joined by ``\\n`` (all ASCII)."""
+    size, kept = -1, []
+    for line in lines:
+        size += len(line) + 1
+        if size > 51200:
+            return "\n".join(kept)
+        kept.append(line)
+    raise AssertionError("not cut")
+
+
+@pytest.mark.parametrize(
+    ("name", "unit", "size", "params"),
+    [
+        ("m", b"a\n", 30 * MIB, {"pattern": "a", "limit": 100_000_000}),
+        ("m", b"a\n", 30 * MIB, {"pattern": "a", "limit": 100_000_000, "context": 1000}),
+        ("n", b"needle\n", 40 * MIB, {"pattern": "needle", "limit": 10_000_000}),
+    ],
+)
+def test_grep_with_a_huge_limit_holds_only_what_it_shows(
+    tmp_path: Path, name: str, unit: bytes, size: int, params: dict[str, object]
+):
+    """A huge ``limit`` (and ``context``) on a file of millions of matching lines: the lines
+    past 50KB are counted, not kept (it took 500 to 870 MB). ripgrep's output passes the
+    backend's bound, so no limit notice."""
+    write_repeated(tmp_path / name, unit, size)
+    result = pi_call("grep", {**params, "path": name}, tmp_path)
+    assert (result.status, result.err) == (0, "")
+    text = unit.decode().strip()
+    lines = [f"{name}:{i}: {text}" for i in range(1, 51200 // 6)]
+    assert result.out == _first_50kb(lines) + "\n\n[50.0KB limit reached]\n"
+    assert result.peak <= MEMORY_BOUND
+
+
 @pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
 def test_grep_refuses_an_endless_special_file(tmp_path: Path, special: str):
     """ripgrep would read ``/dev/zero`` or a FIFO forever: grep refuses what is neither a

@@ -514,6 +514,18 @@ def test_record_total_argument_budget_and_max_calls() -> None:
     assert many.usage == {"input": 257}  # a dropped call's usage still counts
 
 
+def test_the_record_takes_lone_surrogates() -> None:
+    recorder = NestedCallRecorder()
+    entry = recorder.start(ToolCall(id="c/1", name="t", arguments={"v": "\ud83d"}))
+    assert entry == {"id": "c/1", "name": "t", "status": "unfinished", "arguments": {"v": "\ud83d"}}
+    assert recorder.argument_bytes == len('{"v":"x"}') + 2  # the surrogate counts 3 bytes
+    error = ToolCallOutcome(
+        ToolCall(id="c/1", name="t"), AgentToolResult.error("a\ud83db" + "é" * 497 + "😀"), True
+    )
+    recorder.finish(entry, error, 1)
+    assert entry["error"] == "a\ufffdb" + "é" * 497  # 500 units; the cut pair is dropped
+
+
 def test_an_unfinished_call_makes_the_record_incomplete() -> None:
     recorder = NestedCallRecorder()
     recorder.start(ToolCall(id="c/1", name="t"))

@@ -194,9 +194,10 @@ def test_pi_tools_lists_mcp_tools_named_labelled_and_exposed_as_pi_1_6(
         "  namespace: mcp__everything",
         "  Echoes back the input string",
     ]
-    assert echo["parameters"]["properties"] == {
-        "message": {"type": "string", "description": "Message to echo"}
-    }
+    # The server's schema passes through as it lists it (its description of `message` comes and
+    # goes with the zod version npm resolves for the pinned server package).
+    assert list(echo["parameters"]["properties"]) == ["message"]
+    assert echo["parameters"]["properties"]["message"]["type"] == "string"
     # "-" in MCP names becomes "_"
     assert infos["mcp__everything__get_structured_content"]["label"] == (
         "everything/get-structured-content"
@@ -464,8 +465,11 @@ def test_a_request_that_hangs_is_an_error_after_the_timeout(pi: Pi) -> None:
 
 
 def test_a_server_that_exits_at_once_or_hangs_at_start_is_an_error_naming_it(pi: Pi) -> None:
-    pi.config(test_server("timeout = 2\n"))
+    # The tool list is cached with a start timeout a loaded machine meets (the timeout is not
+    # part of the cache key); the failures below are timed with 2 s.
+    pi.config(test_server("timeout = 30\n"))
     assert "mcp__t__greet" in {info["name"] for info in pi.tools()}  # caches the tool list
+    pi.config(test_server("timeout = 2\n"))
     pi.mode_file.write_text("exit")
     message, _ = pi.call("mcp__t__greet", {"name": "x"})
     assert (texts(message), message["isError"]) == (
@@ -531,6 +535,22 @@ def test_pi_mcp_list_shows_state_and_tools(pi: Pi) -> None:
         "exposure": "direct",
     }
     no_test_server_left()
+
+
+def test_pi_mcp_list_with_a_missing_cwd_exits_2_with_one_line(pi: Pi) -> None:
+    (pi.cwd / "file").write_text("")
+    done = pi.run("mcp", "list", "--cwd", "missing")
+    assert (done.returncode, done.stderr, done.stdout) == (
+        2,
+        "pi: error: --cwd missing: no such directory\n",
+        "",
+    )
+    done = pi.run("mcp", "list", "--json", "--cwd", "file")
+    assert (done.returncode, done.stderr, done.stdout) == (
+        2,
+        "pi: error: --cwd file: not a directory\n",
+        "",
+    )
 
 
 def test_pi_mcp_list_without_servers(pi: Pi) -> None:

@@ -45,6 +45,7 @@ from typing import Any
 
 import trio
 
+from pi_builtin_tools.fs_errors import check_process_text
 from pi_builtin_tools.output_accumulator import FullOutputFiles, OutputAccumulator, OutputSnapshot
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from pi_core import (
@@ -483,6 +484,7 @@ def create_shell_tool_definition(
             before_call()
         timeout = _validate_timeout(params.get("timeout"))
         command = params["command"]
+        check_process_text("command", command, show=False, escaped_bytes=True)
         if opts.command_prefix:
             command = f"{opts.command_prefix}\n{command}"
         spawn = BashSpawnContext(

@@ -130,10 +130,34 @@ def preview_args(args: Any) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def well_formed(value: Any) -> Any:
+    """``value`` (parsed JSON) with every lone surrogate of its strings, keys included, replaced
+    by U+FFFD, as JavaScript's ``toWellFormed()`` does. QuickJS's ``JSON.stringify`` writes a
+    lone surrogate as a ``\\ud83d`` escape, which no tool call, result text or console line can
+    carry as UTF-8; codemode_python's interpreter turns them into U+FFFD the same way."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return value
+    if isinstance(value, list):
+        return [well_formed(item) for item in value]
+    if isinstance(value, dict):
+        return {well_formed(k): well_formed(v) for k, v in value.items()}
+    return value
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``, :func:`well_formed` when ``text`` has a surrogate escape."""
+    value = json.loads(text)
+    return well_formed(value) if "\\ud" in text or "\\uD" in text else value
+
+
 def _value_text(value_json: str) -> str:
     """Like ``text()``: strings as is, other values as compact JSON (the worker's ``value`` is
     ``JSON.stringify`` of the returned value)."""
-    value = json.loads(value_json)
+    value = _loads(value_json)
     return value if isinstance(value, str) else value_json
 
 
@@ -213,7 +237,7 @@ class _Script:
             await reply({"type": "result", "id": call_id, "ok": False, "payload": unknown})
             return
         raw_args = message.get("args")
-        args = json.loads(raw_args) if isinstance(raw_args, str) else None
+        args = _loads(raw_args) if isinstance(raw_args, str) else None
         row = self.run.start_call(name, args)
         row.args = preview_args(args)
         self.publish()
@@ -241,7 +265,7 @@ class _Script:
         """``searchTools``, ``describeTool``, ``describeNamespace`` (Pi's discovery globals):
         the answer to the worker, ``{"ok", "payload"}``."""
         raw_args = message.get("args")
-        args = json.loads(raw_args) if isinstance(raw_args, str) else []
+        args = _loads(raw_args) if isinstance(raw_args, str) else []
         handlers: dict[str, Callable[..., Any]] = {
             "searchTools": self.search_tools,
             "describeTool": self.describe_tool,
@@ -362,7 +386,7 @@ def _is_namespace_name(namespace: Any, query: str) -> bool:
 def _script_error(error_json: str) -> ScriptError:
     """A ``script`` error from the prelude's description: the stack (``Name: message`` and
     the script's frames), else ``Name: message``."""
-    parsed = json.loads(error_json)
+    parsed = _loads(error_json)
     stack = parsed.get("stack")
     if isinstance(stack, str):
         return ScriptError("script", _clean_stack(stack))

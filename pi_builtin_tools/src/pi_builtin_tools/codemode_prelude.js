@@ -309,7 +309,8 @@
 			done(false, describeError(error));
 			throw error;
 		}
-		bridge("output", kind, data, mimeType);
+		// A lone surrogate cannot cross to the host (UTF-8): it becomes U+FFFD (same length).
+		bridge("output", kind, data.toWellFormed(), mimeType);
 	}
 
 	// Primitives become their string form, everything else JSON.

@@ -77,6 +77,33 @@ def check_no_surrogate(path: str) -> None:
         )
 
 
+def check_process_text(
+    name: str, value: str, *, show: bool = True, escaped_bytes: bool = False
+) -> None:
+    """Raise :class:`ToolError` when ``value``, a text handed to a process (a shell command, a
+    ripgrep pattern or glob), cannot be: ``Invalid pattern "a\\x00b": a pattern cannot contain
+    a NUL byte.`` (no ``argv`` element can hold one), or ``... cannot contain a lone surrogate
+    (U+D800 to U+DFFF), which cannot be passed to a process.`` for a JSON ``\\ud800`` escape
+    (ripgrep wants UTF-8). With ``escaped_bytes`` (a shell command) U+DC80 to U+DCFF are kept:
+    :func:`os.fsencode` passes them as the bytes they escape. ``show=False`` leaves the value
+    out (a shell command can be long)."""
+    shown = f' "{show_path(value)}"' if show else ""
+    if "\x00" in value:
+        raise ToolError(f"Invalid {name}{shown}: a {name} cannot contain a NUL byte.")
+    if value.isascii():
+        return
+    try:
+        if escaped_bytes:
+            os.fsencode(value)
+        else:
+            value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(
+            f"Invalid {name}{shown}: a {name} cannot contain a lone surrogate "
+            "(U+D800 to U+DFFF), which cannot be passed to a process."
+        ) from None
+
+
 def not_regular_file_error(verb: str, raw_path: str) -> ToolError:
     """``Cannot {verb} {path}: not a regular file (a device, FIFO or socket).``: the one text
     read, write and edit give for a special file (never opened for a blocking read, never
@@ -125,6 +152,7 @@ def fs_error(exc: OSError, syscall: str, path: str | None = None) -> ToolError:
 __all__ = [
     "check_no_nul",
     "check_no_surrogate",
+    "check_process_text",
     "error_code",
     "fs_error",
     "node_error_message",

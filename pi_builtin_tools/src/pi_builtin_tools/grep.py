@@ -11,8 +11,10 @@ ripgrep's JSON ignores ``--max-columns`` and writes every line whole, with one J
 match in it: a 300 MB line of ``aaa`` grows to gigabytes of JSON. With ``--max-columns`` a line
 over :data:`RG_MAX_COLUMNS` bytes arrives as its first 4,096 characters, which holds the 500
 characters the model sees, so the text is the same. Memory stays bounded: each line costs at
-most ~4 KiB, context lines are read from the file in chunks (:func:`_context_lines`), and the
-backend bounds ripgrep's whole output. A single file searched by name is searched with
+most ~4 KiB, context lines are read from the file in chunks (:func:`_context_lines`), the
+backend bounds ripgrep's whole output, and whatever ``limit`` and ``context`` are, the matches
+are made one at a time and the result lines past 50KB are counted, not kept
+(:class:`~pi_builtin_tools.search_output.BoundedListing`). A single file searched by name is searched with
 ``--text``, as ripgrep's JSON output does (it prints the matching lines of a binary file); a
 device or FIFO is refused, since ripgrep would read it forever. Hidden files are searched;
 ``.gitignore`` is honoured as ripgrep does (inside git repositories; a ``--glob`` overrides it).
@@ -54,14 +56,20 @@ import heapq
 import itertools
 import posixpath
 import re
-from collections.abc import AsyncGenerator, Iterable, Iterator
+from array import array
+from collections.abc import AsyncGenerator, Container, Iterable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from pi_builtin_tools.fs_errors import check_no_nul, not_regular_file_error, show_path
+from pi_builtin_tools.fs_errors import (
+    check_no_nul,
+    check_process_text,
+    not_regular_file_error,
+    show_path,
+)
 from pi_builtin_tools.rg_errors import clean_rg_error, stray_close_error
-from pi_builtin_tools.search_output import finish_listing
+from pi_builtin_tools.search_output import BoundedListing
 from pi_builtin_tools.tool_args import integer_arg
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
 from pi_core import (
@@ -198,25 +206,23 @@ def _file_blocks(stdout: bytes) -> list[tuple[list[bytes], bytes, int, int]]:
     return blocks
 
 
-def _matches_of(records: Iterable[RgRecord], count: int) -> list[_Match]:
-    """The first ``count`` matches of ``records`` (ripgrep's binary-file notices skipped)."""
-    matches: list[_Match] = []
+def _matches_of(records: Iterable[RgRecord], count: int) -> Iterator[_Match]:
+    """The first ``count`` matches of ``records`` (ripgrep's binary-file notices skipped),
+    made one at a time."""
     for record in records:
-        if len(matches) >= count:
+        if count <= 0:
             break
         if record.path is None or record.line_number is None or record.text is None:
             continue
-        matches.append(
-            _Match(
-                record.path.decode("utf-8", "surrogateescape"),
-                record.line_number,
-                record.text.decode("utf-8", "surrogateescape"),
-            )
+        count -= 1
+        yield _Match(
+            record.path.decode("utf-8", "surrogateescape"),
+            record.line_number,
+            record.text.decode("utf-8", "surrogateescape"),
         )
-    return matches
 
 
-def _first_matches(stdout: bytes, count: int, *, in_path_order: bool) -> list[_Match]:
+def _first_matches(stdout: bytes, count: int, *, in_path_order: bool) -> Iterator[_Match]:
     """The first ``count`` matches of ripgrep's ``PATH\\0LINE:TEXT\\n`` records
     (:func:`~pi_core.backends.iter_rg_records`) in the order of ``rg --sort=path``: files by
     :func:`path_order`, lines ascending.
@@ -225,7 +231,9 @@ def _first_matches(stdout: bytes, count: int, *, in_path_order: bool) -> list[_M
     first ``count`` are parsed. Otherwise they come in the order of ripgrep's parallel walk,
     which writes each file's lines together and in order: the files' runs are sorted
     (:func:`_file_blocks`) and read in that order until ``count`` matches. Should one file's
-    records not be together, every record is sorted, a heap keeping ``count`` of them."""
+    records not be together, every record is sorted, a heap keeping ``count`` of them.
+
+    The matches are made as they are read, so a caller that does not keep them holds none."""
     if in_path_order:
         return _matches_of(iter_rg_records(stdout), count)
     blocks = _file_blocks(stdout)
@@ -244,22 +252,52 @@ def _first_matches(stdout: bytes, count: int, *, in_path_order: bool) -> list[_M
     return _matches_of((item[3] for item in heapq.nsmallest(count, keyed())), count)
 
 
+def _reaches(matches: Iterable[_Match], count: int) -> bool:
+    """Whether ``matches`` has ``count`` items (counted, not kept)."""
+    return sum(1 for _ in itertools.islice(matches, count)) >= count
+
+
 _LINE_END = re.compile(rb"\n")
 
 
+class _Windows:
+    """The line numbers within ``context`` lines of the ascending ``numbers``: merged ranges,
+    two integers each."""
+
+    def __init__(self, numbers: Iterable[int], context: int) -> None:
+        self.starts = array("q")
+        self.ends = array("q")
+        for number in numbers:
+            start, end = max(1, number - context), number + context
+            if self.ends and start <= self.ends[-1] + 1:
+                self.ends[-1] = max(self.ends[-1], end)
+            else:
+                self.starts.append(start)
+                self.ends.append(end)
+
+    def __contains__(self, number: object) -> bool:
+        if not isinstance(number, int):
+            return False
+        index = bisect.bisect_right(self.starts, number) - 1
+        return index >= 0 and number <= self.ends[index]
+
+    def last(self) -> int:
+        """The last line number of the windows (0 when there are none)."""
+        return self.ends[-1] if self.ends else 0
+
+
 async def _context_lines(
-    operations: FileOperations, path: str, wanted: set[int]
-) -> tuple[int, dict[int, str]]:
-    """The lines numbered in ``wanted`` of the file at ``path`` (split at ``\\n`` as ripgrep
-    splits them, so a ``\\r`` stays in its line; undecodable bytes as U+FFFD), each cut to its
-    first :data:`RG_MAX_COLUMNS` bytes, and the number of lines read (at least up to the last
-    wanted one; a final newline starts no further line).
+    operations: FileOperations, path: str, wanted: Container[int], last_wanted: int
+) -> AsyncGenerator[tuple[int, str], None]:
+    """The lines of the file at ``path`` numbered in ``wanted`` (up to ``last_wanted``) that
+    the file has, ascending, as ``(number, text)`` (split at ``\\n`` as ripgrep splits them,
+    so a ``\\r`` stays in its line; undecodable bytes as U+FFFD), each cut to its first
+    :data:`RG_MAX_COLUMNS` bytes; a final newline starts no further line.
 
     The file is read in :data:`CONTEXT_CHUNK_BYTES` ranges and reading stops after the last
-    wanted line, so a huge file or a huge line costs no more memory than one chunk.
+    wanted line, and each line is given as it is read, so a huge file or a huge line costs no
+    more memory than one chunk.
     """
-    last_wanted = max(wanted, default=0)
-    lines: dict[int, str] = {}
     line_number = 1
     current = bytearray()
     keep = line_number in wanted
@@ -277,7 +315,7 @@ async def _context_lines(
         for end in _LINE_END.finditer(data):
             if keep:
                 current += data[position : end.start()][: RG_MAX_COLUMNS - len(current)]
-                lines[line_number] = current.decode("utf-8", "replace")
+                yield line_number, current.decode("utf-8", "replace")
                 current.clear()
             line_number += 1
             keep = line_number in wanted
@@ -290,12 +328,9 @@ async def _context_lines(
             if keep:
                 current += data[position:][: RG_MAX_COLUMNS - len(current)]
         if not chunk:
-            if not started:  # after a final newline (or in an empty file): no line here
-                return line_number - 1, lines
-            if keep:
-                lines[line_number] = current.decode("utf-8", "replace")
+            if started and keep:  # not after a final newline (or in an empty file)
+                yield line_number, current.decode("utf-8", "replace")
             break
-    return line_number, lines
 
 
 _SAFE_PUNCTUATION = frozenset(" _-,;:!@%='\"/<>")
@@ -555,24 +590,23 @@ async def _normal_search(
     rg_cwd: str,
     count: int,
     is_directory: bool,
-) -> tuple[CommandOutput, list[_Match], bool]:
-    """ripgrep's search of ``search_path``: its output, the first ``count`` matches in path
-    order, and whether there were ``count`` (the limit was reached)."""
+) -> tuple[CommandOutput, bool]:
+    """ripgrep's search of ``search_path``: its output, and whether its records are in path
+    order (:func:`_first_matches` reads the matches from it)."""
     # ripgrep's parallel walk (no --sort): the matches are put in path order here
     output = await operations.run_rg([*args, "--", pattern, search_path], rg_cwd)
-    matches: list[_Match] = []
-    if not output.truncated:
-        matches = _first_matches(output.stdout, count, in_path_order=not is_directory)
-    match_limit_reached = len(matches) >= count
-    if output.truncated or (not match_limit_reached and output.exit_code not in (0, 1)):
+    in_path_order = not is_directory
+    if output.truncated or (
+        output.exit_code not in (0, 1)
+        and not _reaches(_first_matches(output.stdout, count, in_path_order=in_path_order), count)
+    ):
         # Cut at the backend's output bound, the part kept depends on the walk; an error
         # text lists its files in the walk's order: ask again in path order.
         sorted_args = [*args, "--sort=path", "--", pattern, search_path]
         del output  # up to 32 MiB; not held during the second run
         output = await operations.run_rg(sorted_args, rg_cwd)
-        matches = _first_matches(output.stdout, count, in_path_order=True)
-        match_limit_reached = len(matches) >= count
-    return output, matches, match_limit_reached
+        in_path_order = True
+    return output, in_path_order
 
 
 async def grep_files(
@@ -601,6 +635,9 @@ async def grep_files(
         else integer_arg("limit", limit, clamp_low=True, floor=True)
     )
     check_no_nul(path or "")
+    check_process_text("pattern", pattern)
+    if glob:
+        check_process_text("glob", glob)
     search_path = await resolve_existing_path(path or ".", cwd, operations, for_read=False)
     try:
         info = await operations.stat(search_path)
@@ -652,24 +689,30 @@ async def grep_files(
         )
     try:
         if windowed is not None:
-            matches = windowed
-            match_limit_reached = len(matches) > effective_limit
-            output = CommandOutput(exit_code=0 if matches else 1, stdout=b"", stderr=b"")
+            output = CommandOutput(exit_code=0 if windowed else 1, stdout=b"", stderr=b"")
         else:
-            output, matches, match_limit_reached = await _normal_search(
+            output, in_path_order = await _normal_search(
                 operations, args, pattern, search_path, rg_cwd, effective_limit + 1, is_directory
             )
     except OSError as error:
         raise ToolError(f"Failed to run ripgrep: {error}") from None
 
-    # A match past the limit is only proof; inside the last match's trailing context its line is
-    # shown, as context.
-    matches = matches[:effective_limit]
-    if not match_limit_reached and output.exit_code not in (0, 1):
+    def all_matches() -> Iterator[_Match]:
+        """The first ``limit`` + 1 matches, made one at a time (none is kept here)."""
+        if windowed is not None:
+            return iter(windowed)
+        return _first_matches(output.stdout, effective_limit + 1, in_path_order=in_path_order)
+
+    if output.exit_code not in (0, 1) and not _reaches(all_matches(), effective_limit + 1):
         stderr = clean_rg_error(output.stderr.decode("utf-8", "replace"), pattern)
         raise ToolError(stderr or f"ripgrep exited with code {output.exit_code}")
-    if not matches:
+    remaining = all_matches()
+    first = next(remaining, None)
+    if first is None:
         return AgentToolResult(content=[TextContent(text="No matches found")])
+    # A match past the limit is only proof; inside the last match's trailing context its line is
+    # shown, as context.
+    matches = itertools.islice(itertools.chain((first,), remaining), effective_limit)
 
     def format_path(file_path: str) -> str:
         if is_directory:
@@ -678,20 +721,15 @@ async def grep_files(
                 return _display(relative)
         return _display(posixpath.basename(file_path))
 
-    async def file_lines(file_path: str, wanted: set[int]) -> tuple[int, dict[int, str]] | None:
-        try:
-            return await _context_lines(operations, file_path, wanted)
-        except OSError:
-            return None
-
     lines_truncated = False
-    out: list[str] = []
+    # Past 50KB only the sizes of the lines are kept; every line is still made, to count.
+    out = BoundedListing()
 
     def emit(label: str, separator: str, number: int, text: str) -> None:
         nonlocal lines_truncated
         cut, was_truncated = truncate_line(text)
         lines_truncated = lines_truncated or was_truncated
-        out.append(f"{label}{separator}{number}{separator} {cut}")
+        out.add(f"{label}{separator}{number}{separator} {cut}")
 
     # Only the line terminator is stripped: a lone CR inside a line is content (Pi 1.6).
     if context_lines == 0:
@@ -701,30 +739,37 @@ async def grep_files(
     else:
         # ripgrep's --context layout: the windows of one file's matches merge (no line twice),
         # and a line that is one of the shown matches is a match line.
+        # A file's line numbers are kept (8 bytes each), its lines are read as they are shown.
         for file_path, group in itertools.groupby(matches, key=lambda match: match.path):
-            numbers = {match.line_number for match in group}
-            wanted: set[int] = set()
-            for number in numbers:
-                wanted.update(range(max(1, number - context_lines), number + context_lines + 1))
+            numbers = array("q", (match.line_number for match in group))
+            if any(a >= b for a, b in itertools.pairwise(numbers)):  # ripgrep gives them ascending
+                numbers = array("q", sorted(set(numbers)))
+            wanted = _Windows(numbers, context_lines)
             label = format_path(file_path)
-            found = await file_lines(file_path, wanted)
-            if found is None:
-                for number in sorted(numbers):
-                    out.append(f"{label}:{number}: (unable to read file)")
-                continue
-            line_count, lines = found
-            for current in sorted(n for n in wanted if n <= line_count):
-                separator = ":" if current in numbers else "-"
-                emit(label, separator, current, lines.get(current, "").removesuffix("\r"))
+            state = (out.snapshot(), lines_truncated)
+            try:
+                async with aclosing(
+                    _context_lines(operations, file_path, wanted, wanted.last())
+                ) as lines:
+                    async for current, text in lines:
+                        index = bisect.bisect_left(numbers, current)
+                        is_match = index < len(numbers) and numbers[index] == current
+                        emit(label, ":" if is_match else "-", current, text.removesuffix("\r"))
+            except OSError:
+                out.restore(state[0])
+                lines_truncated = state[1]
+                for number in numbers:
+                    out.add(f"{label}:{number}: (unable to read file)")
 
+    # ``matches`` is used up: one more match proves the cut.
+    match_limit_reached = next(remaining, None) is not None
     limit_notice = None
     if match_limit_reached:
         limit_notice = (
             f"{js_number_to_string(effective_limit)} matches limit reached. "
             f"Use limit={js_number_to_string(effective_limit * 2)} for more, or refine pattern"
         )
-    return finish_listing(
-        out,
+    return out.finish(
         limit_notice=limit_notice,
         limit_details={"matchLimitReached": effective_limit},
         trailing_notice=LINES_TRUNCATED_NOTICE if lines_truncated else None,

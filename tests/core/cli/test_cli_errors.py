@@ -30,6 +30,8 @@ from cli_helpers import PI, start_waiting
         ),
         ([], "a command is required: plugins, tools, call, replay or run"),
         (["replay", "missing.jsonl"], "cannot read missing.jsonl: No such file or directory"),
+        (["replay"], "the following arguments are required: FILE"),
+        (["replay", "--json"], "the following arguments are required: FILE"),
         (["call", "echo", "{}", "--cwd", "nowhere"], "--cwd nowhere: no such directory"),
         (
             ["-p", "no_such_module_xyz", "plugins"],

@@ -60,6 +60,7 @@ from pi_core import (
     AgentToolResult,
     CommandInvocation,
     OnUpdate,
+    PiError,
     TextContent,
     ToolDefinition,
     ToolNamespace,
@@ -751,9 +752,14 @@ def _report(server: McpServer, found: Discovery | None, owners: dict[str, str]) 
 def run_list(invocation: CommandInvocation) -> int:
     """``pi mcp list``: start each enabled server, list its tools (refreshing the cache), stop
     it; print each server's state and tools. Exit status 1 when a server failed or a config
-    file has an error."""
+    file has an error. A ``--cwd`` that is not a directory is a :class:`PiError` (``pi: error:
+    ...``, exit status 2), as for every command."""
     args = invocation.args
-    cwd = os.path.abspath(args.cwd) if getattr(args, "cwd", None) else os.getcwd()
+    given = getattr(args, "cwd", None)
+    if given is not None and not os.path.isdir(given):
+        reason = "not a directory" if os.path.exists(given) else "no such directory"
+        raise PiError(f"--cwd {given}: {reason}")
+    cwd = os.path.abspath(given) if given else os.getcwd()
     servers = load_mcp_servers(invocation.config, cwd)
     enabled = [s for s in servers.servers if s.enabled]
     found = tool_lists(enabled, cwd, refresh=True)

@@ -168,6 +168,7 @@ def build_parser(
         "more_files",
         metavar="FILE",
         nargs="*",
+        default=[],  # not required: a missing FILE is reported once (the first FILE)
         help="more recorded sessions, each replayed in its own session (see --parallel)",
     )
     replay.add_argument(

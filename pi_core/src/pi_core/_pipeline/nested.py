@@ -62,9 +62,13 @@ def callable_tools(tools: Sequence[AgentTool]) -> list[AgentTool]:
 
 
 def _utf16_prefix(text: str, units: int) -> str:
-    """The first ``units`` UTF-16 code units of ``text`` (JavaScript's ``slice(0, units)``)."""
-    encoded = text.encode("utf-16-le")[: 2 * units]
-    return encoded.decode("utf-16-le", "ignore")
+    """The first ``units`` UTF-16 code units of ``text`` (JavaScript's ``slice(0, units)``)
+    without the half of a pair the cut splits; a lone surrogate becomes U+FFFD."""
+    encoded = text.encode("utf-16-le", "surrogatepass")
+    head = encoded[: 2 * units]
+    if len(head) < len(encoded) and head and 0xD8 <= head[-1] <= 0xDB:
+        head = head[:-2]  # a high surrogate cut from its low one
+    return head.decode("utf-16-le", "replace")
 
 
 def combine_usage(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +115,7 @@ class NestedCallRecorder:
         entry: dict[str, Any] = {"id": tool_call.id, "name": tool_call.name, "status": "unfinished"}
         arguments = tool_call.arguments if tool_call.arguments is not None else {}
         text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
-        size = len(text.encode("utf-8"))
+        size = len(text.encode("utf-8", "surrogatepass"))  # a lone surrogate: 3 bytes, as Node
         if (
             size > MAX_ARGUMENT_BYTES_PER_CALL
             or self.argument_bytes + size > MAX_ARGUMENT_BYTES_TOTAL
