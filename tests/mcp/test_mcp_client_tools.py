@@ -139,17 +139,7 @@ def texts(message: dict[str, Any]) -> list[str]:
 
 def no_test_server_left() -> None:
     """No process of ``mcp_test_server.py`` runs any more."""
-    left = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if str(TEST_SERVER).encode() in cmdline and state not in ("Z", "X"):
-                left.append(pid)
-    assert left == []
+    assert _test_server_pids() == []
 
 
 # -- the public servers ------------------------------------------------------------------------

@@ -55,6 +55,19 @@ def test_cwd_that_is_a_file(pi, plugin_env: Path) -> None:
     assert (out.status, out.err) == (2, "pi: error: --cwd f: not a directory\n")
 
 
+def test_audit_file_that_cannot_be_one(pi, plugin_env: Path) -> None:
+    """``--audit FILE`` is checked before the session starts (``AuditLog.check_path``)."""
+    (plugin_env / "d").mkdir()
+    out = pi("call", "echo", "{}", "--audit", "d")
+    assert (out.status, out.out, out.err) == (2, "", "pi: error: --audit d: not a regular file\n")
+    out = pi("call", "echo", "{}", "--audit", "missing/audit.jsonl")
+    assert (out.status, out.err) == (
+        2,
+        "pi: error: --audit missing/audit.jsonl: No such file or directory\n",
+    )
+    assert not (plugin_env / "missing").exists()
+
+
 def test_invalid_json_line_in_replay_file(pi, plugin_env: Path) -> None:
     (plugin_env / "r.jsonl").write_text('{"role":"assistant","content":[]}\n{oops\n')
     out = pi("replay", "r.jsonl")

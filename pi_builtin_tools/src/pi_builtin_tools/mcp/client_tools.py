@@ -549,41 +549,41 @@ def resource_tool_definitions(state: McpSessionState, exposure: str) -> list[Too
         )
 
     level = to_tool_exposure(exposure)
-    common: dict[str, Any] = {"exposure": level}
     return [
         McpToolDefinition(
-            name=LIST_MCP_RESOURCES_TOOL,
-            label=LIST_MCP_RESOURCES_TOOL,
-            description=LIST_DESCRIPTION,
-            parameters=LIST_PARAMETERS,
-            output_schema=LIST_OUTPUT_SCHEMA,
-            execute=list_resources,
+            name=name,
+            label=name,
+            description=description,
+            parameters=parameters,
+            output_schema=output_schema,
+            execute=execute,
             annotations={"readOnlyHint": True},
             replay="safe",
-            **common,
-        ),
-        McpToolDefinition(
-            name=LIST_MCP_RESOURCE_TEMPLATES_TOOL,
-            label=LIST_MCP_RESOURCE_TEMPLATES_TOOL,
-            description=LIST_TEMPLATES_DESCRIPTION,
-            parameters=LIST_PARAMETERS,
-            output_schema=LIST_TEMPLATES_OUTPUT_SCHEMA,
-            execute=list_templates,
-            annotations={"readOnlyHint": True},
-            replay="safe",
-            **common,
-        ),
-        McpToolDefinition(
-            name=READ_MCP_RESOURCE_TOOL,
-            label=READ_MCP_RESOURCE_TOOL,
-            description=READ_DESCRIPTION,
-            parameters=READ_PARAMETERS,
-            output_schema=READ_OUTPUT_SCHEMA,
-            execute=read_resource,
-            annotations={"readOnlyHint": True},
-            replay="safe",
-            **common,
-        ),
+            exposure=level,
+        )
+        for name, description, parameters, output_schema, execute in (
+            (
+                LIST_MCP_RESOURCES_TOOL,
+                LIST_DESCRIPTION,
+                LIST_PARAMETERS,
+                LIST_OUTPUT_SCHEMA,
+                list_resources,
+            ),
+            (
+                LIST_MCP_RESOURCE_TEMPLATES_TOOL,
+                LIST_TEMPLATES_DESCRIPTION,
+                LIST_PARAMETERS,
+                LIST_TEMPLATES_OUTPUT_SCHEMA,
+                list_templates,
+            ),
+            (
+                READ_MCP_RESOURCE_TOOL,
+                READ_DESCRIPTION,
+                READ_PARAMETERS,
+                READ_OUTPUT_SCHEMA,
+                read_resource,
+            ),
+        )
     ]
 
 

@@ -71,6 +71,7 @@ from pi_core import (
     AgentTool,
     AgentToolResult,
     AssistantMessage,
+    AuditLog,
     CommandInvocation,
     ImageContent,
     LoopConfig,
@@ -223,13 +224,10 @@ def _serve_options(args: Any, environ: dict[str, str] | os._Environ[str]) -> Ser
 
 def _check_audit(path: str, cwd: str) -> None:
     """``--audit FILE`` must be a regular file pi can append to (created if missing)."""
-    full = os.path.join(cwd, os.path.expanduser(path))
-    if os.path.exists(full) and not os.path.isfile(full):
-        raise ServeError(f"--audit {path}: not a regular file")
     try:
-        os.close(os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600))
-    except OSError as e:
-        raise ServeError(f"--audit {path}: {e.strerror or e}") from None
+        AuditLog.check_path(path, cwd)
+    except ValueError as e:
+        raise ServeError(f"--audit {path}: {e}") from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pi_core._cli.parser import UsageError
 from pi_core._config import PiConfig, load_config
 from pi_core._errors import PiError, PluginError
 from pi_core._pipeline.config import LoopConfig
+from pi_core._plugins.audit import AuditLog
 from pi_core._plugins.manager import PiPluginManager, make_plugin_manager
 
 if TYPE_CHECKING:
@@ -102,13 +103,10 @@ class CommandContext:
     def _check_audit(path: str, cwd: str) -> None:
         """``--audit FILE`` must be a regular file pi can append to (created if missing): a
         usage error otherwise."""
-        full = os.path.join(cwd, os.path.expanduser(path))
-        if os.path.exists(full) and not os.path.isfile(full):
-            raise UsageError(f"--audit {path}: not a regular file")
         try:
-            os.close(os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600))
-        except OSError as e:
-            raise UsageError(f"--audit {path}: {e.strerror or e}") from None
+            AuditLog.check_path(path, cwd)
+        except ValueError as e:
+            raise UsageError(f"--audit {path}: {e}") from None
 
     def loop_config(self, session: Session) -> LoopConfig:
         """A :class:`LoopConfig` with the ``[pi]`` settings, the session's hooks and tool set

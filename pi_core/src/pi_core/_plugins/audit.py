@@ -101,6 +101,20 @@ class AuditLog:
         self._thread = threading.Thread(target=self._drain, name="pi-audit", daemon=True)
         self._thread.start()
 
+    @staticmethod
+    def check_path(path: str | os.PathLike[str], cwd: str = ".") -> None:
+        """Check before a session starts that ``path`` (relative to ``cwd``, ``~`` expanded) can
+        be an audit log: a regular file pi can append to, created (mode 0600) if missing.
+        Raises ``ValueError`` with the reason (``not a regular file``, or the ``OSError``'s
+        ``strerror``: ``Permission denied``); a host words it as its own usage error."""
+        full = os.path.join(cwd, os.path.expanduser(os.fspath(path)))
+        if os.path.exists(full) and not os.path.isfile(full):
+            raise ValueError("not a regular file")
+        try:
+            os.close(os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        except OSError as e:
+            raise ValueError(e.strerror or str(e)) from None
+
     def _drain(self) -> None:
         while True:
             line = self._queue.get()
