@@ -162,3 +162,32 @@ def test_wire_models_have_no_builtin_default_factory() -> None:
     assert factories["AssistantMessage.content"] is empty_list
     first, second = messages.AgentToolResult(), messages.AgentToolResult()
     assert first.content == [] and first.content is not second.content
+
+
+ENTRY_PROBE = """
+import atexit, gc, sys
+def report():
+    print("collector on:", gc.isenabled(), "frozen:", gc.get_freeze_count() > 50_000, file=sys.stderr)
+atexit.register(report)
+sys.argv = ["pi", *sys.argv[1:]]
+import _pi_entry
+_pi_entry.main()
+"""
+
+
+def test_the_console_script_imports_the_cli_with_the_collector_off_then_freezes_it(
+    tmp_path: Path,
+) -> None:
+    """``_pi_entry`` turns the cyclic collector off for the import of the CLI, then freezes what
+    the import made and turns the collector on again: the command runs, and exits, with it on."""
+    (tmp_path / "six.txt").write_bytes(b"hello\n")
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "six.txt"}}
+    script = tmp_path / "messages.jsonl"
+    script.write_text(json.dumps({"role": "assistant", "content": [call]}) + "\n")
+    argv = ["replay", str(script), "--cwd", str(tmp_path), "--json"]
+    proc = subprocess.run(
+        [sys.executable, "-c", ENTRY_PROBE, *argv], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"] == [{"type": "text", "text": "hello\n"}]
+    assert proc.stderr.splitlines()[-1] == "collector on: True frozen: True"
