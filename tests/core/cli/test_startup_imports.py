@@ -19,10 +19,13 @@ their first call).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 HEAVY = ("httpx", "httpx_sse", "rich", "click", "PIL")
 
@@ -191,3 +194,37 @@ def test_the_console_script_imports_the_cli_with_the_collector_off_then_freezes_
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["content"] == [{"type": "text", "text": "hello\n"}]
     assert proc.stderr.splitlines()[-1] == "collector on: True frozen: True"
+
+
+FAULT_PROBE = """
+import random, resource, sys
+tune = sys.argv[1] == "tuned"
+if tune:
+    import _pi_entry
+    assert _pi_entry._tune_malloc()
+random.seed(7)
+view = memoryview(bytearray(1 << 20))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+kept = None
+for _ in range(1500):  # chunks of a large output, as process_stream copies them out
+    kept = bytes(view[: random.randint(300_000, 1 << 20)])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+def test_the_console_script_keeps_the_heap_for_output_chunks() -> None:
+    """Under glibc, ``_pi_entry`` fixes malloc's thresholds: copying out a GiB of output chunks
+    of changing sizes reuses the heap's pages instead of faulting fresh ones in."""
+    try:
+        os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError):
+        pytest.skip("the C library is not glibc")
+    faults = {}
+    for mode in ("default", "tuned"):
+        proc = subprocess.run(
+            [sys.executable, "-c", FAULT_PROBE, mode], capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        faults[mode] = int(proc.stdout)
+    assert faults["tuned"] < 2_000, faults
+    assert faults["default"] > 3 * faults["tuned"], faults
