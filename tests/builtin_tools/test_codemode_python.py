@@ -550,3 +550,25 @@ def test_the_description_lists_the_tools_only_scripts_can_call() -> None:
         "async def lookup_user(*, id: int, verbose: bool | None = None) -> str: ...\n```"
     }
     assert changes.hidden_declarations == []
+
+
+def test_integers_beyond_a_double_reach_tools_and_text_as_infinity(tmp_path: Path) -> None:
+    """Python ints have no bound and CPython refuses to write one of over 4,300 digits as text:
+    what a script hands over takes JavaScript's numbers (``inf`` beyond a double's range), so the
+    tool answers about ``Infinity`` and ``text()`` writes it, where the run used to end in an
+    internal error."""
+    (tmp_path / "two.txt").write_text("a\nb\n")
+    code = (
+        "try:\n"
+        '    await tools.read(path="two.txt", offset=10**5000)\n'
+        "except RuntimeError as error:\n"
+        "    text(str(error))\n"
+        "text(10**5000)\ntext([-(10**400), 10**300, 5])\n"
+    )
+    message = pi_call(tmp_path, code)
+    assert result_text(message) == (
+        "Script completed\nWall time <s> seconds\nOutput:\n"
+        "==> text 1/3 <==\noffset must be a non-negative integer, got Infinity\n"
+        "==> text 2/3 <==\nInfinity\n"
+        f"==> text 3/3 <==\n[-Infinity,{10**300},5]"
+    )

@@ -62,6 +62,7 @@ DOOR_NAMES = {
     "format_config_error",
     "format_size",
     "js_number_to_string",
+    "parse_json",
     "load_config",
     "make_plugin_manager",
     "run_tool_call",

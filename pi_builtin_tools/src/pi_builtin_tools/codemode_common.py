@@ -28,7 +28,7 @@ from typing import Any
 
 import trio
 
-from pi_core import AgentToolResult, ImageContent, TextContent
+from pi_core import AgentToolResult, ImageContent, TextContent, parse_json
 
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000
 CHARS_PER_TOKEN = 4
@@ -86,7 +86,7 @@ def parse_options_line(
     if raw == "":
         raise ValueError(must_object)
     try:
-        options = json.loads(raw)
+        options = parse_json(raw)
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"@options must be valid JSON with supported fields {fields_text}: {exc}"
@@ -123,11 +123,27 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def js_value(value: Any) -> Any:
+    """``value`` from a Python script with its numbers as JavaScript has them: an integer
+    beyond a double's range (over 1,024 bits) is ``inf`` or ``-inf``, as ``JSON.parse`` reads
+    it (:func:`pi_core.parse_json`); through lists, tuples and dicts. Such an integer cannot be
+    written as text at all (Python refuses to convert more than 4,300 digits), so every value a
+    script hands over (tool arguments, ``text()``, the globals' arguments) goes through this."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value.bit_length() <= 1024 else (math.inf if value > 0 else -math.inf)
+    if isinstance(value, list | tuple):
+        return type(value)(js_value(item) for item in value) if value else value
+    if isinstance(value, dict):
+        return {js_value(k): js_value(v) for k, v in value.items()} if value else value
+    return value
+
+
 def text_of(value: Any) -> str:
     """What ``text(v)`` appends: strings as they are, anything else as compact JSON (``str``
     of the value when it is not JSON)."""
     if isinstance(value, str):
         return value
+    value = js_value(value)
     try:
         return compact_json(value)
     except (TypeError, ValueError):

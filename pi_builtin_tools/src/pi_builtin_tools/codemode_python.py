@@ -47,6 +47,7 @@ from pi_builtin_tools.codemode_common import (
     codemode_worker_slot,
     commit_store,
     image_data,
+    js_value,
     parse_options_line,
     script_result,
     session_store,
@@ -430,7 +431,7 @@ class _ScriptDriver:
                     return await self._resume(
                         snap.resume, {"exc_type": "TypeError", "message": message}
                     )
-                nursery.start_soon(self.call_tool, snap.call_id, tool, dict(snap.kwargs))
+                nursery.start_soon(self.call_tool, snap.call_id, tool, js_value(dict(snap.kwargs)))
                 return await self._resume(snap.resume, {"future": ...})
             return await self._call_global(snap, host.get(name))
         # a FutureSnapshot: every script task waits on tool calls
@@ -445,7 +446,7 @@ class _ScriptDriver:
         try:
             if fn is None:
                 raise ScriptFailure("NameError", f"name '{snap.function_name}' is not defined")
-            value = fn(*snap.args, **snap.kwargs)
+            value = fn(*js_value(tuple(snap.args)), **js_value(dict(snap.kwargs)))
         except SystemExit:
             return await self._resume(snap.resume, {"exception": SystemExit()})
         except ScriptFailure as exc:

@@ -9,10 +9,10 @@ reference runs) are reproduced by :func:`json_parse_error`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from pi_builtin_tools.tool_definitions import CODEMODE_SOURCE_GRAMMAR as CODEMODE_SOURCE_GRAMMAR
+from pi_core import parse_json
 
 CODEMODE_OPTIONS_PREFIX = "// @options:"
 SUPPORTED_FIELDS = ("max_output_tokens", "timeout_ms")
@@ -78,7 +78,7 @@ def _parse_options(directive: str) -> tuple[int | None, int | None]:
     error = json_parse_error(directive)
     if error is not None:
         raise CodemodeSourceError(INVALID_JSON_TEXT.format(error=error))
-    value = json.loads(directive)
+    value = parse_json(directive)
     if not isinstance(value, dict):
         raise CodemodeSourceError(NOT_AN_OBJECT_TEXT)
     for key in value:

@@ -41,7 +41,6 @@ from __future__ import annotations
 import codecs
 import errno
 import itertools
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,6 +73,7 @@ from pi_core import (
     TextContent,
     ToolDefinition,
     ToolError,
+    parse_json,
 )
 from pi_core.backends import (
     resolve_existing_path,
@@ -190,12 +190,12 @@ def _parse_json_text(text: str) -> Any:
     real newlines and tabs in them) and one extra level of string encoding; ``None`` when it is
     not JSON."""
     try:
-        value = json.loads(text, strict=False)
+        value = parse_json(text, strict=False)
     except ValueError:
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value, strict=False)
+            value = parse_json(value, strict=False)
         except ValueError:
             return None
     return value

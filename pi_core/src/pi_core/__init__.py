@@ -74,6 +74,7 @@ from pi_core._tools.exposure import (
 )
 from pi_core._tools.format import format_size
 from pi_core._tools.validation import js_number_to_string
+from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import (
     AgentToolResult,
     AssistantMessage,
@@ -147,6 +148,7 @@ __all__ = [
     "load_config",
     "make_plugin_manager",
     "nested_calls_context",
+    "parse_json",
     "request_approval",
     "run_agent_loop",
     "run_tool_call",

@@ -86,7 +86,7 @@ from typing import Any, Literal, cast
 
 import trio
 
-from pi_core import ConfigError
+from pi_core import ConfigError, parse_json
 from pi_core.backends import resolve_to_cwd
 
 Decision = Literal["allow", "deny", "ask", "defer"]
@@ -252,7 +252,7 @@ class ClaudeHookSet:
             except UnicodeDecodeError:
                 raise ConfigError(f"{name}: the settings file is not UTF-8 text") from None
             try:
-                data = json.loads(text)
+                data = parse_json(text)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{name}: invalid JSON: {exc}") from None
             if not isinstance(data, dict):
@@ -777,7 +777,7 @@ def _read_run(hook: ClaudeHookCommand, raw: _Raw) -> _Verdict:
     if not text.startswith("{"):
         return _Verdict()
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as exc:
         return _Verdict(error=f"invalid JSON output: {exc}")
     return _Verdict(data=data)  # text starting with "{" that parses is an object

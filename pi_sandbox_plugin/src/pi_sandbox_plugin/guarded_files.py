@@ -46,13 +46,12 @@ from __future__ import annotations
 
 import base64
 import errno
-import json
 import os
 import posixpath
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from pi_core import FileOperations
+from pi_core import FileOperations, parse_json
 from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, iter_rg_records
 from pi_sandbox_plugin.path_policy import PathDecision, PathPolicy
 
@@ -290,7 +289,7 @@ async def _filter_json(stdout: bytes, allowed: Callable[[str], Awaitable[bool]])
     for line in stdout.split(b"\n"):
         if line.strip():
             try:
-                name = _json_path(json.loads(line))
+                name = _json_path(parse_json(line))
             except ValueError:
                 name = None
             if name is not None and not await allowed(name):

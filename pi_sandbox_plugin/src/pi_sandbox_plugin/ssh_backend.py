@@ -92,7 +92,7 @@ from typing import Any
 
 import trio
 
-from pi_core import CommandTimeout, ToolError
+from pi_core import CommandTimeout, ToolError, parse_json
 from pi_core.backends import (
     CommandOutput,
     FileStat,
@@ -683,7 +683,7 @@ class RemotePathMap:
 
     def _json_event_to_local(self, record: bytes) -> bytes:
         try:
-            event = json.loads(record)
+            event = parse_json(record)
             path = event["data"]["path"]
         except (ValueError, KeyError, TypeError):
             return record

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import pytest
 from cli_helpers import PI
 
 
@@ -79,3 +81,35 @@ def test_ctrl_c_during_the_diff_of_a_large_rewrite_aborts_and_writes_nothing(
         True,
     )
     assert target.read_text() == original
+
+
+AFTER_RUN_PROBE = """
+import os, signal, sys, time
+import pi_core._cli as cli
+
+class Stdin:
+    def close(self):  # Ctrl-C while main closes stdin, after the command is over
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+
+def run(argv, stdin=None):
+    if sys.argv[1] == "raise":
+        raise KeyboardInterrupt  # a Ctrl-C between run's own handling and its return
+    print("the result")
+    return 0
+
+cli._prepare_process = Stdin
+cli.run = run
+cli.main()
+"""
+
+
+@pytest.mark.parametrize("case", ["close", "raise"])
+def test_ctrl_c_after_the_command_exits_130_without_a_traceback(case: str) -> None:
+    """Once ``run`` has returned (or its Ctrl-C handling let a ``KeyboardInterrupt`` out), a
+    Ctrl-C ends the process at once with 130: what was printed stays, and no traceback follows."""
+    proc = subprocess.run(
+        [sys.executable, "-c", AFTER_RUN_PROBE, case], capture_output=True, text=True, timeout=30
+    )
+    assert (proc.returncode, proc.stderr) == (130, "")
+    assert proc.stdout == ("the result\n" if case == "close" else "")

@@ -118,3 +118,31 @@ def test_a_base_url_that_is_no_http_url_is_a_usage_error(tmp_path: Path, url: st
         "",
         f"pi: error: --base-url {url}: expected an http:// or https:// URL\n",
     )
+
+
+HUGE = "9" * 5000
+"""An integer of 5,000 digits: valid JSON, over CPython's limit of 4,300 digits for ``int``."""
+
+
+def test_a_huge_integer_in_args_json_is_read_as_javascript_reads_it(tmp_path: Path) -> None:
+    """JSON.parse takes it as Infinity; the tool's own check answers (it used to be an internal
+    error with a traceback). In a key the tool ignores, it changes nothing."""
+    (tmp_path / "two.txt").write_text("a\nb\n")
+    args = f'{{"path": "two.txt", "offset": {HUGE}}}'
+    assert pi("call", "read", args, cwd=tmp_path) == (
+        1,
+        "offset must be a non-negative integer, got Infinity\n",
+        "",
+    )
+    (tmp_path / "args.json").write_text(f'{{"path": "two.txt", "unused": -{HUGE}}}')
+    assert pi("call", "read", "@args.json", cwd=tmp_path) == (0, "a\nb\n", "")
+
+
+def test_a_huge_integer_in_a_session_line_is_read(tmp_path: Path) -> None:
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "two.txt"}}
+    line = json.dumps({"role": "assistant", "content": [call], "stopReason": "toolUse"})
+    (tmp_path / "two.txt").write_text("a\nb\n")
+    (tmp_path / "s.jsonl").write_text(line[:-1] + f', "extra": {HUGE}}}\n')
+    status, out, err = pi("replay", "s.jsonl", "--json", cwd=tmp_path)
+    assert (status, err) == (0, "")
+    assert json.loads(out)["content"] == [{"type": "text", "text": "a\nb\n"}]

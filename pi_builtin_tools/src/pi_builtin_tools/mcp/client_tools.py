@@ -64,6 +64,7 @@ from pi_core import (
     TextContent,
     ToolDefinition,
     ToolNamespace,
+    parse_json,
 )
 
 STATE_KEY = "mcp"
@@ -89,7 +90,7 @@ def read_cache(server: McpServer) -> Discovery | None:
     """The cached tool list of ``server`` (``None``: none, or unreadable)."""
     try:
         with open(_cache_path(server), encoding="utf-8") as file:
-            data = json.load(file)
+            data = parse_json(file.read())
         tools = data["tools"]
         if not isinstance(tools, list) or not all(
             isinstance(t, dict) and isinstance(t.get("name"), str) for t in tools

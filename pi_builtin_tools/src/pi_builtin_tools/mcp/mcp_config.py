@@ -51,7 +51,7 @@ import pydantic
 from pydantic import StrictBool, StrictStr
 
 from pi_builtin_tools.mcp.naming import EXPOSURE_ALIASES, MCP_EXPOSURES, mcp_namespace
-from pi_core import ConfigError, config_file, format_config_error
+from pi_core import ConfigError, config_file, format_config_error, parse_json
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -344,7 +344,7 @@ def _read_json_file(
         return
     try:
         with open(path, encoding="utf-8-sig") as file:
-            parsed = json.load(file)
+            parsed = parse_json(file.read())
     except (OSError, ValueError) as exc:
         errors.append(f"{path}: {exc}")
         return

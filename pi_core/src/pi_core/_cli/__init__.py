@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from typing import IO, cast
 
 from pi_core._cli.commands import cmd_call, cmd_plugins, cmd_tools
 from pi_core._cli.context import CommandContext
+from pi_core._cli.interrupt import exit_now
 from pi_core._cli.parser import (
     BUILTIN_COMMANDS,
     ParserExit,
@@ -98,9 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is not None:
         return run(list(argv))
     stdin = _prepare_process()
+    status = EXIT_INTERRUPTED
     try:
         status = run(sys.argv[1:], stdin=stdin)
+    except KeyboardInterrupt:
+        pass  # after run's own Ctrl-C handling: the same status, and no traceback
     finally:
+        # The command is over: a Ctrl-C from here on (closing stdin, flushing stdout, the
+        # interpreter's exit) flushes what it can and ends the process at once with 130.
+        signal.signal(signal.SIGINT, _exit_interrupted)
         if stdin is not None:
             stdin.close()
     try:
@@ -201,6 +209,10 @@ def _error(err: IO[str], message: str) -> int:
     text = " ".join(message.split()) or "unknown error"
     print(f"pi: error: {text}", file=err)
     return EXIT_USAGE
+
+
+def _exit_interrupted(signum: int, frame: object) -> None:
+    exit_now()
 
 
 def _prepare_process() -> IO[bytes] | None:

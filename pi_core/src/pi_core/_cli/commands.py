@@ -17,6 +17,7 @@ from pi_core._pipeline.config import AgentContext
 from pi_core._plugins.manager import list_plugins
 from pi_core._tools.definition import AgentTool
 from pi_core._tools.exposure import ToolSet
+from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import AssistantMessage, ToolCall
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def parse_arguments_json(text: str, source: str = "ARGS_JSON") -> Any:
     """The ``ARGS_JSON`` of ``pi call``: any JSON value (the pipeline validates it); invalid
     JSON is a usage error (``SOURCE is not valid JSON: ...``)."""
     try:
-        return json.loads(text)
+        return parse_json(text)
     except json.JSONDecodeError as e:
         raise UsageError(
             f"{source} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"

@@ -28,7 +28,8 @@ EXIT_GRACE = 1.0
 """Seconds the cancellation after a second Ctrl-C may take before the process exits anyway."""
 
 
-def _exit_now() -> None:
+def exit_now() -> None:
+    """Flush stdout as far as it goes and end the process with status 130 (no cleanup)."""
     try:
         sys.stdout.flush()
     except Exception:
@@ -57,7 +58,7 @@ def run_interruptible(work: Callable[[Abort], Awaitable[T]]) -> bool:
                         async for _ in signals:
                             if interrupted:
                                 everything.cancel()
-                                timer = threading.Timer(EXIT_GRACE, _exit_now)
+                                timer = threading.Timer(EXIT_GRACE, exit_now)
                                 timer.daemon = True
                                 timer.start()
                                 watchdog.append(timer)

@@ -61,6 +61,7 @@ from pi_core._providers.constrained_sampling import (
 )
 from pi_core._providers.http import HttpSettings, SSEProvider, error_body_text
 from pi_core._providers.options import bool_option, http_settings, llm_history
+from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import (
     AssistantMessage,
     ImageContent,
@@ -158,7 +159,7 @@ class _EventHandler:
             raise ProviderError(sse.data)
         if not sse.data.strip():
             return []
-        event = json.loads(sse.data)
+        event = parse_json(sse.data)
         kind = event.get("type")
         if kind == "message_start":
             self.started = True

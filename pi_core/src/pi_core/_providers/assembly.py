@@ -16,13 +16,13 @@ those calls anyway.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import pydantic_core
 
 from pi_core._providers.base import EMPTY_USAGE, StreamDelta, StreamDone, StreamError, StreamStart
+from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, now_ms
 
 _VALID_ESCAPES = frozenset('"\\/bfnrtu')
@@ -74,7 +74,7 @@ def parse_streaming_json(text: str) -> Any:
         return {}
     for candidate in (text, repair_json(text)):
         try:
-            return json.loads(candidate)
+            return parse_json(candidate)
         except ValueError:
             pass
     for candidate in (text, repair_json(text)):

@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import email.utils
-import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
@@ -37,6 +36,7 @@ from pi_core._abort import linked_scope
 from pi_core._errors import ProviderError
 from pi_core._providers.assembly import MessageAssembler
 from pi_core._providers.base import ABORTED_ERROR_MESSAGE
+from pi_core._wire.json_parse import parse_json
 
 if TYPE_CHECKING:
     from pi_core._abort import Abort
@@ -160,7 +160,7 @@ def error_body_text(status: int, body: bytes, detail: Callable[[Any], str | None
     else ``STATUS status code (no body)``. ``body`` is decoded as UTF-8 (bad bytes replaced)."""
     text = body.decode("utf-8", "replace")
     try:
-        parsed = json.loads(text)
+        parsed = parse_json(text)
     except ValueError:
         pass
     else:

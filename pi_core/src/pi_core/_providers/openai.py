@@ -45,6 +45,7 @@ from pi_core._providers.assembly import MessageAssembler, total_usage
 from pi_core._providers.constrained_sampling import resolve_strict_sampling, tool_parameters
 from pi_core._providers.http import HttpSettings, SSEProvider, error_body_text
 from pi_core._providers.options import bool_option, http_settings, llm_history
+from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import (
     AssistantMessage,
     ImageContent,
@@ -124,7 +125,7 @@ class _ChunkHandler:
         data = sse.data.strip()
         if not data or data == "[DONE]":
             return []
-        chunk = json.loads(data)
+        chunk = parse_json(data)
         if not isinstance(chunk, dict):
             return []
         if "error" in chunk and not chunk.get("choices"):

@@ -14,7 +14,6 @@ plugins registered.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from pydantic import ValidationError
 from pi_core._errors import ConfigError, PiError, PluginError
 from pi_core._plugins.markers import hookimpl
 from pi_core._providers.base import ModelProvider, ScriptedProvider
+from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import AssistantMessage
 from pi_core._wire.session_files import SessionFileError, read_bounded_lines
 
@@ -79,7 +79,7 @@ def _script_line(path: Path, number: int, line: str) -> AssistantMessage | None:
     if not line.strip():
         return None
     try:
-        value = json.loads(line)
+        value = parse_json(line)
     except ValueError as exc:
         raise ConfigError(f"{path}:{number}: not JSON: {exc}") from exc
     if isinstance(value, dict) and value.get("type") == "message":

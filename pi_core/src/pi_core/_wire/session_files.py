@@ -36,6 +36,7 @@ from typing import Any, Literal
 import pydantic
 
 from pi_core._errors import PiError
+from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import AgentMessage, AssistantMessage
 
 FileFormat = Literal["messages", "session"]
@@ -179,7 +180,7 @@ def _parse_lines(lines: list[str], source: str) -> SessionFile:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = parse_json(line)
         except json.JSONDecodeError as e:
             raise SessionFileError(
                 f"{source}:{number}: invalid JSON: {e.msg} (column {e.colno})"

@@ -1,0 +1,30 @@
+"""``pi_core.parse_json``: JSON text from outside the process, numbers as JSON.parse reads them."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from pi_core import parse_json
+
+
+def test_an_integer_over_the_conversion_limit_is_a_double() -> None:
+    text = f'{{"a": {"9" * 5000}, "b": -{"1" * 4301}}}'
+    assert parse_json(text) == {
+        "a": math.inf,
+        "b": -math.inf,
+    }
+    with pytest.raises(ValueError, match="Exceeds the limit"):
+        json.loads("9" * 5000)  # what every caller used to get
+
+
+def test_shorter_integers_stay_exact_and_the_rest_is_json_loads() -> None:
+    digits = "9" * 4300
+    assert parse_json(f"[{digits}, 1.5, -0, true]") == [int(digits), 1.5, 0, True]
+    assert type(parse_json("7")) is int
+    assert parse_json(b'{"x": "\\u00e9"}') == {"x": "\u00e9"}
+    assert parse_json('"a\tb"', strict=False) == "a\tb"
+    with pytest.raises(json.JSONDecodeError, match="Expecting value: line 1 column 6"):
+        parse_json('{"a":}')
