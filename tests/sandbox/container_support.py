@@ -87,7 +87,21 @@ def _add_path(tar: tarfile.TarFile, path: str, seen: set[str]) -> None:
         info.mode = 0o755
         tar.addfile(info)
     else:
-        tar.add(path, arcname=name, recursive=False)
+        _add_file(tar, path, name)
+
+
+def _add_file(tar: tarfile.TarFile, path: str, name: str) -> None:
+    """``path`` as a regular file ``name``, also when the host file has other hard links (a
+    library that ``perf`` linked into ``~/.debug``): ``tarfile`` would write a hard link to the
+    name it first gave the inode, which may lie under a symlinked directory of the image
+    (``lib`` -> ``usr/lib``), where ``podman import`` cannot resolve it."""
+    info = tar.gettarinfo(path, arcname=name)
+    if info.islnk():
+        info.type = tarfile.REGTYPE
+        info.linkname = ""
+        info.size = os.path.getsize(path)
+    with open(path, "rb") as file:
+        tar.addfile(info, file)
 
 
 def build_rootfs_tar(destination: str) -> list[str]:
@@ -117,7 +131,7 @@ def build_rootfs_tar(destination: str) -> list[str]:
         for program in [*IMAGE_PROGRAMS, *coreutils_programs()]:
             found = shutil.which(program) if "/" not in program else program
             if found is None and program == "rg" and os.access(_WHEEL_RG, os.X_OK):
-                tar.add(_WHEEL_RG, arcname="usr/bin/rg", recursive=False)  # the ripgrep wheel's
+                _add_file(tar, _WHEEL_RG, "usr/bin/rg")  # the ripgrep wheel's
                 for library in _libraries(_WHEEL_RG):
                     _add_path(tar, library, seen)
                 programs.append(_WHEEL_RG)
@@ -126,7 +140,7 @@ def build_rootfs_tar(destination: str) -> list[str]:
                 raise FileNotFoundError(f"{program} is not installed")
             programs.append(found)
             if program == "rg":  # wherever it was found (a venv's bin under uv run): on PATH
-                tar.add(os.path.realpath(found), arcname="usr/bin/rg", recursive=False)
+                _add_file(tar, os.path.realpath(found), "usr/bin/rg")
                 seen.add("/usr/bin/rg")
             else:
                 _add_path(tar, found, seen)
