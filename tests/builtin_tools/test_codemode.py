@@ -623,7 +623,12 @@ def test_a_busy_script_runs_until_its_own_deadline_past_ten_seconds(tmp_path: Pa
         "Script error:\nScript timed out: Execution timed out after 11500 ms\n\n"
         "No tool calls were made.",
     ]
-    assert "Wall time 11.5 seconds" in message["content"][0]["text"]
+    header = re.fullmatch(
+        r"Script failed\nWall time (\d+\.\d) seconds\nOutput:\n", message["content"][0]["text"]
+    )
+    assert header is not None, message["content"][0]["text"]
+    # It ran to its own deadline (not trio's ten seconds); the host adds start-up under load.
+    assert 11.5 <= float(header.group(1)) < 13.0
 
 
 def _workers_of(pid: int) -> list[int]:
