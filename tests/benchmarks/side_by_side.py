@@ -12,8 +12,12 @@ Each workload's inputs are built in a temporary directory (``--scale`` multiplie
 (``ref``: Pi 0.73.1, ``ref16``: Pi 1.6.0; found in ``$PI_CONFORMANCE`` or
 ``/work/shared/conformance``, skipped with a note when node or the harness is missing). The
 commands run in turn, A B A B ..., after ``--warmup`` runs that are not counted; inputs a run
-changes (the edited files) are rebuilt before every run, outside the timing. Every run gets a
-temporary directory of its own (``TMPDIR``), removed after it, outside the timing.
+changes (the edited files) are rebuilt before every run, outside the timing. A command's output
+goes through a pipe that this script drains as it comes (pi's and the reference's is kept for the
+checks below, a limit's is thrown away), so a limit such as ``yes | head | cat`` writes no file.
+Each workload has one temporary directory (``TMPDIR``) for all its runs, removed after the last:
+the full-output files of P3's runs (1 GiB each, pi's and the reference's) are left where they
+are between runs, as a timer that knows nothing of them leaves them.
 
 Per workload the table has the MEDIAN wall seconds of each command, the median of the ratios
 taken pair by pair (pi / other, so the machine's drift during the call cancels) and the median
@@ -46,6 +50,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -226,24 +231,45 @@ process would not read below this process's own peak: a child started by fork or
 its parent's high-water mark through ``exec``."""
 
 
-def run_once(argv: list[str], out: Path, timeout: float, env: dict[str, str] | None = None) -> Run:
-    """Run ``argv`` with its output in ``out``: wall seconds, peak RSS, exit status."""
+def _drain(fd: int, out: Path | None) -> None:
+    """Read pipe ``fd`` to its end, into ``out`` or nowhere."""
+    with open(fd, "rb", buffering=0) as pipe, open(out or os.devnull, "wb") as sink:
+        while chunk := pipe.read(1 << 20):
+            if out is not None:
+                sink.write(chunk)
+
+
+def run_once(
+    argv: list[str],
+    out: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    keep_output: bool = True,
+) -> Run:
+    """Run ``argv``, its output drained from a pipe into ``out`` (or thrown away unless
+    ``keep_output``): wall seconds, peak RSS, exit status."""
     peak_file = out.with_suffix(".rss")
     if os.access(TIME, os.X_OK):
         argv = [TIME, "-f", "%M", "-o", str(peak_file), *argv]
-    with open(out, "wb") as stdout, open(out.with_suffix(".err"), "wb") as stderr:
+    read_end, write_end = os.pipe()
+    drain = threading.Thread(target=_drain, args=(read_end, out if keep_output else None))
+    drain.start()
+    with open(out.with_suffix(".err"), "wb") as stderr:
         start = time.monotonic()
-        pid = os.posix_spawnp(
-            argv[0],
-            argv,
-            os.environ if env is None else env,
-            file_actions=[
-                (os.POSIX_SPAWN_DUP2, stdout.fileno(), 1),
-                (os.POSIX_SPAWN_DUP2, stderr.fileno(), 2),
-                (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-            ],
-            setpgroup=0,
-        )
+        try:
+            pid = os.posix_spawnp(
+                argv[0],
+                argv,
+                os.environ if env is None else env,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, write_end, 1),
+                    (os.POSIX_SPAWN_DUP2, stderr.fileno(), 2),
+                    (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+                ],
+                setpgroup=0,
+            )
+        finally:
+            os.close(write_end)
         deadline = start + timeout
         while True:
             done, status, usage = os.wait4(pid, os.WNOHANG)
@@ -255,6 +281,7 @@ def run_once(argv: list[str], out: Path, timeout: float, env: dict[str, str] | N
                 break
             time.sleep(0.002)
         wall = time.monotonic() - start
+    drain.join()
     peak_kb = usage.ru_maxrss
     if argv[0] == TIME:
         lines = peak_file.read_text().split()
@@ -341,6 +368,9 @@ def main() -> int:
             commands += wl.limits
         runs: dict[str, list[Run]] = {label: [] for label, _ in commands}
         problems: list[str] = []
+        checked = {"pi", "pi before", *refs}
+        tmp = base / f"{name}.tmp"  # TMPDIR of every run of this workload
+        tmp.mkdir()
         for i in range(args.warmup + args.runs):
             for label, argv in commands:
                 wl.reset()
@@ -348,13 +378,13 @@ def main() -> int:
                     base
                     / f"{name}.{label.replace(' ', '_').replace('|', '_').replace('>', '_')}.out"
                 )
-                # Each run has a temporary directory of its own, removed after it (not timed):
-                # the full-output files of P3's runs (1 GiB each, pi's and the reference's)
-                # would otherwise pile up, and writing next to them slows later runs.
-                tmp = base / "tmp"
-                tmp.mkdir()
-                run = run_once(argv, out, args.timeout, {**os.environ, "TMPDIR": str(tmp)})
-                shutil.rmtree(tmp, ignore_errors=True)
+                run = run_once(
+                    argv,
+                    out,
+                    args.timeout,
+                    {**os.environ, "TMPDIR": str(tmp)},
+                    keep_output=label in checked,
+                )
                 if label in ("pi", "pi before"):
                     problem = check_output(out, wl.calls) or wl.check(ws)
                     if run.status != 0:
@@ -365,6 +395,7 @@ def main() -> int:
                         problems.append(f"{label}: {problem}")
                 if i >= args.warmup:
                     runs[label].append(run)
+        shutil.rmtree(tmp, ignore_errors=True)
         for label, _ in commands:
             own = runs[label]
             wall = statistics.median(r.wall for r in own)

@@ -6,6 +6,7 @@ import errno
 import os
 import re
 import stat
+import sys
 import tempfile
 import tracemalloc
 
@@ -363,3 +364,123 @@ def test_write_error_is_raised_by_append(monkeypatch) -> None:
     assert info.value.errno == errno.ENOSPC
     monkeypatch.undo()
     acc.finish()
+
+
+# -- drop-behind of the full-output file ---------------------------------------------------
+
+
+def _resident_bytes(path: str) -> int:
+    """Bytes of ``path`` in the page cache (``mincore`` on a private mapping of it)."""
+    import ctypes
+    import mmap
+
+    size = os.path.getsize(path)
+    with open(path, "rb") as file:
+        mapping = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_COPY)
+    try:
+        start = ctypes.c_char.from_buffer(mapping)
+        pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+        vector = (ctypes.c_ubyte * pages)()
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.mincore(ctypes.byref(start), ctypes.c_size_t(size), vector) != 0:
+            raise OSError(ctypes.get_errno(), "mincore failed")
+        del start
+        return sum(byte & 1 for byte in vector) * mmap.PAGESIZE
+    finally:
+        mapping.close()
+
+
+def _page_cache_can_be_dropped(folder: str) -> bool:
+    """Whether a written-back file in ``folder`` leaves the page cache on ``POSIX_FADV_DONTNEED``
+    (not on tmpfs, whose pages are the file)."""
+    probe = os.path.join(folder, "probe")
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, b"p" * (1 << 20))
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    try:
+        return _resident_bytes(probe) < (1 << 19)
+    finally:
+        os.unlink(probe)
+
+
+needs_fadvise = pytest.mark.skipif(
+    not hasattr(os, "posix_fadvise") or not sys.platform.startswith("linux"),
+    reason="drop-behind needs posix_fadvise (and the residency probe Linux's mincore)",
+)
+
+
+@needs_fadvise
+def test_a_large_output_leaves_the_page_cache_as_it_is_written_back(private_tmpdir) -> None:
+    if not _page_cache_can_be_dropped(str(private_tmpdir)):
+        pytest.skip(f"{private_tmpdir} keeps files in memory (tmpfs): nothing to drop")
+    window = output_accumulator.WRITEBACK_WINDOW
+    assert window == 8 * 1024 * 1024
+    mib = b"".join(b"%07d " % i + b"x" * 1015 + b"\n" for i in range(1024))  # 1,024 lines
+    acc = OutputAccumulator()
+    for _ in range(40):
+        acc.append(mib)
+    path = acc.full_output_path
+    assert path is not None
+    with open(path, "rb") as other:
+        os.fsync(other.fileno())  # everything so far is written back: the next step drops it
+    for _ in range(8):
+        acc.append(mib)
+    resident = _resident_bytes(path)
+    acc.finish()
+    # Left: at most the last window (written since the step before, under writeback now).
+    assert resident <= window, resident
+    with open(path, "rb") as file:
+        assert file.read() == mib * 48
+    plain = os.path.join(str(private_tmpdir), "plain.log")
+    with open(plain, "wb") as file:
+        for _ in range(48):
+            file.write(mib)
+    assert _resident_bytes(plain) >= 40 * len(mib)  # a file written as usual stays
+
+
+def test_drop_behind_steps_every_window_from_the_first_byte(private_tmpdir, monkeypatch) -> None:
+    calls: list[tuple[int, int, int]] = []
+
+    def fadvise(fd: int, offset: int, length: int, advice: int) -> None:
+        calls.append((offset, length, advice))
+
+    monkeypatch.setattr(output_accumulator.os, "posix_fadvise", fadvise, raising=False)
+    monkeypatch.setattr(output_accumulator.os, "POSIX_FADV_DONTNEED", 4, raising=False)
+    acc = OutputAccumulator()
+    acc.append(b"y\n" * (4 * 1024 * 1024 - 1))  # one byte short of 8 MiB
+    acc.finish()
+    assert calls == []  # below one window: written as before
+    acc = OutputAccumulator()
+    acc.append(b"y\n" * 10)  # the first 20 bytes wait in memory until the limits are passed
+    for _ in range(3):
+        acc.append(b"y\n" * (4 * 1024 * 1024))  # 8 MiB each
+    acc.finish()
+    window = output_accumulator.WRITEBACK_WINDOW
+    assert calls == [(0, window + 20, 4), (0, 2 * window + 20, 4), (0, 3 * window + 20, 4)]
+
+
+def test_a_file_system_that_refuses_drop_behind_gets_plain_writes(
+    private_tmpdir, monkeypatch
+) -> None:
+    refused: list[int] = []
+
+    def refuse(fd: int, offset: int, length: int, advice: int) -> None:
+        refused.append(length)
+        raise OSError(errno.ESPIPE, "Illegal seek")
+
+    monkeypatch.setattr(output_accumulator.os, "posix_fadvise", refuse, raising=False)
+    monkeypatch.setattr(output_accumulator.os, "POSIX_FADV_DONTNEED", 4, raising=False)
+    acc = OutputAccumulator()
+    chunk = b"%06d\n" % 7 * (1024 * 1024 // 7)
+    for _ in range(40):
+        acc.append(chunk)
+    snap = acc.finish()
+    with open(snap.full_output_path, "rb") as file:
+        assert file.read() == chunk * 40
+    assert snap.truncation.total_lines == 40 * (1024 * 1024 // 7)
+    first_step = -(-output_accumulator.WRITEBACK_WINDOW // len(chunk)) * len(chunk)  # 9 chunks
+    assert refused == [first_step]  # asked once; from then on written as any other file
