@@ -345,6 +345,30 @@ async def test_fractional_limit_and_context_are_floored(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("limit", [2**63 - 1, 1e19, 1.8446744073709552e19, 1e20, 1e300])
+@pytest.mark.parametrize("where", [".", "f.txt"])
+async def test_a_limit_beyond_any_count_is_no_limit(
+    tmp_path: Path, limit: float, where: str
+) -> None:
+    """As in Pi 1.6 (a model's ``1e20``): every match, with context; not Python's ``islice``
+    range error, nor ripgrep's ``--max-count`` overflow."""
+    make(tmp_path, {"f.txt": "abc\nxyz\nbanana\n"})
+    result = await grep(tmp_path, pattern="a", path=where, limit=limit)
+    assert text(result) == "f.txt:1: abc\nf.txt:3: banana"
+    result = await grep(tmp_path, pattern="a", path=where, limit=limit, context=2)
+    assert text(result) == "f.txt:1: abc\nf.txt-2- xyz\nf.txt:3: banana"
+
+
+async def test_a_huge_limit_on_a_large_file(tmp_path: Path) -> None:
+    """The windowed search of a large file (``WINDOWED_MIN_BYTES``) takes the bound too."""
+    line = b"filler text without the word\n"
+    body = line * (33 * 1024 * 1024 // len(line))
+    (tmp_path / "big.txt").write_bytes(b"needle one\n" + body + b"needle two\n")
+    result = await grep(tmp_path, pattern="needle", path="big.txt", literal=True, limit=1e20)
+    last = 2 + len(body) // len(line)
+    assert text(result) == f"big.txt:1: needle one\nbig.txt:{last}: needle two"
+
+
 async def test_limit_reached_across_files_in_path_order(tmp_path: Path) -> None:
     make(tmp_path, {f"d{i}/f.txt": "hit\nhit\n" for i in range(5)})
     result = await grep(tmp_path, pattern="hit", limit=3)

@@ -181,6 +181,25 @@ def test_bash_single_200mb_line_without_newline_stays_bounded(tmp_path: Path):
     assert result.peak <= 64 * MIB
 
 
+def test_bash_output_of_invalid_utf8_stays_bounded(tmp_path: Path):
+    """300 MB of lines of 60 invalid bytes: each becomes U+FFFD (three bytes in UTF-8), decoded
+    a slice at a time; the file keeps the raw bytes."""
+    command = "yes \"$(head -c 60 /dev/zero | tr '\\0' '\\377')\" | head -c 300000000"
+    result = pi_call("bash", {"command": command}, tmp_path)
+    assert (result.status, result.err) == (0, "")
+    found = re.search(r"Full output: (/[^\]]+)\]", result.out)
+    assert found is not None
+    with open(found.group(1), "rb") as file:
+        assert file.read(122) == b"\xff" * 60 + b"\n" + b"\xff" * 60 + b"\n"
+        assert os.fstat(file.fileno()).st_size == 300_000_000
+    out = _remove_full_output(result.out)
+    # 4,918,032 whole lines of 61 bytes and one of 48; the last 283 lines fit in 50KB.
+    assert out == ("\ufffd" * 60 + "\n") * 282 + "\ufffd" * 48 + (
+        "\n\n[Showing lines 4917751-4918033 of 4918033 (50.0KB limit). Full output: FILE]\n"
+    )
+    assert result.peak <= 64 * MIB
+
+
 # -- edit -------------------------------------------------------------------------------------
 
 

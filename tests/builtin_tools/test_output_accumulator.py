@@ -484,3 +484,18 @@ def test_a_file_system_that_refuses_drop_behind_gets_plain_writes(
     assert snap.truncation.total_lines == 40 * (1024 * 1024 // 7)
     first_step = -(-output_accumulator.WRITEBACK_WINDOW // len(chunk)) * len(chunk)  # 9 chunks
     assert refused == [first_step]  # asked once; from then on written as any other file
+
+
+@pytest.mark.parametrize("offset", [-2, -1, 0, 1])
+def test_a_large_invalid_chunk_decodes_in_slices_as_a_whole(offset: int) -> None:
+    """A chunk with invalid bytes goes through the decoder ``DECODE_SLICE`` bytes at a time; a
+    character across a slice boundary still decodes whole."""
+    slice_size = output_accumulator.DECODE_SLICE
+    head = b"\xff" + b"a" * (slice_size - 2 + offset)
+    data = (head + "€ ok\n".encode() + b"\xfe\n") * 3
+    acc = OutputAccumulator(max_bytes=10 * slice_size)
+    acc.append(data)
+    snap = acc.finish()
+    assert snap.content == data.decode("utf-8", "replace")
+    assert acc.total_bytes == len(data.decode("utf-8", "replace").encode())
+    assert acc.total_lines == 6

@@ -56,6 +56,7 @@ import heapq
 import itertools
 import posixpath
 import re
+import sys
 from array import array
 from collections.abc import AsyncGenerator, Container, Iterable, Iterator
 from contextlib import aclosing
@@ -634,6 +635,9 @@ async def grep_files(
         if limit is None
         else integer_arg("limit", limit, clamp_low=True, floor=True)
     )
+    # No search finds more matches than this: a larger limit (a model's 1e20) searches as this
+    # one does, and itertools.islice and ripgrep's --max-count take no more.
+    search_limit = min(effective_limit, sys.maxsize - 1)
     check_no_nul(path or "")
     check_process_text("pattern", pattern)
     if glob:
@@ -654,7 +658,7 @@ async def grep_files(
     args = ["--line-number", "--with-filename", "--null", "--no-heading", "--color=never"]
     args += ["--hidden", "--no-config", f"--max-columns={RG_MAX_COLUMNS}", "--max-columns-preview"]
     # one match past the limit proves that the limit cut results off
-    args.append(f"--max-count={effective_limit + 1}")
+    args.append(f"--max-count={search_limit + 1}")
     if not is_directory:
         args.append("--text")
     if ignore_case:
@@ -685,14 +689,14 @@ async def grep_files(
             ],
             rg_cwd,
             reach,
-            effective_limit + 1,
+            search_limit + 1,
         )
     try:
         if windowed is not None:
             output = CommandOutput(exit_code=0 if windowed else 1, stdout=b"", stderr=b"")
         else:
             output, in_path_order = await _normal_search(
-                operations, args, pattern, search_path, rg_cwd, effective_limit + 1, is_directory
+                operations, args, pattern, search_path, rg_cwd, search_limit + 1, is_directory
             )
     except OSError as error:
         raise ToolError(f"Failed to run ripgrep: {error}") from None
@@ -701,9 +705,9 @@ async def grep_files(
         """The first ``limit`` + 1 matches, made one at a time (none is kept here)."""
         if windowed is not None:
             return iter(windowed)
-        return _first_matches(output.stdout, effective_limit + 1, in_path_order=in_path_order)
+        return _first_matches(output.stdout, search_limit + 1, in_path_order=in_path_order)
 
-    if output.exit_code not in (0, 1) and not _reaches(all_matches(), effective_limit + 1):
+    if output.exit_code not in (0, 1) and not _reaches(all_matches(), search_limit + 1):
         stderr = clean_rg_error(output.stderr.decode("utf-8", "replace"), pattern)
         raise ToolError(stderr or f"ripgrep exited with code {output.exit_code}")
     remaining = all_matches()
@@ -712,7 +716,7 @@ async def grep_files(
         return AgentToolResult(content=[TextContent(text="No matches found")])
     # A match past the limit is only proof; inside the last match's trailing context its line is
     # shown, as context.
-    matches = itertools.islice(itertools.chain((first,), remaining), effective_limit)
+    matches = itertools.islice(itertools.chain((first,), remaining), search_limit)
 
     def format_path(file_path: str) -> str:
         if is_directory:

@@ -46,6 +46,9 @@ STRUCTURED_MAX_BYTES = 1024 * 1024
 """UTF-8 budget of the program-facing output (``structuredContent.output``): 1 MiB (seed, last
 section)."""
 
+DECODE_SLICE = 64 * 1024
+"""Bytes of a chunk with invalid UTF-8 decoded at a time."""
+
 WRITEBACK_WINDOW = 8 * 1024 * 1024
 """The drop-behind step of the full-output file (module docstring): 8 MiB."""
 
@@ -186,7 +189,12 @@ class OutputAccumulator:
         try:
             _, valid = codecs.utf_8_decode(data, "strict", False)
         except UnicodeDecodeError:
-            self._take_text(decoder.decode(data))
+            # Invalid bytes: through the decoder in slices, so that the text with its
+            # replacement characters (two bytes each in a str, three in UTF-8) is never more
+            # than a few hundred KB at a time, however large the chunk.
+            view = memoryview(data)
+            for start in range(0, len(view), DECODE_SLICE):
+                self._take_text(decoder.decode(view[start : start + DECODE_SLICE]))
             return
         if valid == len(data):
             self._take_utf8(data)
