@@ -186,6 +186,32 @@ def test_text_output_prints_each_disagreement_with_a_diff_then_the_table(
     )
 
 
+def test_a_session_with_nothing_to_verify_says_so_on_stderr(
+    pi: Callable[..., Result], workspace: Path, tmp_path: Path
+) -> None:
+    """A recording without results (a hand-written replay file) verifies nothing: the table
+    says 0 of 0, and one line on stderr says why; the exit status stays 0."""
+    calls_only = [assistant(call("c1", "read", path="notes.txt"))]
+    session = v1_session(tmp_path / "s.jsonl", calls_only)
+    r = pi(*BUILTINS, "replay", str(session), "--verify", "--cwd", str(workspace))
+    assert (r.status, r.out) == (0, "tool  agree  total\nall       0      0\n")
+    assert r.err == (
+        "pi: note: nothing was verified: the session has no tool call with a recorded result\n"
+    )
+    bash_only = [
+        assistant(call("c1", "bash", command="echo hi")),
+        result("c1", "bash", "hi\n"),
+    ]
+    session = v1_session(tmp_path / "b.jsonl", bash_only)
+    r = pi(*BUILTINS, "replay", str(session), "--verify", "--json", "--cwd", str(workspace),
+           "--bash", "recorded")  # fmt: skip
+    assert (r.status, r.out) == (0, '{"summary":{}}\n')
+    assert r.err == (
+        "pi: note: nothing was verified: its calls with a recorded result are all commands, "
+        "answered from the recording (--bash recorded)\n"
+    )
+
+
 def test_v3_tree_follows_the_active_branch(
     pi: Callable[..., Result], workspace: Path, tmp_path: Path
 ) -> None:

@@ -367,6 +367,15 @@ def cmd_verify(ctx: CommandContext) -> int:
         write_json_line(ctx.stdout, {"summary": summary})
     else:
         _print_table(ctx, summary)
+    if not verdicts and not interrupted:
+        why = (
+            "its calls with a recorded result are all commands, answered from the recording "
+            "(--bash recorded)"
+            if calls
+            else "the session has no tool call with a recorded result"
+        )
+        ctx.stderr.write(f"pi: note: nothing was verified: {why}\n")
+        ctx.stderr.flush()
     return 130 if interrupted else 0
 
 
