@@ -28,3 +28,11 @@ def test_shorter_integers_stay_exact_and_the_rest_is_json_loads() -> None:
     assert parse_json('"a\tb"', strict=False) == "a\tb"
     with pytest.raises(json.JSONDecodeError, match="Expecting value: line 1 column 6"):
         parse_json('{"a":}')
+
+
+def test_invalid_json_after_a_huge_integer_is_still_a_decode_error() -> None:
+    """The first parse stops at the integer; the second one finds the syntax error."""
+    with pytest.raises(
+        json.JSONDecodeError, match=r"Expecting value: line 1 column 5014 \(char 5013\)"
+    ):
+        parse_json(f'{{"a": {"9" * 5000}, "b": }}')
