@@ -232,11 +232,10 @@ its parent's high-water mark through ``exec``."""
 
 
 def _drain(fd: int, out: Path | None) -> None:
-    """Read pipe ``fd`` to its end, into ``out`` or nowhere."""
+    """Read pipe ``fd`` to its end, into ``out`` (or ``/dev/null``)."""
     with open(fd, "rb", buffering=0) as pipe, open(out or os.devnull, "wb") as sink:
         while chunk := pipe.read(1 << 20):
-            if out is not None:
-                sink.write(chunk)
+            sink.write(chunk)
 
 
 def run_once(
