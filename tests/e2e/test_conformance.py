@@ -46,16 +46,7 @@ CHANGED_IN_16: dict[str, str] = {
 }
 
 CONFLICTS_16: dict[str, str] = {
-    # cases the 1.6.0 run cannot pass while an override or a port decision stands
-    "write-unicode-byte-count": (
-        "its expect override pins the 0.73.1-era 'Successfully wrote 10 bytes to hello.txt' "
-        "(port decision 3), while the issue asks for 1.6.0's 'Successfully wrote to <path>'"
-    ),
-    "r16-read-image-sniffing": (
-        "the sniffing agrees (JPEG-LS, a non-bitmap 'BM' file and an animated PNG are read as "
-        "text); the text differs by port decision 7: invalid UTF-8 is decoded as Windows-1252 "
-        "with a notice, and a binary file is refused, never turned into U+FFFD"
-    ),
+    # cases the 1.6.0 run cannot pass while an override or a port decision stands (none now)
 }
 
 
@@ -167,11 +158,7 @@ def test_changed_cases_exist() -> None:
 
 
 CASES_CHANGED_IN_16: dict[str, str] = {
-    # bug-report cases whose expected text is the 0.73.1 one that Pi 1.6.0 changed
-    "c15-args-numbers-as-strings": (
-        "§11: a non-numeric string for a number reads 'offset: expected number, got string'"
-    ),
-    "c27-write-edit-through-symlink": "§12.3: write says 'Successfully wrote to <path>'",
+    # bug-report cases whose expected text is the 0.73.1 one that Pi 1.6.0 changed (none now)
 }
 
 

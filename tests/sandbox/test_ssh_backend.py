@@ -461,6 +461,34 @@ async def test_on_timeout_output_before_it_is_kept_exactly(ssh_connection: SshCo
     assert time.monotonic() - t0 < 8
 
 
+async def test_on_timeout_output_still_in_flight_is_kept(ssh_connection: SshConnection):
+    """What the command wrote before the timeout but pi had not read yet (held in sshd, the
+    connection or the control master) is output too: the control master is frozen from before
+    ``b`` is written until after the timeout, so ``b`` arrives only once pi has timed out."""
+    bash = SshBashOperations(ssh_connection)
+    recorder = Recorder()
+    await ssh_connection.ensure_master()
+    master = ssh_connection._master
+    assert master is not None
+
+    async def freeze_master_across_the_timeout() -> None:
+        await recorder.wait_for(b"a")
+        os.kill(master.pid, signal.SIGSTOP)
+        try:
+            await trio.sleep(1.5)  # `b` is written 0.3 s after `a`; the timeout is 1 s
+        finally:
+            os.kill(master.pid, signal.SIGCONT)
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(freeze_master_across_the_timeout)
+            with pytest.raises(CommandTimeout):
+                await bash.exec(
+                    "printf a; sleep 0.3; printf b; sleep 30", "/", on_data=recorder, timeout=1
+                )
+    assert recorder.data == b"ab"
+
+
 # -- the file tools give the same results as on the local backend ------------------------
 
 

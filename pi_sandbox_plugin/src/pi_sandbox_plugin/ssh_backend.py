@@ -861,7 +861,11 @@ class _Supervised:
                 if done:
                     await self._finish(process, out_eof.is_set())
                 else:
-                    await self._abort(process, token, state["sid"], state["sup"])
+                    # after a timeout, what the command wrote before the kill reached it is
+                    # still on its way (in sshd, the connection, the master): it is output too
+                    await self._abort(
+                        process, token, state["sid"], state["sup"], on_data if timed_out else None
+                    )
                 for stream in (process.stdin, stdout, stderr):
                     with contextlib.suppress(Exception):
                         await stream.aclose()
@@ -888,13 +892,23 @@ class _Supervised:
                 await process.wait()
         await self._stop_local(process)
 
-    async def _abort(self, process: trio.Process, token: str, sid: str, sup: str) -> None:
+    async def _abort(
+        self,
+        process: trio.Process,
+        token: str,
+        sid: str,
+        sup: str,
+        on_data: Callable[[bytes], None] | None = None,
+    ) -> None:
         """Kill the remote tree: close the lifeline and wait for ssh to end (the supervisor
-        exits only after the kill); else kill by token over a fresh connection. Shielded."""
+        exits only after the kill); else kill by token over a fresh connection. Shielded.
+        ``on_data``: the command's output still arriving is handed to it (a timeout) rather
+        than dropped (an abort)."""
+        output_ended = trio.Event()
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:
-                for stream in (process.stdout, process.stderr):
-                    nursery.start_soon(self._discard, stream)
+                nursery.start_soon(self._discard, process.stdout, on_data, output_ended)
+                nursery.start_soon(self._discard, process.stderr, None, trio.Event())
                 with contextlib.suppress(Exception):
                     await process.stdin.aclose()  # type: ignore[union-attr]
                 with trio.move_on_after(self.kill_timeout):
@@ -902,13 +916,27 @@ class _Supervised:
                 if process.returncode is None:
                     await self._remote_kill(token, sid, sup)
                     await self._stop_local(process)
+                if on_data is not None:
+                    # the master writes into the output pipe itself: its last bytes may still
+                    # be unread when the session's ssh has exited
+                    with trio.move_on_after(self.drain_max):
+                        await output_ended.wait()
                 nursery.cancel_scope.cancel()
 
     @staticmethod
-    async def _discard(stream: Any) -> None:
+    async def _discard(
+        stream: Any, on_data: Callable[[bytes], None] | None, ended: trio.Event
+    ) -> None:
+        """Read ``stream`` to its end, handing each chunk to ``on_data`` (when given and until
+        it fails) or dropping it; set ``ended`` at the end."""
         with contextlib.suppress(Exception):
-            while await stream.receive_some(READ_SIZE):
-                pass
+            while chunk := await stream.receive_some(READ_SIZE):
+                if on_data is not None:
+                    try:
+                        on_data(bytes(chunk))
+                    except Exception:
+                        on_data = None
+        ended.set()
 
     async def _remote_kill(self, token: str, sid: str, sup: str) -> None:
         ticks = str(max(0, round(self.kill_grace * 10)))
