@@ -21,10 +21,9 @@ from pi_builtin_tools.powershell import (
     create_powershell_tool_definition,
     powershell_argv,
 )
-from pi_core import AgentToolResult, ToolError, wrap_tool_definition
+from pi_core import AgentContext, AgentToolResult, LoopConfig, ToolError, wrap_tool_definition
 from pi_core._cli.system_prompt import build_system_prompt
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
 from pi_core._plugins.session import build_session
 from pi_core._providers.base import ScriptedProvider
 from pi_core._wire.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage

@@ -24,7 +24,7 @@ from pi_core import (
     run_tool_call,
     tool,
 )
-from pi_core._plugins.audit import MAX_LINE_BYTES, cap_arguments
+from pi_core._session.audit import MAX_LINE_BYTES, cap_arguments
 
 
 @tool

@@ -14,9 +14,9 @@ import pytest
 from replay_support import call
 
 import pi_builtin_tools.plugin as builtin_plugin
+from pi_core import AgentContext, LoopConfig
 from pi_core._backend_kit.local_files import LocalFileOperations
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
 from pi_core._plugins.contexts import BackendContext
 from pi_core._plugins.markers import hookimpl
 from pi_core._plugins.session import Session, build_session

@@ -131,7 +131,7 @@ def test_a_sandbox_table_imports_the_policy_modules(tmp_path: Path) -> None:
 def test_the_providers_are_imported_when_a_model_is_resolved() -> None:
     code = (
         "import sys\n"
-        "from pi_core._providers.plugin import builtin_provider_factories, resolve_model\n"
+        "from pi_core._plugins.builtin_providers import builtin_provider_factories, resolve_model\n"
         "assert 'httpx' not in sys.modules\n"
         "provider = resolve_model(builtin_provider_factories(), 'openai:m', "
         "{'base_url': 'http://127.0.0.1:9/v1', 'api_key': 'k'})\n"

@@ -5,7 +5,7 @@
 (:data:`~pi_core.hookspecs.HOOK_CALL_MODES`) through :mod:`pi_core._plugins.caller`, checks what
 plugins return, and raises :class:`~pi_core._errors.PluginError` naming the plugin when a return
 has the wrong type. :meth:`PluginHooks.apply_to` turns the per-call hooks into the plain
-callbacks of :class:`~pi_core._pipeline.config.LoopConfig`, so the loop module never imports pluggy.
+callbacks of :class:`~pi_core._loop.config.LoopConfig`, so the loop module never imports pluggy.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pluggy import HookImpl
 
 from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._errors import PluginError
-from pi_core._pipeline.config import LoopConfig
+from pi_core._loop.config import LoopConfig
 from pi_core._pipeline.contexts import (
     AUDIT_FIELDS,
     AfterToolCallContext,
@@ -32,14 +32,14 @@ from pi_core._pipeline.contexts import (
 )
 from pi_core._pipeline.pipeline import error_text
 from pi_core._plugins import caller as hook_caller
-from pi_core._plugins.audit import cap_arguments, utc_now
 from pi_core._plugins.contexts import (
     BackendContext,
     BashSpawnContext,
     PluginCommand,
     RegisterToolsContext,
-    SessionContext,
 )
+from pi_core._session.audit import cap_arguments, utc_now
+from pi_core._session.context import SessionContext
 from pi_core._tools.definition import AgentTool, to_agent_tool
 from pi_core._wire.messages import AgentToolResult
 
@@ -373,7 +373,7 @@ class PluginHooks:
         started: float,
         detail: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """One audit line's fields (see :mod:`pi_core._plugins.audit`)."""
+        """One audit line's fields (see :mod:`pi_core._session.audit`)."""
         session = context.session
         entry: dict[str, Any] = {
             "time": utc_now(),
@@ -501,7 +501,7 @@ class PluginHooks:
     # --- composition into the loop ------------------------------------------------------------
 
     def loop_callbacks(self) -> dict[str, Callable[..., Any]]:
-        """The :class:`~pi_core._pipeline.config.LoopConfig` callbacks these hooks provide:
+        """The :class:`~pi_core._loop.config.LoopConfig` callbacks these hooks provide:
         ``prepare_arguments``, ``before_tool_call`` and ``after_tool_call`` (bound methods).
         Events go to :meth:`on_event`, the loop's event sink."""
         return {

@@ -22,6 +22,7 @@ import pluggy
 from pydantic import ValidationError
 
 from pi_core._errors import ConfigError, PiError, PluginError
+from pi_core._plugins.facade import PluginHooks
 from pi_core._plugins.markers import hookimpl
 from pi_core._providers.base import ModelProvider, ScriptedProvider
 from pi_core._wire.json_parse import parse_json
@@ -161,8 +162,6 @@ def _providers(source: Any) -> Mapping[str, Any]:
     if isinstance(source, Mapping):
         return source
     if isinstance(source, pluggy.PluginManager):
-        from pi_core._plugins.facade import PluginHooks
-
         source = PluginHooks(source)
     register_providers = getattr(source, "register_providers", None)
     if register_providers is None:
