@@ -257,7 +257,7 @@ def test_no_shared_module_names_a_builtin_tool() -> None:
     which runs shell commands live on the tool (its declarations), never in ``if name ==
     "bash"`` in the core or in the sandbox's policy hooks."""
     sandbox = PLUGIN_SOURCES["pi_sandbox_plugin"]
-    shared = [CORE_SRC / "pi_core", sandbox / "plugin.py", sandbox / "path_policy.py"]
+    shared = [CORE_SRC / "pi_core", sandbox / "plugin.py", sandbox / "policies" / "path_policy.py"]
     assert tool_name_literals(shared, ROOT) == []
 
 
@@ -353,9 +353,9 @@ def test_private_and_unexported_imports_are_found(tmp_path: Path) -> None:
 
 
 def test_a_sandbox_import_of_the_builtins_is_found(tmp_path: Path) -> None:
-    folder = _tree(tmp_path, {"s/m.py": "from pi_builtin_tools.read import read_file\n"})
+    folder = _tree(tmp_path, {"s/m.py": "from pi_builtin_tools.files.read import read_file\n"})
     assert cross_imports(folder / "s", ("pi_builtin_tools",)) == [
-        "m.py:1: imports pi_builtin_tools.read"
+        "m.py:1: imports pi_builtin_tools.files.read"
     ]
 
 

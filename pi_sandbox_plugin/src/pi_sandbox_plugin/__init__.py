@@ -29,29 +29,29 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pi_sandbox_plugin.backend_errors import SandboxUnavailable
-    from pi_sandbox_plugin.bwrap_backend import BwrapBackend
-    from pi_sandbox_plugin.command_policy import CommandPolicy, Decision
-    from pi_sandbox_plugin.config import SandboxConfig, load_sandbox_config
-    from pi_sandbox_plugin.container_backend import ContainerBackend
-    from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
-    from pi_sandbox_plugin.path_policy import PathPolicy
-    from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshConnection, SshFileOperations
+    from pi_sandbox_plugin.backends.bwrap import BwrapBackend
+    from pi_sandbox_plugin.backends.container import ContainerBackend
+    from pi_sandbox_plugin.backends.errors import SandboxUnavailable
+    from pi_sandbox_plugin.backends.ssh import SshBashOperations, SshConnection, SshFileOperations
+    from pi_sandbox_plugin.policies.command_policy import CommandPolicy, Decision
+    from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations, PathDenied
+    from pi_sandbox_plugin.policies.path_policy import PathPolicy
+    from pi_sandbox_plugin.settings.config import SandboxConfig, load_sandbox_config
 
 _SOURCES = {
-    "BwrapBackend": "bwrap_backend",
-    "CommandPolicy": "command_policy",
-    "ContainerBackend": "container_backend",
-    "Decision": "command_policy",
-    "GuardedFileOperations": "guarded_files",
-    "PathDenied": "guarded_files",
-    "PathPolicy": "path_policy",
-    "SandboxConfig": "config",
-    "SandboxUnavailable": "backend_errors",
-    "SshBashOperations": "ssh_backend",
-    "SshConnection": "ssh_backend",
-    "SshFileOperations": "ssh_backend",
-    "load_sandbox_config": "config",
+    "BwrapBackend": "backends.bwrap",
+    "CommandPolicy": "policies.command_policy",
+    "ContainerBackend": "backends.container",
+    "Decision": "policies.command_policy",
+    "GuardedFileOperations": "policies.guarded_files",
+    "PathDenied": "policies.guarded_files",
+    "PathPolicy": "policies.path_policy",
+    "SandboxConfig": "settings.config",
+    "SandboxUnavailable": "backends.errors",
+    "SshBashOperations": "backends.ssh",
+    "SshConnection": "backends.ssh",
+    "SshFileOperations": "backends.ssh",
+    "load_sandbox_config": "settings.config",
 }
 """Each public name and the module that defines it. The names are imported on first access
 (:func:`__getattr__`): loading the plugin (:mod:`pi_sandbox_plugin.plugin`) imports this package,

@@ -70,14 +70,14 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
     host has none (no terminal, no callback)."""
     if SANDBOX_TABLE not in context.config:
         return
-    from pi_sandbox_plugin.config import load_session_sandbox_config
+    from pi_sandbox_plugin.settings.config import load_session_sandbox_config
 
     sandbox = load_session_sandbox_config(context.config, context.cwd)
     session = getattr(context, "session", None)
     if sandbox is None or session is None:
         return
     if sandbox.codex_rules is not None or sandbox.claude_hooks is not None:
-        from pi_sandbox_plugin.policy_sources import session_policies
+        from pi_sandbox_plugin.interop.policy_sources import session_policies
 
         session_policies(sandbox, context.cwd, session.state, config_file(context.config))
     if sandbox.ask == "allow":
@@ -116,7 +116,7 @@ def pi_before_tool_call(
 async def _before_tool_call(
     context: BeforeToolCallContext, config: Mapping[str, Any]
 ) -> BeforeToolCallResult | None:
-    from pi_sandbox_plugin.config import load_sandbox_config
+    from pi_sandbox_plugin.settings.config import load_sandbox_config
 
     sandbox = load_sandbox_config(config)
     if sandbox is None:
@@ -125,7 +125,7 @@ async def _before_tool_call(
     tool = context.tool
     path_reason = None
     if getattr(tool, "path_arguments", ()) and state is not None and state.get(STATE_KEY):
-        from pi_sandbox_plugin.backends import before_hook_path_reason
+        from pi_sandbox_plugin.backends.wiring import before_hook_path_reason
 
         def path_reason(args: Any) -> str | None:
             return before_hook_path_reason(tool, args, config, state)
@@ -138,7 +138,11 @@ async def _before_tool_call(
         and (sandbox.policy is None or not has_command)
     ):
         return None
-    from pi_sandbox_plugin.policy_sources import describe_sources, judge_call, session_policies
+    from pi_sandbox_plugin.interop.policy_sources import (
+        describe_sources,
+        judge_call,
+        session_policies,
+    )
 
     session = context.session
     cwd = session.cwd if session is not None else os.getcwd()
@@ -203,7 +207,7 @@ async def _after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult
     config = session_config(context)
     sandbox = None
     if config is not None and SANDBOX_TABLE in config:
-        from pi_sandbox_plugin.config import load_sandbox_config
+        from pi_sandbox_plugin.settings.config import load_sandbox_config
 
         sandbox = load_sandbox_config(config)
     if (sandbox is None or sandbox.claude_hooks is None) and not extra:
@@ -215,8 +219,8 @@ async def _after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult
     detail: dict[str, Any] | None = None
     changed = bool(extra)
     if sandbox is not None and sandbox.claude_hooks is not None:
-        from pi_sandbox_plugin.claude_hooks import run_post_tool_use
-        from pi_sandbox_plugin.policy_sources import session_policies
+        from pi_sandbox_plugin.interop.claude_hooks import run_post_tool_use
+        from pi_sandbox_plugin.interop.policy_sources import session_policies
 
         session = context.session
         cwd = session.cwd if session is not None else os.getcwd()
@@ -284,7 +288,7 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
     kept in the pi session's ``state`` with the file backend."""
     if SANDBOX_TABLE not in context.config:
         return None
-    from pi_sandbox_plugin.backends import sandbox_session
+    from pi_sandbox_plugin.backends.wiring import sandbox_session
 
     session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.bash
@@ -296,7 +300,7 @@ def pi_file_operations(context: BackendContext) -> FileOperations | None:
     ``[sandbox.policy]`` exists (``None`` for ``local`` without a policy, or no ``[sandbox]``)."""
     if SANDBOX_TABLE not in context.config:
         return None
-    from pi_sandbox_plugin.backends import sandbox_session
+    from pi_sandbox_plugin.backends.wiring import sandbox_session
 
     session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.files
@@ -308,7 +312,7 @@ async def pi_session_end(context: SessionContext) -> None:
     socket directory), remove a container started from an image, release a Ray actor."""
     if STATE_KEY not in context.state:
         return
-    from pi_sandbox_plugin.backends import close_sandbox_sessions
+    from pi_sandbox_plugin.backends.wiring import close_sandbox_sessions
 
     await close_sandbox_sessions(context.state)
 
@@ -316,6 +320,6 @@ async def pi_session_end(context: SessionContext) -> None:
 @hookimpl
 def pi_register_commands(register: Callable[[Any], None]) -> None:
     """``pi policy check``."""
-    from pi_sandbox_plugin.commands import POLICY_COMMAND
+    from pi_sandbox_plugin.cli.commands import POLICY_COMMAND
 
     register(POLICY_COMMAND)
