@@ -208,4 +208,5 @@ def resolves(path: str) -> bool:
 
 def test_every_path_the_documentation_names_resolves() -> None:
     paths = documented_paths()
+    assert "pi_builtin_tools.files.read" in paths
     assert [path for path in paths if not resolves(path)] == []

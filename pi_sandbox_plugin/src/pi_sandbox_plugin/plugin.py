@@ -8,9 +8,9 @@ nothing: every hook returns ``None``.
   ``command_argument`` (bash); a denied command is blocked with a reason naming the rule that
   matched. The path policy for every tool that declares ``path_arguments`` (read, write, edit,
   ls, find, grep and any third-party file tool;
-  :func:`~pi_sandbox_plugin.backends.before_hook_path_reason`).
+  :func:`~pi_sandbox_plugin.backends.wiring.before_hook_path_reason`).
 * ``pi_bash_operations`` / ``pi_file_operations``: the ``[sandbox] backend``'s objects
-  (:func:`~pi_sandbox_plugin.backends.sandbox_session`, kept in the session's
+  (:func:`~pi_sandbox_plugin.backends.wiring.sandbox_session`, kept in the session's
   ``state["sandbox"]``); the file backend is guarded by the path policy when
   ``[sandbox.policy]`` exists. ``None`` (the built-in local ones) otherwise.
 * ``pi_session_end``: closes the SSH connection or removes the container the session started.
@@ -40,10 +40,11 @@ from pi_core import (
 )
 
 SANDBOX_TABLE = "sandbox"
-"""The config table this plugin reads (``pi_sandbox_plugin.config.SANDBOX_TABLE``)."""
+"""The config table this plugin reads (``pi_sandbox_plugin.settings.config.SANDBOX_TABLE``)."""
 
 STATE_KEY = "sandbox"
-"""The session-state entry of the built sandboxes (``pi_sandbox_plugin.backends.STATE_KEY``)."""
+"""The session-state entry of the built sandboxes
+(``pi_sandbox_plugin.backends.wiring.STATE_KEY``)."""
 
 # Start-up: every hook returns ``None`` at once without a ``[sandbox]`` table (or without a
 # sandbox built in the session's state), before importing anything, so a session with no
@@ -101,7 +102,7 @@ def _allow_when_nobody_is_asked(request: Any) -> str:
 def pi_before_tool_call(
     context: BeforeToolCallContext,
 ) -> Awaitable[BeforeToolCallResult | None] | None:
-    """Judge a call with every configured source (:mod:`pi_sandbox_plugin.policy_sources`):
+    """Judge a call with every configured source (:mod:`pi_sandbox_plugin.interop.policy_sources`):
     Claude Code ``PreToolUse`` hooks, Codex rules and the command policy for tools that declare
     a ``command_argument`` (bash), the path policy for tools that declare ``path_arguments``.
     A ``deny`` blocks with the deciding source's reason; an ``ask`` goes to

@@ -3,11 +3,12 @@ their names, texts, schemas and ``ToolDefinition`` factories, without their code
 
 The three are registered in every session but inactive until ``--tools``, ``--codemode`` or
 ``--tool-search`` activates them, so most sessions never call them. Registering reads only what
-is here; the modules that do the work (:mod:`pi_builtin_tools.codemode`,
-:mod:`pi_builtin_tools.codemode_python`, :mod:`pi_builtin_tools.tool_search`, with their
+is here; the modules that do the work (:mod:`pi_builtin_tools.codemode.javascript`,
+:mod:`pi_builtin_tools.codemode.python`, :mod:`pi_builtin_tools.catalog.tool_search`, with their
 declarations, BM25 ranking and worker code) are imported by the tool's first call or by the
-loadout of a session in which the tool is active. Those modules give the same names, so
-``from pi_builtin_tools.codemode import create_codemode_tool_definition`` is unchanged.
+loadout of a session in which the tool is active. Those modules give the same names, and the
+factories are in the package's door too (``from pi_builtin_tools import
+create_codemode_tool_definition``).
 """
 
 from __future__ import annotations
@@ -99,8 +100,9 @@ CODEMODE_PROMPT_GUIDELINES = [
 def create_codemode_tool_definition() -> ToolDefinition:
     """The ``codemode`` :class:`~pi_core.ToolDefinition`: ``model-only`` (scripts cannot start
     scripts), inactive until ``--tools``/``pi replay --codemode`` activates it. ``execute`` is
-    :func:`pi_builtin_tools.codemode.execute_codemode` and ``prepare_loadout``
-    :func:`pi_builtin_tools.codemode.prepare_codemode_loadout`, imported by their first use."""
+    :func:`pi_builtin_tools.codemode.javascript.execute_codemode` and ``prepare_loadout``
+    :func:`pi_builtin_tools.codemode.javascript.prepare_codemode_loadout`, imported by their
+    first use."""
     return ToolDefinition(
         name=CODEMODE_TOOL_NAME,
         label=CODEMODE_TOOL_NAME,
@@ -172,7 +174,7 @@ CODEMODE_PYTHON_PARAMETERS: dict[str, Any] = {
 
 def create_codemode_python_tool_definition() -> ToolDefinition:
     """The ``codemode_python`` :class:`~pi_core.ToolDefinition` (inactive, ``model-only``).
-    ``execute`` and ``prepare_loadout`` are those of :mod:`pi_builtin_tools.codemode_python`,
+    ``execute`` and ``prepare_loadout`` are those of :mod:`pi_builtin_tools.codemode.python`,
     imported by their first use."""
     return ToolDefinition(
         name=CODEMODE_PYTHON_TOOL_NAME,
@@ -228,7 +230,7 @@ TOOL_SEARCH_PARAMETERS: dict[str, Any] = {
 
 def create_tool_search_tool_definition() -> ToolDefinition:
     """The ``tool_search`` :class:`~pi_core.ToolDefinition` (inactive, ``model-only``).
-    ``execute`` is :func:`pi_builtin_tools.tool_search.execute_tool_search`, imported by the
+    ``execute`` is :func:`pi_builtin_tools.catalog.tool_search.execute_tool_search`, imported by the
     first call."""
     return ToolDefinition(
         name=TOOL_SEARCH_TOOL_NAME,

@@ -1,7 +1,7 @@
 """The codemode worker: one JavaScript script in a QuickJS VM (``jsbox``), in its own process.
 
-Started by :mod:`pi_builtin_tools.codemode` as ``python -I <this file>``; it imports nothing of
-pi. It speaks JSON lines (the messages of Pi 1.6.0's ``pi-codemode`` runtime protocol):
+Started by :mod:`pi_builtin_tools.codemode.javascript` as ``python -I <this file>``; it imports
+nothing of pi. It speaks JSON lines (the messages of Pi 1.6.0's ``pi-codemode`` runtime protocol):
 
 * stdin, first line: ``{"code", "tools": [{name, jsName, description}], "globals":
   [{name, spread}], "store": {key: json}, "memoryLimitBytes"}``; then

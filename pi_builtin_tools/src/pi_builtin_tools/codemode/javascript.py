@@ -2,10 +2,10 @@
 calls other tools; each call is a nested tool call through the whole pipeline.
 
 The script is the body of an async function, run in QuickJS (the ``jsbox`` package) inside a
-worker process (:mod:`pi_builtin_tools._codemode_worker`) that this module starts per script and
+worker process (:mod:`pi_builtin_tools.codemode._worker`) that this module starts per script and
 kills when the script ends, at its deadline or on abort: scripts have no file system, network,
 timers or process of their own (``docs/explanation/codemode-engine.md`` says why this engine).
-The worker runs Pi's own prelude (``codemode_prelude.js``): ``tools.<id>(args)``, ``ALL_TOOLS``,
+The worker runs Pi's own prelude (``prelude.js``): ``tools.<id>(args)``, ``ALL_TOOLS``,
 ``text``, ``image``, ``console.*``, ``exit``, ``store``/``load`` and their texts and limits.
 
 This module is the host side (Pi's ``execute.js``): it runs each ``tools.x(args)`` with
@@ -76,7 +76,7 @@ DESCRIPTION_INTRO = CODEMODE_DESCRIPTION_INTRO
 DESCRIPTION_GLOBALS = CODEMODE_DESCRIPTION_GLOBALS
 PROMPT_SNIPPET = CODEMODE_PROMPT_SNIPPET
 PROMPT_GUIDELINES = CODEMODE_PROMPT_GUIDELINES
-"""The definition's texts live in :mod:`pi_builtin_tools.tool_definitions` (registering the tool
+"""The definition's texts live in :mod:`pi_builtin_tools.catalog.definitions` (registering the tool
 does not import this module); these are the same objects."""
 
 CODEMODE_STORE_STATE_KEY = "codemode"

@@ -73,7 +73,7 @@ from pi_core import (
 
 DESCRIPTION = CODEMODE_PYTHON_DESCRIPTION
 PARAMETERS = CODEMODE_PYTHON_PARAMETERS
-"""The definition's texts live in :mod:`pi_builtin_tools.tool_definitions` (registering the tool
+"""The definition's texts live in :mod:`pi_builtin_tools.catalog.definitions` (registering the tool
 does not import this module); these are the same objects."""
 
 SCRIPT_TOOL_NAMES = frozenset({"codemode", CODEMODE_PYTHON_TOOL_NAME})

@@ -3,7 +3,8 @@
 ``create_edit_tool_definition(cwd, operations)`` gives the tool. A call takes ``path`` and
 ``edits: [{oldText, newText}]``; every ``oldText`` is located in the original file (exact first,
 then the fuzzy fallback), must be unique there and must not overlap another; then all edits are
-written at once, or none. The matching and the texts live in :mod:`pi_builtin_tools.edit_diff`.
+written at once, or none. The matching and the texts live in
+:mod:`pi_builtin_tools.files.edit_diff`.
 
 Execution (inside the file mutation queue of the file, so edits and writes of one file run one
 after another):
@@ -23,7 +24,7 @@ after another):
    :data:`MAX_EDIT_FILE_LINES`, 400,000 lines; a larger file is refused with ``Could not edit
    file: {path}. It is larger than edit handles (8.0MB or 400000 lines; up to 128.0MB for UTF-8
    text without CR line endings whose old texts match exactly); change it with bash (sed, a
-   script) instead.``) and classified (:mod:`pi_builtin_tools.file_encoding`): binary files are
+   script) instead.``) and classified (:mod:`pi_builtin_tools.files.encoding`): binary files are
    refused with their size and kind; UTF-8 (with or without BOM), UTF-16/32 with BOM and
    Windows-1252/Latin-1 are decoded, and refused unless they encode back to the same bytes.
    Both give the same texts and errors (``tests/builtin_tools/test_edit_large.py``);
@@ -103,7 +104,7 @@ _FROM_EDIT_DIFF = frozenset(
         "_no_change_error",
     }
 )
-"""Names of :mod:`pi_builtin_tools.edit_diff` this module gives too (``EditError`` is public
+"""Names of :mod:`pi_builtin_tools.files.edit_diff` this module gives too (``EditError`` is public
 here). The matching and diff module is imported by the first edit, not when the plugin registers
 the tool: this module's functions import what they use, and these names are looked up in it on
 first access (``__getattr__``)."""
@@ -544,7 +545,7 @@ class _NeedsDecodedText(Exception):
 
 
 def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: str) -> _BytesEdit:
-    """:func:`~pi_builtin_tools.edit_diff.apply_edits` on UTF-8 ``data`` without CR (after a
+    """:func:`~pi_builtin_tools.files.edit_diff.apply_edits` on UTF-8 ``data`` without CR (after a
     ``bom``-byte BOM), with the same errors in the same order, as long as every ``oldText``
     matches exactly; raises :class:`_NeedsDecodedText` when one does not (the fuzzy match needs
     the decoded text) or a text cannot take this path. UTF-8 is self-synchronising, so a byte match is a character

@@ -1,7 +1,7 @@
 """The ``read`` tool (``docs/reference/tools.md``).
 
 Text files come back from line ``offset`` (1-indexed), at most ``limit`` lines, cut by
-:func:`~pi_builtin_tools.truncate.truncate_head` rules (2000 lines or 50KB, never half a line)
+:func:`~pi_builtin_tools.files.truncate.truncate_head` rules (2000 lines or 50KB, never half a line)
 with a notice giving the next offset. The file is streamed in chunks (``FileOperations.read_bytes``,
 or a backend's optional ``read_head``/``scan_bytes``: the local backend resolves, stats and reads
 the start in one worker-thread call and scans the rest in another, into one reused buffer): only
@@ -10,7 +10,7 @@ file holds a few megabytes at most. Images (by magic bytes)
 come back as image blocks, resized to the configured limits. Non-UTF-8 text is decoded (UTF-16
 with BOM, which is not shown; Windows-1252/Latin-1) and binary files are refused with a short
 description. ``offset``/``limit`` must be whole numbers (>= 0 and >= 1,
-:func:`~pi_builtin_tools.tool_args.integer_arg`).
+:func:`~pi_builtin_tools.catalog.args.integer_arg`).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class ReadToolOptions:
         ``jpeg_quality``.
 
         Raises :class:`~pi_core._errors.ConfigError` for a bad value or an unknown key
-        (:func:`~pi_builtin_tools.tool_config.read_settings`)."""
+        (:func:`~pi_builtin_tools.catalog.config.read_settings`)."""
         settings = read_settings(config)
         resize = ImageResizeOptions(
             max_width=settings.max_image_width,

@@ -4,7 +4,7 @@ Creates parent directories, then replaces the file atomically through
 ``FileOperations.write_bytes`` (temporary file, fsync, rename; mode and symlink target kept),
 inside the file mutation queue so edits and writes of one file never interleave. A file that
 may not be written is refused first (``EACCES: permission denied, open '{abs}'``; a file with
-no write bit is refused even for root, see :mod:`pi_builtin_tools.file_access`), since the
+no write bit is refused even for root, see :mod:`pi_builtin_tools.files.access`), since the
 atomic rename itself would replace it; so is what is not a regular file (``Cannot write
 {path}: not a regular file (a device, FIFO or socket).``: ``/dev/full`` or a FIFO is never
 replaced by a regular file). The content is

@@ -5,7 +5,7 @@ available where a remote backend's files are, so this tool asks ripgrep for the 
 (``rg --files --hidden --no-require-git``: the same ``ignore`` crate, so ``.gitignore``,
 ``.ignore`` and ``.git/info/exclude`` are honoured hierarchically, even outside a git
 repository, and hidden entries are included) and applies fd's glob semantics in Python
-(:mod:`pi_builtin_tools.fd_glob`):
+(:mod:`pi_builtin_tools.search.fd_glob`):
 
 * a pattern without ``/`` matches the basename at any depth (``*.txt`` finds
   ``.secret/hidden.txt``); a pattern with ``/`` matches the absolute path, prefixed with

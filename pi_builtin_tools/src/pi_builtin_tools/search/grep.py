@@ -14,7 +14,7 @@ characters the model sees, so the text is the same. Memory stays bounded: each l
 most ~4 KiB, context lines are read from the file in chunks (:func:`_context_lines`), the
 backend bounds ripgrep's whole output, and whatever ``limit`` and ``context`` are, the matches
 are made one at a time and the result lines past 50KB are counted, not kept
-(:class:`~pi_builtin_tools.search_output.BoundedListing`). A single file searched by name is searched with
+(:class:`~pi_builtin_tools.search.output.BoundedListing`). A single file searched by name is searched with
 ``--text``, as ripgrep's JSON output does (it prints the matching lines of a binary file); a
 device or FIFO is refused, since ripgrep would read it forever. Hidden files are searched;
 ``.gitignore`` is honoured as ripgrep does (inside git repositories; a ``--glob`` overrides it).
@@ -24,7 +24,7 @@ Output lines are ``{file}:{n}: {text}`` (context lines ``{file}-{n}- {text}``), 
 inside a line is kept). The windows of one file's matches merge as in ``rg --context`` (no line
 twice; a shown match inside another's window is a match line). At most ``limit`` matches
 (default 100; floored, at least 1), then 50KB; ``context`` is floored, at most 1000
-(:func:`~pi_builtin_tools.tool_args.integer_arg`). The ``{L} matches limit reached`` notice
+(:func:`~pi_builtin_tools.catalog.args.integer_arg`). The ``{L} matches limit reached`` notice
 appears only when one more match proves the cut (ripgrep runs with ``--max-count`` limit + 1);
 that match is shown, as a context line, when it lies in the last match's trailing context.
 
@@ -45,8 +45,8 @@ is the one ripgrep's search of the file gives, byte for byte; whenever that is n
 NUL byte, a byte order mark, output that could pass the backend's bound) the normal search runs.
 
 ripgrep's own error texts are passed on as ripgrep 13 (the reference's) words them, whatever
-version runs (:mod:`pi_builtin_tools.rg_errors`): ``regex parse error:\\n    (\\n    ^\\nerror:
-unclosed group``.
+version runs (:mod:`pi_builtin_tools.search.rg_errors`):
+``regex parse error:\\n    (\\n    ^\\nerror: unclosed group``.
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ MAX_GREP_CONTEXT = 1000
 RG_MAX_COLUMNS = 4096
 """Longest line, in bytes, ripgrep prints whole (``--max-columns``); a longer one arrives as its
 first 4,096 characters and ``[... omitted end of long line]``. The model sees at most
-:data:`~pi_builtin_tools.truncate.GREP_MAX_LINE_LENGTH` (500) characters of a line either way."""
+:data:`~pi_builtin_tools.files.truncate.GREP_MAX_LINE_LENGTH` (500) characters of a line either
+way."""
 
 CONTEXT_CHUNK_BYTES = 1024 * 1024
 """Size of the ranges context lines are read in."""

@@ -1,7 +1,7 @@
 """The common tail of ls, find and grep: byte truncation, bracketed notices, details.
 
 As Pi does for ls, find and grep: the result lines are joined by ``\\n`` and cut to 50KB
-by whole lines (:func:`~pi_builtin_tools.truncate.truncate_head` with no line limit); the
+by whole lines (:func:`~pi_builtin_tools.files.truncate.truncate_head` with no line limit); the
 notices, in the order given, are appended as ``"\\n\\n[" + ". ".join(notices) + "]"``;
 ``details`` is ``None`` (absent) when there is nothing to report.
 """
@@ -76,7 +76,7 @@ def _with_notices(
 class BoundedListing:
     """Result lines added one at a time, holding only what the 50KB cut can keep:
     :meth:`finish` gives what :func:`finish_listing` gives for all the lines added, while past
-    the first :data:`~pi_builtin_tools.truncate.DEFAULT_MAX_BYTES` bytes only counts (lines,
+    the first :data:`~pi_builtin_tools.files.truncate.DEFAULT_MAX_BYTES` bytes only counts (lines,
     UTF-8 bytes) grow. A line holding ``\\n`` counts as the lines it joins.
     """
 

@@ -1,5 +1,5 @@
-"""Supervisor of one bash command; run by :class:`~pi_builtin_tools.local_bash.LocalBashOperations`
-as ``python -I -S _bash_supervisor.py GRACE LIFELINE_FD SHELL COMMAND`` (standard library only).
+"""Supervisor of one bash command; run by :class:`~pi_builtin_tools.shell.local.LocalBashOperations`
+as ``python -I -S _supervisor.py GRACE LIFELINE_FD SHELL COMMAND`` (standard library only).
 
 Process layout::
 

@@ -3,7 +3,7 @@
 The tool never starts a process itself: it runs commands through a
 :class:`~pi_core.BashOperations` backend (the local one, SSH, a container...). The same shell
 core (:func:`create_shell_tool_definition`, configured by a :class:`ShellToolConfig`) makes the
-``powershell`` tool (:mod:`pi_builtin_tools.powershell`). Per call:
+``powershell`` tool (:mod:`pi_builtin_tools.shell.powershell`). Per call:
 
 1. the timeout is validated;
 2. ``command_prefix`` (if configured) is put before the command, on its own line;
@@ -13,7 +13,7 @@ core (:func:`create_shell_tool_definition`, configured by a :class:`ShellToolCon
    ``PI_SESSION_FILE``, ``PI_PROVIDER``, ``PI_MODEL``, ``PI_REASONING_LEVEL``, then those set
    from the session context when exposing it is allowed; ``spawn_hook`` (the
    ``pi_bash_spawn_context`` chain) may replace command, cwd and env;
-4. output streams into an :class:`~pi_builtin_tools.output_accumulator.OutputAccumulator`;
+4. output streams into an :class:`~pi_builtin_tools.shell.output_accumulator.OutputAccumulator`;
    ``on_update`` gets ``{content: []}`` at once, then snapshots at most every 100 ms, and a
    final flush;
 5. the result: exit 0 → normal result; exit N ≠ 0 → error result (``is_error``, not raised)

@@ -1,7 +1,7 @@
 """The local :class:`~pi_core.BashOperations` backend on trio.
 
 Each command runs as ``SHELL -c COMMAND`` under a small supervisor process
-(:mod:`pi_builtin_tools._bash_supervisor`) that starts its own session (process group) and is a
+(:mod:`pi_builtin_tools.shell._supervisor`) that starts its own session (process group) and is a
 child subreaper, so the whole tree of the command can be found and killed, including descendants
 that ignore SIGTERM, moved to another process group or session, or were orphaned:
 

@@ -1,5 +1,5 @@
 """The ``powershell`` tool (``docs/reference/tools.md``): Pi 1.6's PowerShell tool, on the shell
-core of :mod:`pi_builtin_tools.bash` (same parameters, output handling, truncation, exit and
+core of :mod:`pi_builtin_tools.shell.bash` (same parameters, output handling, truncation, exit and
 timeout texts, ``structured_content``, environment).
 
 It is registered on every platform but is not active by default. Off Windows every call (after
@@ -238,7 +238,7 @@ def create_powershell_tool_definition(
     (default :class:`PowerShellLocator`), which is consulted first in every call, so off
     Windows each call is :data:`NOT_WINDOWS_TEXT` before the timeout is looked at. With
     ``operations`` (a test double, another backend) no platform check is made. The other
-    arguments are those of :func:`~pi_builtin_tools.bash.create_bash_tool_definition`.
+    arguments are those of :func:`~pi_builtin_tools.shell.bash.create_bash_tool_definition`.
     """
     before_call: Callable[[], object] | None = None
     if operations is None:

@@ -22,7 +22,7 @@ cancellation bwrap's process group gets ``SIGKILL``; ``--die-with-parent`` then 
 sandbox's init and with it every process of the namespace, whatever session or process group it
 moved to.
 
-**File tools** run inside the same kind of sandbox (:class:`~pi_sandbox_plugin.shell_files.
+**File tools** run inside the same kind of sandbox (:class:`~pi_sandbox_plugin.backends.shell_files.
 ShellFileOperations`: one short ``bash`` script per operation, ``rg`` for grep and find), so they
 see exactly what bash sees: nothing of the host's ``/tmp`` outside the workspace, denied
 directories empty, denied files ``EACCES``, everything outside the workspace read-only

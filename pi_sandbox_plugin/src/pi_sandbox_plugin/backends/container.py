@@ -29,13 +29,13 @@ orphans included), sends SIGTERM, waits ``kill_grace`` seconds, then SIGKILLs un
 left; then the local client is killed. A process that clears its environment escapes that
 search. A background job (``server &``) outlives the command, as with the local backend.
 
-**File tools** run inside the container too (:class:`~pi_sandbox_plugin.shell_files.
+**File tools** run inside the container too (:class:`~pi_sandbox_plugin.backends.shell_files.
 ShellFileOperations`: one ``exec`` of a short ``bash`` script per operation using only bash,
 coreutils and ``rg``), so paths are the container's (the workspace is at ``workdir``;
 :meth:`ContainerBackend.container_path` maps a workspace path).
 
 Errors: the CLI missing, or ``exec`` failing itself (container gone, exit 125), raises
-:class:`~pi_sandbox_plugin.backend_errors.SandboxUnavailable` with the CLI's message; a missing
+:class:`~pi_sandbox_plugin.backends.errors.SandboxUnavailable` with the CLI's message; a missing
 working directory gives Pi's ``Working directory does not exist`` text.
 """
 

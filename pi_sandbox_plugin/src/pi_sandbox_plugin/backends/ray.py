@@ -41,7 +41,7 @@ the node and :class:`~pi_core.CommandTimeout` raised; cancellation (abort) and a
 node; ``OSError`` comes back with its ``errno`` and the session's path.
 
 **A lost node or actor** (the node died, the actor was killed, the network is cut) becomes
-:class:`~pi_sandbox_plugin.backend_errors.SandboxUnavailable` naming the node and the actor,
+:class:`~pi_sandbox_plugin.backends.errors.SandboxUnavailable` naming the node and the actor,
 never a hang: while waiting, pi pings the actor every :data:`PING_INTERVAL` seconds, and a ping
 unanswered for ``lost_after`` seconds (or Ray reporting the actor dead) ends the call; later
 calls of the session fail at once with the same message. With a command ``timeout``, the call
@@ -388,7 +388,7 @@ def _quiet_cluster_messages() -> None:
     """Keep the cluster's error messages (``(raylet) The node ... has been marked dead``) off
     pi's stdout, where they would corrupt its output: Ray's driver prints them from a
     background thread through ``ray._private.worker.print_to_stdstream``; they go to the
-    ``pi_sandbox_plugin.ray_backend`` logger instead (the tool results name a lost node)."""
+    ``pi_sandbox_plugin.backends.ray`` logger instead (the tool results name a lost node)."""
     try:
         from ray._private import worker
     except ImportError:  # another Ray layout: nothing to quiet

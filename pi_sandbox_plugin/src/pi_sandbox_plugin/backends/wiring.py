@@ -17,7 +17,7 @@ backend        bash                                  file tools
                backend.RayBackend` (one actor)       workspace on the actor's node and back
 =============  ====================================  ===============================================
 
-The path policy (:class:`~pi_sandbox_plugin.path_policy.PathPolicy`) exists only when the
+The path policy (:class:`~pi_sandbox_plugin.policies.path_policy.PathPolicy`) exists only when the
 config has ``[sandbox.policy]``; without it the file tools are not guarded. With the local
 backend, bash is limited by the command policy alone (the path policy cannot see inside a
 command); bwrap also masks the denied paths from bash: each literal path, the matches of each
@@ -139,7 +139,7 @@ def path_check_reason(
 ) -> str | None:
     """The reason the before-hook blocks a call of ``tool`` (an ``AgentTool``) with ``args``,
     or ``None``: the policy's check of the tool's declared path arguments
-    (:func:`~pi_sandbox_plugin.path_policy.declared_path_reason`)."""
+    (:func:`~pi_sandbox_plugin.policies.path_policy.declared_path_reason`)."""
     return declared_path_reason(tool.path_arguments, args, cwd, policy, resolve)
 
 

@@ -1,7 +1,8 @@
-"""The Starlark side of :mod:`pi_sandbox_plugin.codex_rules`: evaluates Codex ``.rules`` files.
+"""The Starlark side of :mod:`pi_sandbox_plugin.interop.codex_rules`: evaluates Codex
+``.rules`` files.
 
 This module runs in a child process (``python -P _codex_starlark.py``) that
-:func:`pi_sandbox_plugin.codex_rules.load_codex_rules` starts, so that a hostile rules file
+:func:`pi_sandbox_plugin.interop.codex_rules.load_codex_rules` starts, so that a hostile rules file
 cannot take the memory or the time of pi itself: the child caps its address space
 (``RLIMIT_AS``), cancels the evaluation at a deadline (``EvalOptions.check_cancelled``), bounds
 the Starlark call stack, the number of rules and the size of what they hold. It imports only the
@@ -16,7 +17,7 @@ or ``network_rule`` with its ``line``.
 The builtins check their arguments as Codex's ``execpolicy/src/parser.rs`` does (same checks,
 same order); the messages are pi's, one line, prefixed with the builtin's name. The path and
 shell-word helpers (:func:`rust_file_name`, :func:`absolutize`, :func:`split_example`) are
-shared with :mod:`~pi_sandbox_plugin.codex_rules`.
+shared with :mod:`~pi_sandbox_plugin.interop.codex_rules`.
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 
 The sources, in the order they are asked:
 
-1. **Claude Code hooks** (``[sandbox.claude_hooks]``, :mod:`pi_sandbox_plugin.claude_hooks`):
+1. **Claude Code hooks** (``[sandbox.claude_hooks]``,
+   :mod:`pi_sandbox_plugin.interop.claude_hooks`):
    the ``PreToolUse`` hooks whose matcher matches the call's Claude Code tool name run first,
    because an ``updatedInput`` changes the call: the new arguments are mapped back to pi's,
    validated against the tool's schema (invalid: the call is blocked, naming the hook), and
    every later source judges the *new* arguments.
-2. **Codex rules** (``[sandbox.codex_rules]``, :mod:`pi_sandbox_plugin.codex_rules`): for a
+2. **Codex rules** (``[sandbox.codex_rules]``, :mod:`pi_sandbox_plugin.interop.codex_rules`): for a
    tool that declares a ``command_argument`` (bash), every simple command of the line.
 3. **The command policy** (``[sandbox.policy]``): for the same tools, unless Codex rules
    decided every simple command of the line (a command no rule matches falls through to it).

@@ -3,7 +3,8 @@ moment of each operation.
 
 :class:`GuardedFileOperations` resolves the path with the wrapped backend's own ``realpath``
 right before each operation, checks the resolved path (and the path as named) with the
-:class:`~pi_sandbox_plugin.path_policy.PathPolicy`, and then operates on the **resolved** path.
+:class:`~pi_sandbox_plugin.policies.path_policy.PathPolicy`, and then operates on the
+**resolved** path.
 So a symlink created earlier in the same batch (by bash, or a write that made a link) is
 followed by the check exactly as the operation would follow it: it cannot lead outside the
 allowed roots or onto a denied file.

@@ -24,7 +24,8 @@ and denied globs.
   mode ``0600``, with one link, so neither a symlink nor a hard link to another file planted
   under that name passes.
 
-:class:`PathPolicy` decides; the enforcement is :mod:`pi_sandbox_plugin.guarded_files` (at the
+:class:`PathPolicy` decides; the enforcement is
+:mod:`pi_sandbox_plugin.policies.guarded_files` (at the
 moment of each operation, on the realpath) and the before-hook (an early, clear error) for every
 tool that declares its path arguments (:func:`declared_path_reason`), built-in or not.
 """

@@ -95,7 +95,7 @@ RuleWords = Annotated[list[StrictStr], pydantic.AfterValidator(_check_rule)]
 
 class GrammarConfig(_Model):
     """``[sandbox.policy.grammars.NAME]``: a program grammar (see
-    :mod:`pi_sandbox_plugin.grammars`); ``extend = true`` adds to the built-in entry."""
+    :mod:`pi_sandbox_plugin.policies.grammars`); ``extend = true`` adds to the built-in entry."""
 
     value_options: list[StrictStr] = []
     flag_options: list[StrictStr] = []
@@ -155,7 +155,7 @@ class PolicyConfig(_Model):
     tests: PolicyTests = PolicyTests()
 
     def command_policy(self) -> CommandPolicy:
-        """The :class:`~pi_sandbox_plugin.command_policy.CommandPolicy` of these rules."""
+        """The :class:`~pi_sandbox_plugin.policies.command_policy.CommandPolicy` of these rules."""
         extra = {
             name: grammar_from_table(name, table.model_dump(exclude_none=True))
             for name, table in self.grammars.items()
@@ -218,7 +218,7 @@ class RayConfig(_Model):
     this machine to unpack there; ``""``: nothing); ``env`` names local variables passed to the
     commands; ``lost_after`` (seconds an unanswered ping means the node or actor is lost),
     ``start_timeout`` (seconds to place and start the actor). See
-    :mod:`pi_sandbox_plugin.ray_backend`."""
+    :mod:`pi_sandbox_plugin.backends.ray`."""
 
     address: StrictStr = "auto"
     resources: dict[StrictStr, Annotated[float, pydantic.Field(gt=0, strict=True)]] = {}
@@ -237,7 +237,8 @@ class ClaudeHooksConfig(pydantic.BaseModel):
     settings files whose ``hooks`` section is read (relative to the session cwd); ``PreToolUse``
     and ``PostToolUse``: the same structure inline (``[[sandbox.claude_hooks.PreToolUse]]`` with
     ``matcher`` and ``hooks = [{type = "command", command = "...", timeout = 60}]``, checked by
-    :mod:`pi_sandbox_plugin.claude_hooks`); ``on_error``: what a hook that fails (exit status
+    :mod:`pi_sandbox_plugin.interop.claude_hooks`); ``on_error``: what a hook that fails
+    (exit status
     other than 0 and 2, timeout, unreadable output) does: ``"deny"`` (the default: fail closed)
     or ``"continue"`` (Claude Code's behaviour)."""
 
@@ -260,7 +261,7 @@ class ClaudeHooksConfig(pydantic.BaseModel):
 
 class CodexRulesConfig(_Model):
     """``[sandbox.codex_rules]``: Codex ``.rules`` files (Starlark ``prefix_rule``), relative
-    to the session cwd, loaded by :mod:`pi_sandbox_plugin.codex_rules`."""
+    to the session cwd, loaded by :mod:`pi_sandbox_plugin.interop.codex_rules`."""
 
     files: list[StrictStr] = []
 
