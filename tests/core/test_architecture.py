@@ -353,9 +353,9 @@ def test_private_and_unexported_imports_are_found(tmp_path: Path) -> None:
 
 
 def test_a_sandbox_import_of_the_builtins_is_found(tmp_path: Path) -> None:
-    folder = _tree(tmp_path, {"s/m.py": "from pi_builtin_tools.files.read import read_file\n"})
+    folder = _tree(tmp_path, {"s/m.py": "from pi_builtin_tools.read import read_file\n"})
     assert cross_imports(folder / "s", ("pi_builtin_tools",)) == [
-        "m.py:1: imports pi_builtin_tools.files.read"
+        "m.py:1: imports pi_builtin_tools.read"
     ]
 
 
