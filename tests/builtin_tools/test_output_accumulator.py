@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_builtin_tools import output_accumulator
-from pi_builtin_tools.output_accumulator import OutputAccumulator
-from pi_builtin_tools.truncate import truncate_tail
+from pi_builtin_tools.files.truncate import truncate_tail
+from pi_builtin_tools.shell import output_accumulator
+from pi_builtin_tools.shell.output_accumulator import OutputAccumulator
 
 
 @pytest.fixture(autouse=True)

@@ -361,7 +361,7 @@ def test_no_shared_module_names_a_builtin_tool() -> None:
     which runs shell commands live on the tool (its declarations), never in ``if name ==
     "bash"`` in the core or in the sandbox's policy hooks."""
     sandbox = PLUGIN_SOURCES["pi_sandbox_plugin"]
-    shared = [CORE_SRC / "pi_core", sandbox / "plugin.py", sandbox / "path_policy.py"]
+    shared = [CORE_SRC / "pi_core", sandbox / "plugin.py", sandbox / "policies" / "path_policy.py"]
     assert tool_name_literals(shared, ROOT) == []
 
 

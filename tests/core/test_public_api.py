@@ -83,6 +83,8 @@ DOOR_NAMES = {
     # the tool context that lets the call's nested calls run
     "Abort",
     "nested_calls_context",
+    # a plugin's door: public names imported on first use, moved modules at their old paths
+    "lazy_door",
 }
 
 

@@ -16,13 +16,13 @@ import pytest
 from container_support import PodmanSession
 from sshd_support import SshServer
 
-from pi_builtin_tools.bash import create_bash_tool_definition
-from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.shell.bash import create_bash_tool_definition
+from pi_builtin_tools.shell.local import LocalBashOperations
 from pi_core import BashOperations
 from pi_core.backends import EnvPolicy
-from pi_sandbox_plugin.bwrap_backend import BwrapBackend
-from pi_sandbox_plugin.container_backend import ContainerBackend
-from pi_sandbox_plugin.ssh_backend import SshBashOperations
+from pi_sandbox_plugin.backends.bwrap import BwrapBackend
+from pi_sandbox_plugin.backends.container import ContainerBackend
+from pi_sandbox_plugin.backends.ssh import SshBashOperations
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-test-openai",

@@ -8,9 +8,9 @@ nothing: every hook returns ``None``.
   ``command_argument`` (bash); a denied command is blocked with a reason naming the rule that
   matched. The path policy for every tool that declares ``path_arguments`` (read, write, edit,
   ls, find, grep and any third-party file tool;
-  :func:`~pi_sandbox_plugin.backends.before_hook_path_reason`).
+  :func:`~pi_sandbox_plugin.backends.wiring.before_hook_path_reason`).
 * ``pi_bash_operations`` / ``pi_file_operations``: the ``[sandbox] backend``'s objects
-  (:func:`~pi_sandbox_plugin.backends.sandbox_session`, kept in the session's
+  (:func:`~pi_sandbox_plugin.backends.wiring.sandbox_session`, kept in the session's
   ``state["sandbox"]``); the file backend is guarded by the path policy when
   ``[sandbox.policy]`` exists. ``None`` (the built-in local ones) otherwise.
 * ``pi_session_end``: closes the SSH connection or removes the container the session started.
@@ -40,10 +40,11 @@ from pi_core import (
 )
 
 SANDBOX_TABLE = "sandbox"
-"""The config table this plugin reads (``pi_sandbox_plugin.config.SANDBOX_TABLE``)."""
+"""The config table this plugin reads (``pi_sandbox_plugin.settings.config.SANDBOX_TABLE``)."""
 
 STATE_KEY = "sandbox"
-"""The session-state entry of the built sandboxes (``pi_sandbox_plugin.backends.STATE_KEY``)."""
+"""The session-state entry of the built sandboxes
+(``pi_sandbox_plugin.backends.wiring.STATE_KEY``)."""
 
 # Start-up: every hook returns ``None`` at once without a ``[sandbox]`` table (or without a
 # sandbox built in the session's state), before importing anything, so a session with no
@@ -70,14 +71,14 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
     host has none (no terminal, no callback)."""
     if SANDBOX_TABLE not in context.config:
         return
-    from pi_sandbox_plugin.config import load_session_sandbox_config
+    from pi_sandbox_plugin.settings.config import load_session_sandbox_config
 
     sandbox = load_session_sandbox_config(context.config, context.cwd)
     session = getattr(context, "session", None)
     if sandbox is None or session is None:
         return
     if sandbox.codex_rules is not None or sandbox.claude_hooks is not None:
-        from pi_sandbox_plugin.policy_sources import session_policies
+        from pi_sandbox_plugin.interop.policy_sources import session_policies
 
         session_policies(sandbox, context.cwd, session.state, config_file(context.config))
     if sandbox.ask == "allow":
@@ -101,7 +102,7 @@ def _allow_when_nobody_is_asked(request: Any) -> str:
 def pi_before_tool_call(
     context: BeforeToolCallContext,
 ) -> Awaitable[BeforeToolCallResult | None] | None:
-    """Judge a call with every configured source (:mod:`pi_sandbox_plugin.policy_sources`):
+    """Judge a call with every configured source (:mod:`pi_sandbox_plugin.interop.policy_sources`):
     Claude Code ``PreToolUse`` hooks, Codex rules and the command policy for tools that declare
     a ``command_argument`` (bash), the path policy for tools that declare ``path_arguments``.
     A ``deny`` blocks with the deciding source's reason; an ``ask`` goes to
@@ -116,7 +117,7 @@ def pi_before_tool_call(
 async def _before_tool_call(
     context: BeforeToolCallContext, config: Mapping[str, Any]
 ) -> BeforeToolCallResult | None:
-    from pi_sandbox_plugin.config import load_sandbox_config
+    from pi_sandbox_plugin.settings.config import load_sandbox_config
 
     sandbox = load_sandbox_config(config)
     if sandbox is None:
@@ -125,7 +126,7 @@ async def _before_tool_call(
     tool = context.tool
     path_reason = None
     if getattr(tool, "path_arguments", ()) and state is not None and state.get(STATE_KEY):
-        from pi_sandbox_plugin.backends import before_hook_path_reason
+        from pi_sandbox_plugin.backends.wiring import before_hook_path_reason
 
         def path_reason(args: Any) -> str | None:
             return before_hook_path_reason(tool, args, config, state)
@@ -138,7 +139,11 @@ async def _before_tool_call(
         and (sandbox.policy is None or not has_command)
     ):
         return None
-    from pi_sandbox_plugin.policy_sources import describe_sources, judge_call, session_policies
+    from pi_sandbox_plugin.interop.policy_sources import (
+        describe_sources,
+        judge_call,
+        session_policies,
+    )
 
     session = context.session
     cwd = session.cwd if session is not None else os.getcwd()
@@ -203,7 +208,7 @@ async def _after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult
     config = session_config(context)
     sandbox = None
     if config is not None and SANDBOX_TABLE in config:
-        from pi_sandbox_plugin.config import load_sandbox_config
+        from pi_sandbox_plugin.settings.config import load_sandbox_config
 
         sandbox = load_sandbox_config(config)
     if (sandbox is None or sandbox.claude_hooks is None) and not extra:
@@ -215,8 +220,8 @@ async def _after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult
     detail: dict[str, Any] | None = None
     changed = bool(extra)
     if sandbox is not None and sandbox.claude_hooks is not None:
-        from pi_sandbox_plugin.claude_hooks import run_post_tool_use
-        from pi_sandbox_plugin.policy_sources import session_policies
+        from pi_sandbox_plugin.interop.claude_hooks import run_post_tool_use
+        from pi_sandbox_plugin.interop.policy_sources import session_policies
 
         session = context.session
         cwd = session.cwd if session is not None else os.getcwd()
@@ -284,7 +289,7 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
     kept in the pi session's ``state`` with the file backend."""
     if SANDBOX_TABLE not in context.config:
         return None
-    from pi_sandbox_plugin.backends import sandbox_session
+    from pi_sandbox_plugin.backends.wiring import sandbox_session
 
     session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.bash
@@ -296,7 +301,7 @@ def pi_file_operations(context: BackendContext) -> FileOperations | None:
     ``[sandbox.policy]`` exists (``None`` for ``local`` without a policy, or no ``[sandbox]``)."""
     if SANDBOX_TABLE not in context.config:
         return None
-    from pi_sandbox_plugin.backends import sandbox_session
+    from pi_sandbox_plugin.backends.wiring import sandbox_session
 
     session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.files
@@ -308,7 +313,7 @@ async def pi_session_end(context: SessionContext) -> None:
     socket directory), remove a container started from an image, release a Ray actor."""
     if STATE_KEY not in context.state:
         return
-    from pi_sandbox_plugin.backends import close_sandbox_sessions
+    from pi_sandbox_plugin.backends.wiring import close_sandbox_sessions
 
     await close_sandbox_sessions(context.state)
 
@@ -316,6 +321,6 @@ async def pi_session_end(context: SessionContext) -> None:
 @hookimpl
 def pi_register_commands(register: Callable[[Any], None]) -> None:
     """``pi policy check``."""
-    from pi_sandbox_plugin.commands import POLICY_COMMAND
+    from pi_sandbox_plugin.cli.commands import POLICY_COMMAND
 
     register(POLICY_COMMAND)

@@ -1,0 +1,2 @@
+"""The shell tools: ``bash`` and ``powershell``, the output accumulator, and the local bash
+backend (``local``) with the supervisor script each command runs under (``_supervisor.py``)."""
