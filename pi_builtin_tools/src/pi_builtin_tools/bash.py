@@ -8,8 +8,8 @@ core (:func:`create_shell_tool_definition`, configured by a :class:`ShellToolCon
 1. the timeout is validated;
 2. ``command_prefix`` (if configured) is put before the command, on its own line;
 3. the spawn context is built: the process environment filtered by the ``[env]`` policy
-   (:class:`pi_core.backends.EnvPolicy`: by default no ``*KEY*``, ``*SECRET*``, ``*TOKEN*``,
-   ``*PASSWORD*`` variable), without stale ``PI_SESSION_ID``,
+   (:class:`pi_core.backends.EnvPolicy`: by default no variable that looks like a secret, by
+   name or by value), without stale ``PI_SESSION_ID``,
    ``PI_SESSION_FILE``, ``PI_PROVIDER``, ``PI_MODEL``, ``PI_REASONING_LEVEL``, then those set
    from the session context when exposing it is allowed; ``spawn_hook`` (the
    ``pi_bash_spawn_context`` chain) may replace command, cwd and env;
