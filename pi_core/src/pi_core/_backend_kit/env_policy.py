@@ -168,10 +168,11 @@ too). ``regex`` is tried only on a value holding one of the ``anchors`` (plain s
 that an ordinary environment costs a few substring searches, not some thirty regular
 expressions per variable."""
 
-_VALUE_SHAPES = tuple((anchors, re.compile(regex)) for _what, anchors, regex in SECRET_VALUE_SHAPES)
-_NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_VALUE_SHAPES = tuple((anchors, regex) for _what, anchors, regex in SECRET_VALUE_SHAPES)
+_NAME_PARTS = r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
+_compiled = functools.cache(re.compile)  # compiled the first time it is needed, not at start-up
 
-_Shapes = tuple[tuple[tuple[str, ...], "re.Pattern[str]"], ...]
+_Shapes = tuple[tuple[tuple[str, ...], str], ...]
 
 
 def _shapes_in(text: str) -> _Shapes:
@@ -190,7 +191,7 @@ def name_parts(name: str) -> list[str]:
     letter or digit, between letters and digits, and at camel-case humps
     (``NPM_CONFIG__AUTH`` → ``NPM CONFIG AUTH``; ``githubPat`` → ``GITHUB PAT``;
     ``HTTPAuth2`` → ``HTTP AUTH 2``)."""
-    return [part.upper() for part in _NAME_PARTS.findall(name)]
+    return [part.upper() for part in _compiled(_NAME_PARTS).findall(name)]
 
 
 def looks_secret(name: str, value: str) -> bool:
@@ -208,7 +209,7 @@ def _looks_secret(name: str, value: str, shapes: _Shapes) -> bool:
     if folded not in NOT_SECRET_NAMES and not SECRET_NAME_PARTS.isdisjoint(name_parts(name)):
         return True
     for anchors, regex in shapes:
-        if any(a in value for a in anchors) and regex.search(value):
+        if any(a in value for a in anchors) and _compiled(regex).search(value):
             return True
     return False
 
