@@ -113,6 +113,7 @@ def test_backends_door() -> None:
         "iter_rg_records",
         "kill_process_group",
         "long_command_file",
+        "looks_secret",
         "missing_cwd_error",
         "remote_environment",
         "resolve_existing_path",

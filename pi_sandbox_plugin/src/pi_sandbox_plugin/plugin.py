@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_core import (
     AfterToolCallContext,
     AfterToolCallResult,
+    AuditLog,
     BackendContext,
     BashOperations,
     BeforeToolCallContext,
@@ -38,6 +39,9 @@ from pi_core import (
     hookimpl,
     request_approval,
 )
+
+if TYPE_CHECKING:
+    from pi_sandbox_plugin.settings.config import AuditConfig
 
 SANDBOX_TABLE = "sandbox"
 """The config table this plugin reads (``pi_sandbox_plugin.settings.config.SANDBOX_TABLE``)."""
@@ -83,14 +87,27 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
         session_policies(sandbox, context.cwd, session.state, config_file(context.config))
     if sandbox.ask == "allow":
         session.set_approver(_allow_when_nobody_is_asked, replace=False)
-    if sandbox.audit is not None and session.audit is None:
-        try:
-            session.open_audit(sandbox.audit.path)
-        except OSError as e:
-            raise ConfigError(
-                f"{config_file(context.config)}: {SANDBOX_TABLE}.audit.path: cannot open "
-                f"{sandbox.audit.path!r}: {e.strerror or e}"
-            ) from None
+    if sandbox.audit is not None:
+        _open_audit(session, sandbox.audit, context)
+
+
+def _open_audit(session: SessionContext, audit: AuditConfig, context: RegisterToolsContext) -> None:
+    """Open ``[sandbox.audit] path`` unless the host opened a log (``--audit``, which wins);
+    ``on_error`` applies to the session's log either way. A path that cannot be an audit log
+    (not a regular file: ``/dev/full``, a directory; a missing parent; no permission) is a
+    ``ConfigError``: ``FILE: sandbox.audit.path: cannot open 'PATH': REASON``."""
+    if session.audit is not None:
+        session.audit.on_error = audit.on_error
+        return
+    try:
+        AuditLog.check_path(audit.path, context.cwd)
+        session.open_audit(audit.path, on_error=audit.on_error)
+    except (OSError, ValueError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise ConfigError(
+            f"{config_file(context.config)}: {SANDBOX_TABLE}.audit.path: cannot open "
+            f"{audit.path!r}: {reason}"
+        ) from None
 
 
 def _allow_when_nobody_is_asked(request: Any) -> str:

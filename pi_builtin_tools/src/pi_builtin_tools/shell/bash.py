@@ -8,8 +8,8 @@ core (:func:`create_shell_tool_definition`, configured by a :class:`ShellToolCon
 1. the timeout is validated;
 2. ``command_prefix`` (if configured) is put before the command, on its own line;
 3. the spawn context is built: the process environment filtered by the ``[env]`` policy
-   (:class:`pi_core.backends.EnvPolicy`: by default no ``*KEY*``, ``*SECRET*``, ``*TOKEN*``,
-   ``*PASSWORD*`` variable), without stale ``PI_SESSION_ID``,
+   (:class:`pi_core.backends.EnvPolicy`: by default no variable that looks like a secret, by
+   name or by value), without stale ``PI_SESSION_ID``,
    ``PI_SESSION_FILE``, ``PI_PROVIDER``, ``PI_MODEL``, ``PI_REASONING_LEVEL``, then those set
    from the session context when exposing it is allowed; ``spawn_hook`` (the
    ``pi_bash_spawn_context`` chain) may replace command, cwd and env;
@@ -47,10 +47,12 @@ import trio
 
 from pi_builtin_tools.files.fs_errors import check_process_text
 from pi_builtin_tools.files.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
-from pi_builtin_tools.shell.output_accumulator import (
+from pi_builtin_tools.shell.output_accumulator import OutputAccumulator, OutputSnapshot
+from pi_builtin_tools.shell.output_files import (
+    DEFAULT_FILE_MAX_BYTES,
+    DEFAULT_RETENTION_DAYS,
+    DEFAULT_SESSION_MAX_BYTES,
     FullOutputFiles,
-    OutputAccumulator,
-    OutputSnapshot,
 )
 from pi_core import (
     AgentToolResult,
@@ -246,6 +248,9 @@ _OPTION_KEYS = {
     "expose_session_environment": "expose_session_environment",
     "exposeSessionEnvironment": "expose_session_environment",
     "keep_full_output": "keep_full_output",
+    "full_output_max_bytes": "full_output_max_bytes",
+    "full_output_session_max_bytes": "full_output_session_max_bytes",
+    "full_output_retention_days": "full_output_retention_days",
 }
 _BACKEND_OPTION_KEYS = frozenset({"shell_path", "shellPath"})
 
@@ -262,6 +267,10 @@ class BashToolOptions:
     (``False``), or ``None`` (the default): removed at the end of sessions that the model lives
     in (``pi run``, an ``Agent``, an MCP session), kept by the one-shot commands ``pi call`` and
     ``pi replay``, whose printed result names the file for the caller to read afterwards.
+    ``full_output_max_bytes``: where a full-output file is cut (1 GiB);
+    ``full_output_session_max_bytes``: the bytes a session's full-output files hold together (4
+    GiB); ``full_output_retention_days``: how long an ended session's kept files stay (7 days; see
+    :mod:`pi_builtin_tools.shell.output_files`).
     """
 
     command_prefix: str | None = None
@@ -270,6 +279,9 @@ class BashToolOptions:
     update_interval: float = 0.1
     max_lines: int = DEFAULT_MAX_LINES
     max_bytes: int = DEFAULT_MAX_BYTES
+    full_output_max_bytes: int = DEFAULT_FILE_MAX_BYTES
+    full_output_session_max_bytes: int = DEFAULT_SESSION_MAX_BYTES
+    full_output_retention_days: float = DEFAULT_RETENTION_DAYS
 
     @classmethod
     def from_config(
@@ -300,10 +312,23 @@ class BashToolOptions:
         keep = values.get("keep_full_output")
         if keep is not None and not isinstance(keep, bool):
             raise ConfigError(f"{file}: {section}.keep_full_output: must be a boolean")
+        limits: dict[str, Any] = {}
+        for key in ("full_output_max_bytes", "full_output_session_max_bytes"):
+            value = values.get(key, getattr(cls, key))
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{file}: {section}.{key}: must be a positive integer")
+            limits[key] = value
+        days = values.get("full_output_retention_days", DEFAULT_RETENTION_DAYS)
+        if isinstance(days, bool) or not isinstance(days, int | float) or not 0 <= days < math.inf:
+            raise ConfigError(
+                f"{file}: {section}.full_output_retention_days: must be a number of days (0 or more)"
+            )
         return cls(
             command_prefix=prefix or None,
             expose_session_environment=expose,
             keep_full_output=keep,
+            full_output_retention_days=float(days),
+            **limits,
         )
 
 
@@ -352,34 +377,53 @@ def build_spawn_env(
     return env
 
 
+def full_output_text(snapshot: OutputSnapshot) -> str:
+    """Where the full output is, as the truncation notice ends: ``Full output: PATH`` (Pi's
+    text); ``Full output: PATH (cut at SIZE: REASON)`` when the file stops early (``the file
+    limit``, ``the session limit``, ``No space left on device``); ``Full output not kept
+    (REASON)`` when no file was started (``the session limit``, ``/tmp has less than 5% free``)."""
+    path, cut = snapshot.full_output_path, snapshot.full_output_cut
+    if cut is None:
+        return f"Full output: {path}"
+    if path is None:
+        return f"Full output not kept ({cut})"
+    return f"Full output: {path} (cut at {format_size(snapshot.full_output_bytes)}: {cut})"
+
+
 def _notice(snapshot: OutputSnapshot) -> str:
     t = snapshot.truncation
     end = t.total_lines
     start = t.total_lines - t.output_lines + 1
-    path = snapshot.full_output_path
+    where = full_output_text(snapshot)
     if t.last_line_partial:
         return (
             f"[Showing last {format_size(t.output_bytes)} of line {end} "
-            f"(line is {format_size(snapshot.last_line_bytes)}). Full output: {path}]"
+            f"(line is {format_size(snapshot.last_line_bytes)}). {where}]"
         )
     if t.truncated_by == "lines":
-        return f"[Showing lines {start}-{end} of {t.total_lines}. Full output: {path}]"
+        return f"[Showing lines {start}-{end} of {t.total_lines}. {where}]"
     return (
         f"[Showing lines {start}-{end} of {t.total_lines} ({format_size(t.max_bytes)} limit). "
-        f"Full output: {path}]"
+        f"{where}]"
     )
 
 
 def format_output(snapshot: OutputSnapshot, empty_text: str) -> tuple[str, dict[str, Any] | None]:
     """``(text, details)`` of a finished run: the tail or ``empty_text``,
-    plus the notice and ``{"truncation", "fullOutputPath"}`` details when truncated."""
+    plus the notice and ``{"truncation", "fullOutputPath"}`` details when truncated (and
+    ``"fullOutputCut": {"reason", "bytes"}`` when the file stops early or was not kept)."""
     text = snapshot.content or empty_text
     if not snapshot.truncation.truncated:
         return text, None
-    details = {
+    details: dict[str, Any] = {
         "truncation": snapshot.truncation.to_details(),
         "fullOutputPath": snapshot.full_output_path,
     }
+    if snapshot.full_output_cut is not None:
+        details["fullOutputCut"] = {
+            "reason": snapshot.full_output_cut,
+            "bytes": snapshot.full_output_bytes,
+        }
     return f"{text}\n\n{_notice(snapshot)}", details
 
 
@@ -448,7 +492,8 @@ def create_bash_tool_definition(
     :class:`BashToolOptions` or a config table (:meth:`BashToolOptions.from_config`).
     ``env_policy``: the ``[env]`` policy (``EnvPolicy.from_config(config)``; default: the
     default policy). ``full_output_files``: where each full-output file created is recorded
-    (the plugin passes its session's, removed at session end; ``None``: not recorded). The
+    (the plugin passes its session's, removed at session end; ``None``: the definition's own,
+    kept, with the budget of ``options``). The
     definition's ``execute(tool_call_id, params, on_update, ctx)`` reads session values for
     ``PI_*`` from ``ctx`` (see :func:`build_spawn_env`).
     """
@@ -480,6 +525,11 @@ def create_shell_tool_definition(
     raises is the call's error (powershell: ``The powershell tool is only available on
     Windows.``)."""
     opts = options if isinstance(options, BashToolOptions) else BashToolOptions.from_config(options)
+    files = full_output_files or FullOutputFiles(
+        keep=True,
+        max_session_bytes=opts.full_output_session_max_bytes,
+        retention_days=opts.full_output_retention_days,
+    )
 
     async def execute(
         tool_call_id: str, params: Any, on_update: OnUpdate | None = None, ctx: Any = None
@@ -509,6 +559,8 @@ def create_shell_tool_definition(
             max_bytes=opts.max_bytes,
             temp_file_prefix=shell.temp_file_prefix,
             transform=strip_ansi,
+            max_file_bytes=opts.full_output_max_bytes,
+            files=files,
         )
 
         def emit_update() -> None:
@@ -571,8 +623,8 @@ def create_shell_tool_definition(
                 ) from None
         finally:
             output.close_temp_file()
-            if full_output_files is not None and output.full_output_path is not None:
-                full_output_files.add(output.full_output_path)
+            if output.full_output_path is not None:
+                files.add(output.full_output_path)
 
         snapshot = output.finish()
         throttle.flush()
@@ -634,6 +686,7 @@ __all__ = [
     "create_shell_tool_definition",
     "file_exploration_guidelines",
     "format_output",
+    "full_output_text",
     "js_number",
     "strip_ansi",
 ]

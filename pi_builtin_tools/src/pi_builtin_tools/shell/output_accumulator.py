@@ -13,7 +13,17 @@ The first time the output passes ``max_bytes`` (raw or decoded) or ``max_lines``
 file ``{tempfile.gettempdir()}/{prefix}-{16 hex}.log`` (mode 0600) is created and receives the
 complete raw output from the first byte on; every later chunk is appended. So 1 GB of output costs
 a few MB of memory and a 1 GB file. The bash tool records each such file in its session's
-:class:`FullOutputFiles`, which removes them when the session ends (unless kept).
+:class:`~pi_builtin_tools.shell.output_files.FullOutputFiles`, which names it, caps the session's
+files and removes them when the session ends (unless kept).
+
+Bounded files: the file stops growing at ``max_file_bytes`` (1 GiB) or when the session's budget
+(``files.remaining``) is spent, or when the disk refuses a write: the file is *cut* there (closed,
+kept), the command runs on, and the output goes on being counted exactly; only its last
+:data:`TAIL_AFTER_CUT` raw bytes are kept in memory (for :meth:`OutputAccumulator.read_full_output`).
+When no file may be started (the budget is spent, the file system has less than 5% free, the file
+cannot be created), the full output is *not kept*: the first :data:`HEAD_IN_MEMORY` bytes stay in
+memory instead, then the last :data:`TAIL_AFTER_CUT`. The snapshot's ``full_output_cut`` says why
+(:data:`FILE_LIMIT`, :data:`SESSION_LIMIT`, the file system's reason).
 
 Drop-behind: each time the file has grown by :data:`WRITEBACK_WINDOW` bytes, the kernel is told
 its pages are not needed (``posix_fadvise(POSIX_FADV_DONTNEED)``): it starts writing back the new
@@ -41,6 +51,11 @@ from pi_builtin_tools.files.truncate import (
     TruncationResult,
     truncate_tail,
 )
+from pi_builtin_tools.shell.output_files import (
+    DEFAULT_FILE_MAX_BYTES,
+    FullOutputFiles,
+    free_space_problem,
+)
 
 STRUCTURED_MAX_BYTES = 1024 * 1024
 """UTF-8 budget of the program-facing output (``structuredContent.output``): 1 MiB (seed, last
@@ -52,6 +67,19 @@ DECODE_SLICE = 64 * 1024
 WRITEBACK_WINDOW = 8 * 1024 * 1024
 """The drop-behind step of the full-output file (module docstring): 8 MiB."""
 
+TAIL_AFTER_CUT = STRUCTURED_MAX_BYTES
+"""Raw bytes of the output's end kept in memory once the full-output file is cut: 1 MiB."""
+
+HEAD_IN_MEMORY = STRUCTURED_MAX_BYTES // 2
+"""Raw bytes of the output's start kept in memory when no full-output file could be started."""
+
+FILE_LIMIT = "the file limit"
+"""Why a file was cut at its tool's ``full_output_max_bytes``."""
+
+SESSION_LIMIT = "the session limit"
+"""Why a file was cut (or not started) when the session's ``full_output_session_max_bytes``
+were spent."""
+
 
 @dataclass(frozen=True)
 class OutputSnapshot:
@@ -61,12 +89,19 @@ class OutputSnapshot:
     totals of the whole output (``truncated`` is true when the whole output passes a limit);
     ``full_output_path`` is the temporary file holding the complete raw output, or ``None``.
     ``last_line_bytes`` is the UTF-8 size of the last line (for the partial-line notice).
+    ``full_output_cut`` is ``None`` when the file holds the whole output (or none was needed),
+    else why it does not: the file was cut after ``full_output_bytes`` bytes
+    (:data:`FILE_LIMIT`, :data:`SESSION_LIMIT`, ``No space left on device``), or, with
+    ``full_output_path`` ``None``, no file was started (:data:`SESSION_LIMIT`,
+    ``/tmp has less than 5% free``, ``Permission denied``).
     """
 
     content: str
     truncation: TruncationResult
     full_output_path: str | None
     last_line_bytes: int
+    full_output_cut: str | None = None
+    full_output_bytes: int = 0
 
 
 class OutputAccumulator:
@@ -74,7 +109,9 @@ class OutputAccumulator:
 
     ``transform(text) -> text`` (optional) is applied to the decoded tail before it is truncated
     for a snapshot (bash strips ANSI escape sequences with it);
-    the temporary file always gets the raw bytes.
+    the temporary file always gets the raw bytes. ``max_file_bytes``: where the file is cut;
+    ``files``: the session's files (names the file, holds the session's budget; ``None``: a
+    random name and no session budget).
     """
 
     def __init__(
@@ -84,10 +121,18 @@ class OutputAccumulator:
         max_bytes: int = DEFAULT_MAX_BYTES,
         temp_file_prefix: str = "pi-output",
         transform: Callable[[str], str] | None = None,
+        max_file_bytes: int = DEFAULT_FILE_MAX_BYTES,
+        files: FullOutputFiles | None = None,
     ) -> None:
         self.max_lines = max_lines
         self.max_bytes = max_bytes
         self.temp_file_prefix = temp_file_prefix
+        self.max_file_bytes = max_file_bytes
+        self._files = files
+        self._opened = False  # creating the file was tried
+        self._file_cut: str | None = None  # why the file stops early, or was not started
+        self._memory_head: bytearray | None = None  # the output's start, when no file
+        self._after_cut: bytearray | None = None  # the output's end, once the head is full
         self._transform = transform
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._window = max(2 * max_bytes, 1)
@@ -160,6 +205,12 @@ class OutputAccumulator:
         self._take_raw(data)
         if self._fd is not None:
             self._write(data)  # one write per chunk: up to 1 MiB (the bash tool's reads)
+            return
+        if self._after_cut is not None:
+            self._keep_tail(data)
+            return
+        if self._memory_head is not None:
+            self._write(data)
             return
         if self._pending_raw is not None:
             self._pending_raw.append(bytes(data))
@@ -243,26 +294,102 @@ class OutputAccumulator:
     # -- temporary file -------------------------------------------------------------------
 
     def _open_temp_file(self) -> None:
-        path = os.path.join(
-            tempfile.gettempdir(), f"{self.temp_file_prefix}-{secrets.token_hex(8)}.log"
-        )
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        self._path = path
+        """Start the file (once) and write what was pending; where no file may be started,
+        keep the output's start in memory instead (module docstring)."""
+        self._opened = True
         pending, self._pending_raw = self._pending_raw or [], None
+        directory = tempfile.gettempdir()
+        files = self._files
+        problem = SESSION_LIMIT if files is not None and not files.remaining else None
+        problem = problem or free_space_problem(directory)
+        if problem is None:
+            if files is not None:
+                path = files.new_path(directory, self.temp_file_prefix)
+            else:
+                path = os.path.join(
+                    directory, f"{self.temp_file_prefix}-{secrets.token_hex(8)}.log"
+                )
+            try:
+                self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            except OSError as e:
+                problem = e.strerror or str(e)
+            else:
+                self._path = path
+        if problem is not None:
+            self._file_cut = problem
+            self._memory_head = bytearray()
         for chunk in pending:
             self._write(chunk)
 
-    def _write(self, data: bytes) -> None:
+    def _room(self) -> tuple[int, str]:
+        """``(bytes, reason)``: what the file (or the memory head) may still take, and why it
+        takes no more past that."""
         if self._fd is None:
+            return HEAD_IN_MEMORY - len(self._memory_head or b""), self._file_cut or ""
+        room, reason = self.max_file_bytes - self._file_bytes, FILE_LIMIT
+        if self._files is not None and self._files.remaining < room:
+            room, reason = self._files.remaining, SESSION_LIMIT
+        return room, reason
+
+    def _write(self, data: bytes) -> None:
+        """Append ``data`` to the file (or the memory head) up to its room; the rest goes to
+        the tail kept after the cut."""
+        if self._fd is None and self._memory_head is None:
+            return  # the file is closed
+        room, reason = self._room()
+        if len(data) <= room:
+            self._put(data)
             return
-        written = os.write(self._fd, data)
-        if written < len(data):
-            view = memoryview(data)[written:]
-            while view:
-                view = view[os.write(self._fd, view) :]
-        self._file_bytes += len(data)
+        view = memoryview(data)
+        if room > 0:
+            self._put(view[:room])
+        self._cut(reason)
+        self._keep_tail(view[room:])
+
+    def _put(self, data: bytes | memoryview) -> None:
+        if self._fd is None:
+            if self._memory_head is not None:
+                self._memory_head += data
+            return
+        written = 0
+        try:
+            written = os.write(self._fd, data)
+            while written < len(data):  # a short write: the rest, unless the disk refuses it
+                written += os.write(self._fd, memoryview(data)[written:])
+        except OSError as e:  # a full disk, an I/O error: the file ends here
+            self._count(written)
+            self._cut(e.strerror or str(e))
+            self._keep_tail(memoryview(data)[written:])
+            return
+        self._count(written)
+
+    def _count(self, written: int) -> None:
+        self._file_bytes += written
+        if self._files is not None:
+            self._files.written += written
         if self._drop_behind and self._file_bytes - self._advised >= WRITEBACK_WINDOW:
+            assert self._fd is not None
             self._drop_behind_step(self._fd)
+
+    def _cut(self, reason: str) -> None:
+        """The file (or the memory head) takes no more: close it, keep the output's end."""
+        if self._after_cut is not None:
+            return
+        if self._fd is not None:
+            self._file_cut = reason
+            self.close_temp_file()
+        self._after_cut = bytearray()
+
+    def _keep_tail(self, data: bytes | memoryview) -> None:
+        tail = self._after_cut
+        if tail is None or not data:
+            return
+        if len(data) >= TAIL_AFTER_CUT:
+            tail[:] = data[len(data) - TAIL_AFTER_CUT :]
+            return
+        tail += data
+        if len(tail) > 2 * TAIL_AFTER_CUT:
+            del tail[: len(tail) - TAIL_AFTER_CUT]
 
     def _drop_behind_step(self, fd: int) -> None:
         """Tell the kernel the file's pages are not needed: it starts writing back the pages
@@ -308,7 +435,7 @@ class OutputAccumulator:
         truncated and has none yet.
         """
         truncated = self.truncated
-        if persist_if_truncated and truncated and self._path is None and not self._finished:
+        if persist_if_truncated and truncated and not self._opened and not self._finished:
             self._open_temp_file()
         text, whole = self._tail_text(self._window)
         tail = truncate_tail(text, self.max_lines, self.max_bytes)
@@ -336,6 +463,8 @@ class OutputAccumulator:
             truncation=truncation,
             full_output_path=self._path,
             last_line_bytes=self.last_line_bytes,
+            full_output_cut=self._file_cut,
+            full_output_bytes=self._file_bytes,
         )
 
     def read_full_output(self, max_bytes: int = STRUCTURED_MAX_BYTES) -> tuple[str, bool]:
@@ -344,26 +473,52 @@ class OutputAccumulator:
         :meth:`finish`. Output longer than ``max_bytes`` raw bytes keeps its first and last
         ``max_bytes / 2`` bytes (the head cut back to a character boundary, the tail's leading
         continuation bytes skipped) around ``\n\n[... N bytes omitted ...]\n\n``; only then is
-        ``truncated`` true. Reads at most ``max_bytes`` from the temporary file."""
-        if self._path is None:
+        ``truncated`` true. Reads at most ``max_bytes`` from the temporary file. A cut file (or
+        no file) gives the same text from what is kept: its start and the tail kept in memory
+        (``N`` counts whatever was not kept, so a head or tail shorter than ``max_bytes / 2``
+        only when the output's middle was never kept)."""
+        if self._path is None and self._memory_head is None:
             data = b"".join(self._pending_raw or [])
             return data.decode("utf-8", "replace"), False
-        with open(self._path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if size <= max_bytes:
-                return file.read().decode("utf-8", "replace"), False
-            head_bytes = max_bytes // 2
-            tail_bytes = max_bytes - head_bytes
-            head = file.read(head_bytes)
-            file.seek(size - tail_bytes)
-            tail = file.read(tail_bytes)
+        total = self.raw_bytes
+        head_known = self._file_bytes if self._memory_head is None else len(self._memory_head)
+        tail = self._after_cut or bytearray()
+        tail_from = total - len(tail)  # tail holds the output's bytes [tail_from, total)
+        whole = head_known >= tail_from
+        if whole and total <= max_bytes:
+            return self._read_known(0, total, head_known, tail).decode("utf-8", "replace"), False
+        head_bytes = min(max_bytes // 2, head_known)
+        tail_start = max(total - (max_bytes - max_bytes // 2), head_bytes)
+        if not whole and tail_start < tail_from:
+            tail_start = tail_from
+        head = self._read_known(0, head_bytes, head_known, tail)
+        end = self._read_known(tail_start, total, head_known, tail)
         head_text = codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=False)
         start = 0
-        while start < len(tail) and (tail[start] & 0xC0) == 0x80:
+        while start < len(end) and (end[start] & 0xC0) == 0x80:
             start += 1
-        tail_text = tail[start:].decode("utf-8", "replace")
-        omitted = size - head_bytes - tail_bytes
+        tail_text = end[start:].decode("utf-8", "replace")
+        omitted = tail_start - head_bytes
         return f"{head_text}\n\n[... {omitted} bytes omitted ...]\n\n{tail_text}", True
+
+    def _read_known(self, start: int, end: int, head_known: int, tail: bytearray) -> bytes:
+        """The output's bytes ``[start, end)``, from the file or the memory head (its first
+        ``head_known`` bytes) and the tail kept after the cut (its last ``len(tail)``)."""
+        parts = []
+        if start < head_known:
+            stop = min(end, head_known)
+            if self._memory_head is not None:
+                parts.append(bytes(self._memory_head[start:stop]))
+            else:
+                assert self._path is not None
+                with open(self._path, "rb") as file:
+                    file.seek(start)
+                    parts.append(file.read(stop - start))
+            start = stop
+        if start < end:
+            tail_from = self.raw_bytes - len(tail)
+            parts.append(bytes(tail[start - tail_from : end - tail_from]))
+        return b"".join(parts)
 
     def finish(self) -> OutputSnapshot:
         """Flush the decoder (an incomplete character at the end becomes U+FFFD), persist the
@@ -371,48 +526,20 @@ class OutputAccumulator:
         Later :meth:`append` calls raise."""
         if not self._finished:
             self._take_text(self._decoder.decode(b"", final=True))
-            if self.truncated and self._path is None:
+            if self.truncated and not self._opened:
                 self._open_temp_file()
             self._finished = True
             self.close_temp_file()
         return self.snapshot()
 
 
-class FullOutputFiles:
-    """The full-output files one session's bash tool created: removed when the session ends
-    (:meth:`remove_all`, called from ``pi_session_end``) unless ``keep`` (``[tools.bash]
-    keep_full_output = true``). Pi leaves every file in the temporary directory; a session that
-    is never ended (a tool built without a session) leaves them too."""
-
-    def __init__(self, *, keep: bool = False) -> None:
-        self.keep = keep
-        self._paths: list[str] = []
-
-    @property
-    def paths(self) -> list[str]:
-        """The files recorded so far (and not yet removed), oldest first."""
-        return list(self._paths)
-
-    def add(self, path: str) -> None:
-        """Record ``path`` (a file the tool created)."""
-        self._paths.append(path)
-
-    def remove_all(self) -> None:
-        """Delete every recorded file, unless :attr:`keep`; a file already gone is skipped."""
-        if self.keep:
-            return
-        paths, self._paths = self._paths, []
-        for path in paths:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-
-
 __all__ = [
+    "FILE_LIMIT",
+    "HEAD_IN_MEMORY",
+    "SESSION_LIMIT",
     "STRUCTURED_MAX_BYTES",
+    "TAIL_AFTER_CUT",
     "WRITEBACK_WINDOW",
-    "FullOutputFiles",
     "OutputAccumulator",
     "OutputSnapshot",
 ]

@@ -38,7 +38,7 @@ from pi_builtin_tools.shell.bash import (
     ShellToolConfig,
     create_shell_tool_definition,
 )
-from pi_builtin_tools.shell.output_accumulator import FullOutputFiles
+from pi_builtin_tools.shell.output_files import FullOutputFiles
 from pi_core import BashOperations, BashSpawnContext, ToolDefinition, ToolError
 from pi_core.backends import EnvPolicy, stream_process
 

@@ -268,9 +268,12 @@ class CodexRulesConfig(_Model):
 
 class AuditConfig(_Model):
     """``[sandbox.audit]``: ``path`` of the audit log (JSON Lines, relative to the session
-    cwd); ``pi ... --audit FILE`` takes precedence."""
+    cwd; ``pi ... --audit FILE`` takes precedence) and ``on_error``: what a call whose decision
+    cannot be written to it gets (``"deny"``, the default, or ``"allow"``; also for the log of
+    ``--audit``)."""
 
     path: StrictStr = pydantic.Field(min_length=1)
+    on_error: Literal["deny", "allow"] = "deny"
 
 
 class SandboxConfig(_Model):
