@@ -142,8 +142,9 @@ def run(
             except Exception:
                 extra = {}
         elif word not in BUILTIN_COMMANDS:
-            # not one of ours: a plugin may provide it (pi_register_commands)
-            extra = PluginHooks(ctx.plugin_manager).register_commands(BUILTIN_COMMANDS)
+            # not one of ours: a plugin may provide it (pi_register_commands); the config is
+            # loaded after the full parse, from the command's --cwd
+            extra = PluginHooks(ctx.unchecked_plugin_manager()).register_commands(BUILTIN_COMMANDS)
         args = build_parser(stdout=out, extra_commands=extra.values()).parse_args(list(argv))
         if args.command is None:
             names = [*BUILTIN_COMMANDS, *extra]
