@@ -613,6 +613,7 @@ def create_shell_tool_definition(
         command_argument="command",
         output_schema=BASH_OUTPUT_SCHEMA,
         replay="never",
+        mutates="workspace",
         constrained_sampling=SHELL_SAMPLING,
     )
 

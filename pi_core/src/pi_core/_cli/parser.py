@@ -74,7 +74,7 @@ EPILOG = (
 )
 
 
-BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run")
+BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run", "checkpoints", "rewind")
 """The commands of the core; plugins add others through ``pi_register_commands``."""
 
 
@@ -86,6 +86,17 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    """A whole number of at least 0 (``--max-bytes N``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0: {text!r}")
     return value
 
 
@@ -288,6 +299,63 @@ def build_parser(
         help="the provider supports strict tools: send the tools that ask for JSON-schema "
         "constrained sampling strict",
     )
+    checkpoints = command(
+        "checkpoints",
+        "list a session's checkpoints: what each call changed (default: the latest session)",
+    )
+    checkpoints.add_argument(
+        "session",
+        metavar="SESSION",
+        nargs="?",
+        help="a session id or a unique prefix of it; prune: remove the oldest sessions",
+    )
+    checkpoints.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="the workspace (default: ., or the folder above it that has checkpoints)",
+    )
+    checkpoints.add_argument("--json", action="store_true", help="print JSON")
+    checkpoints.add_argument(
+        "--sessions", action="store_true", help="list the recorded sessions of the workspace"
+    )
+    checkpoints.add_argument(
+        "--all", action="store_true", help="(prune) remove every session that has ended"
+    )
+    checkpoints.add_argument(
+        "--max-bytes",
+        metavar="N",
+        type=_non_negative_int,
+        dest="max_bytes",
+        help="(prune) keep at most N bytes (default: [checkpoints] max_bytes)",
+    )
+
+    rewind = command("rewind", "restore the workspace to how it was before a call or a turn")
+    rewind.add_argument(
+        "session", metavar="SESSION", nargs="?", help="a session id or a unique prefix of it"
+    )
+    rewind.add_argument("--to", metavar="CALL_ID", help="to just before the tool call CALL_ID")
+    rewind.add_argument("--turn", metavar="N", type=int, help="to the start of turn N")
+    rewind.add_argument("--undo", action="store_true", help="take back the latest rewind")
+    rewind.add_argument(
+        "--dry-run", action="store_true", dest="dry_run", help="print what would change"
+    )
+    rewind.add_argument(
+        "--files",
+        metavar="PATH",
+        nargs="+",
+        help="restore only these paths (and what is below them)",
+    )
+    rewind.add_argument(
+        "--force",
+        action="store_true",
+        help="also overwrite files changed outside pi since the checkpoint",
+    )
+    rewind.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="the workspace (default: ., or the folder above it that has checkpoints)",
+    )
+    rewind.add_argument("--json", action="store_true", help="print the result as JSON")
     for extra in extra_commands:
         extra.configure(command(extra.name, extra.help))
     return parser
