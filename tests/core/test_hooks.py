@@ -1481,6 +1481,8 @@ def test_hookspecs_are_the_design_hooks_and_have_call_modes() -> None:
             "pi_on_event",
             "pi_session_start",
             "pi_session_end",
+            "pi_checkpoint_exclude",
+            "pi_before_rewind",
         ]
     )
     assert sorted(hookspecs.HOOK_CALL_MODES) == SPEC_NAMES

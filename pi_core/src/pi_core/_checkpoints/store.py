@@ -300,10 +300,10 @@ class Store:
     def sessions(self) -> list[dict[str, Any]]:
         """Every session of the workspace, newest first."""
         rows = self.db.execute(
-            "SELECT id, host, cwd, location, pid, started, updated, ended, seq FROM sessions"
+            "SELECT id, host, cwd, location, pid, started, updated, ended, seq, full FROM sessions"
             " ORDER BY started DESC, rowid DESC"
         ).fetchall()
-        keys = ("id", "host", "cwd", "location", "pid", "started", "updated", "ended", "seq")
+        keys = ("id", "host", "cwd", "location", "pid", "started", "updated", "ended", "seq", "full")
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def bytes_by_session(self) -> dict[str, int]:

@@ -18,6 +18,7 @@ checkpoints.
 from __future__ import annotations
 
 import datetime
+import os
 from typing import Any
 
 import trio
@@ -192,6 +193,9 @@ def cmd_rewind(ctx: CommandContext) -> int:
     async def before(context: RewindContext) -> RewindRefused | None:
         return await hooks.before_rewind(context) if hooks is not None else None
 
+    # --files names paths as the shell does: relative to the working directory
+    files = [os.path.abspath(os.path.expanduser(f)) for f in args.files or ()]
+
     async def main() -> RewindResult:
         return await rewind(
             cwd,
@@ -199,7 +203,7 @@ def cmd_rewind(ctx: CommandContext) -> int:
             to=args.to,
             turn=args.turn,
             undo=args.undo,
-            files=args.files or (),
+            files=files,
             dry_run=args.dry_run,
             force=args.force,
             config=ctx.config.data,

@@ -1,0 +1,41 @@
+"""A test plugin (``pi -p checkpoint_probe``): before each tool call (nested ones too) it records
+the workspace's tree as :func:`tree_of` reads it, so a test can compare a rewind's result with
+the tree just before the call it rewound to."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from typing import Any
+
+from pi_core import hookimpl
+
+SNAPSHOTS: dict[str, dict[str, tuple[Any, ...]]] = {}
+"""Tool call id → the tree just before that call ran (the first time it was asked for)."""
+
+
+def tree_of(root: str) -> dict[str, tuple[Any, ...]]:
+    """Every entry below ``root`` (``.git`` left out): ``path → (kind, mode bits, content
+    SHA-256 | symlink target | None)``, symlinks not followed."""
+    found: dict[str, tuple[Any, ...]] = {}
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in [*dirs, *files]:
+            path = os.path.join(directory, name)
+            rel = os.path.relpath(path, root)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                found[rel] = ("symlink", None, os.readlink(path))
+            elif stat.S_ISDIR(st.st_mode):
+                found[rel] = ("dir", oct(stat.S_IMODE(st.st_mode)), None)
+            else:
+                with open(path, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+                found[rel] = ("file", oct(stat.S_IMODE(st.st_mode)), digest)
+    return found
+
+
+@hookimpl
+def pi_before_tool_call(context: Any) -> None:
+    SNAPSHOTS.setdefault(context.tool_call.id, tree_of(context.session.cwd))

@@ -1,0 +1,469 @@
+"""Checkpoints and rewind (issue 26): every change a session makes to its workspace, through
+write, edit, bash and codemode's nested calls, can be taken back exactly, to any call.
+
+The sessions run through the real ``pi`` (in this process, or as a process that is killed), with
+the built-in tools; ``checkpoint_probe`` records the tree before every call, and each rewind is
+compared with it entry by entry: kind, permission bits, content hash or symlink target.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import checkpoint_probe
+import pytest
+import trio
+from checkpoint_probe import tree_of
+
+import pi_core
+from pi_core import (
+    RewindRefused,
+    build_session,
+    checkpoint_dir,
+    hookimpl,
+    make_plugin_manager,
+)
+from pi_core._checkpoints.store import store_path
+from pi_core._cli import run
+from pi_core.providers import ScriptedProvider
+
+PI = Path(sys.executable).parent / "pi"
+
+
+def pi(*argv: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """``pi ARGV`` in this process: (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    previous = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        status = run(list(argv), stdout=out, stderr=err)
+    finally:
+        os.chdir(previous)
+    return status, out.getvalue(), err.getvalue()
+
+
+def message(*calls: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(calls), "stopReason": "toolUse"}
+
+
+def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
+
+
+def replay(tmp_path: Path, ws: Path, messages: list[dict[str, Any]], *options: str) -> list[Any]:
+    script = tmp_path / "session.jsonl"
+    script.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    status, out, err = pi(
+        "-p", "checkpoint_probe", "replay", str(script), "--cwd", str(ws), "--json", *options
+    )
+    assert status == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    checkpoint_probe.SNAPSHOTS.clear()
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "keep.txt").write_text("untouched\n")
+    (root / "old.txt").write_text("old\n")
+    os.chmod(root / "old.txt", 0o640)
+    return root
+
+
+SESSION = [
+    message(call("c1", "write", path="a.txt", content="alpha\n")),
+    message(call("c2", "edit", path="a.txt", edits=[{"oldText": "alpha", "newText": "beta"}])),
+    message(
+        call(
+            "c3",
+            "bash",
+            command=(
+                "mkdir -p d/e empty && printf x > d/e/x.txt && chmod 750 d && ln -s a.txt link"
+                " && ln -s /etc/passwd outside && mv a.txt b.txt && chmod 600 b.txt"
+                " && printf run > run.sh && chmod 755 run.sh && : > zero && rm old.txt"
+            ),
+        )
+    ),
+    message(call("c4", "write", path="link", content="through the link\n")),
+    message(
+        call(
+            "c5",
+            "bash",
+            command="rm -r d/e && rmdir empty && rm outside && chmod 644 run.sh && ln -sfn b.txt link",
+        )
+    ),
+    message(
+        call(
+            "c6",
+            "codemode",
+            code=(
+                "await tools.write({path: 'c.txt', content: 'C'});\n"
+                "await tools.bash({command: 'mv c.txt d/c.txt && mkdir new && chmod 700 new'});\n"
+                "await tools.edit({path: 'd/c.txt', edits: [{oldText: 'C', newText: 'CC'}]});\n"
+                "return 'ok'"
+            ),
+        )
+    ),
+    message(call("c7", "bash", command="rm -f b.txt && mkdir b.txt && printf in > b.txt/in")),
+]
+
+
+def checkpoints_json(ws: Path, *extra: str) -> dict[str, Any]:
+    status, out, err = pi("checkpoints", "--cwd", str(ws), "--json", *extra)
+    assert status == 0, err
+    return json.loads(out)
+
+
+def changes_of(listing: dict[str, Any]) -> dict[str, list[Any]]:
+    return {
+        cp["toolCallId"]: [(c["change"], c["path"], c.get("previousPath")) for c in cp["changes"]]
+        for cp in listing["checkpoints"]
+    }
+
+
+def test_rewind_to_every_call_gives_back_the_tree_byte_for_byte_and_mode_for_mode(
+    tmp_path: Path, ws: Path
+) -> None:
+    results = replay(tmp_path, ws, SESSION, "--codemode")
+    assert [r["isError"] for r in results] == [False] * 7, results
+    final = tree_of(str(ws))
+    listing = checkpoints_json(ws)
+    assert listing["session"]["host"] == "replay"
+    assert changes_of(listing) == {
+        "c1": [("created", "a.txt", None)],
+        "c2": [("modified", "a.txt", None)],
+        "c3": [
+            ("renamed", "b.txt", "a.txt"),
+            ("created", "d/", None),
+            ("created", "d/e/", None),
+            ("created", "d/e/x.txt", None),
+            ("created", "empty/", None),
+            ("created", "link", None),
+            ("deleted", "old.txt", None),
+            ("created", "outside", None),
+            ("created", "run.sh", None),
+            ("created", "zero", None),
+        ],
+        "c4": [("created", "a.txt", None)],
+        "c5": [
+            ("deleted", "d/e/", None),
+            ("deleted", "d/e/x.txt", None),
+            ("deleted", "empty/", None),
+            ("modified", "link", None),
+            ("deleted", "outside", None),
+            ("modified", "run.sh", None),
+        ],
+        "c6": [],
+        "c6/1": [("created", "c.txt", None)],
+        "c6/2": [("renamed", "d/c.txt", "c.txt"), ("created", "new/", None)],
+        "c6/3": [("modified", "d/c.txt", None)],
+        "c7": [("modified", "b.txt/", None), ("created", "b.txt/in", None)],
+    }
+    assert [
+        (c["toolCallId"], c["tool"], c["turn"], c.get("parentToolCallId"))
+        for c in listing["checkpoints"]
+    ] == [
+        ("c1", "write", 1, None),
+        ("c2", "edit", 2, None),
+        ("c3", "bash", 3, None),
+        ("c4", "write", 4, None),
+        ("c5", "bash", 5, None),
+        ("c6", "codemode", 6, None),
+        ("c6/1", "write", 6, "c6"),
+        ("c6/2", "bash", 6, "c6"),
+        ("c6/3", "edit", 6, "c6"),
+        ("c7", "bash", 7, None),
+    ]
+
+    order = ["c7", "c6/3", "c6/2", "c6/1", "c6", "c5", "c4", "c3", "c2", "c1", "c5", "c6/2", "c2"]
+    for target in order:
+        status, out, err = pi("rewind", "--to", target, "--cwd", str(ws))
+        assert status == 0, (target, out, err)
+        assert tree_of(str(ws)) == checkpoint_probe.SNAPSHOTS[target], target
+    before_last = checkpoint_probe.SNAPSHOTS["c6/2"]
+    status, out, err = pi("rewind", "--undo", "--cwd", str(ws))
+    assert status == 0, err
+    assert tree_of(str(ws)) == before_last
+    # rewinding to the start of turn 1 is the tree before the session; there is no turn 9 (turn 8
+    # is the model's final answer)
+    assert pi("rewind", "--turn", "1", "--cwd", str(ws))[0] == 0
+    assert tree_of(str(ws)) == checkpoint_probe.SNAPSHOTS["c1"]
+    status, _, err = pi("rewind", "--turn", "9", "--cwd", str(ws))
+    assert status == 2
+    assert err.startswith("pi: error: session ") and err.endswith(" has no turn 9\n")
+    # and forward again: to the end state, by undoing the rewind to turn 1
+    assert pi("rewind", "--undo", "--cwd", str(ws))[0] == 0
+    assert tree_of(str(ws)) == before_last
+    assert final != before_last
+
+
+def test_a_parallel_batch_of_edits_of_one_file_rewinds_to_each_edit(
+    tmp_path: Path, ws: Path
+) -> None:
+    lines = [f"line {i:02d}: original\n" for i in range(20)]
+    (ws / "edits.txt").write_text("".join(lines))
+    batch = [
+        call(
+            f"e{i}",
+            "edit",
+            path="edits.txt",
+            edits=[{"oldText": f"line {i:02d}: original", "newText": f"line {i:02d}: edited"}],
+        )
+        for i in range(20)
+    ]
+    results = replay(tmp_path, ws, [message(*batch)])
+    assert [r["isError"] for r in results] == [False] * 20
+    for k in (19, 7, 0, 12):
+        assert pi("rewind", "--to", f"e{k}", "--cwd", str(ws))[0] == 0
+        expected = [
+            line.replace("original", "edited") if i < k else line for i, line in enumerate(lines)
+        ]
+        assert (ws / "edits.txt").read_text() == "".join(expected), k
+
+
+def test_files_changed_outside_pi_are_conflicts_left_alone_unless_forced(
+    tmp_path: Path, ws: Path
+) -> None:
+    replay(
+        tmp_path,
+        ws,
+        [
+            message(call("c1", "write", path="a.txt", content="one\n")),
+            message(call("c2", "bash", command="printf two > b.txt; printf changed > keep.txt")),
+        ],
+    )
+    (ws / "a.txt").write_text("edited by a person\n")
+    status, out, err = pi("rewind", "--to", "c1", "--cwd", str(ws))
+    assert status == 1, err
+    session = checkpoints_json(ws)["session"]["id"]
+    assert out == (
+        f"rewound session {session[:12]} to before call c1: 2 paths\n"
+        "  -b.txt\n"
+        "  ~keep.txt\n"
+        "conflicts (changed outside pi since the checkpoint; left alone, --force overwrites):\n"
+        "  ! a.txt: changed outside pi since it was recorded\n"
+        "recorded as rewind-1: pi rewind --undo takes it back\n"
+    )
+    assert (ws / "a.txt").read_text() == "edited by a person\n"
+    assert (ws / "keep.txt").read_text() == "untouched\n"
+    assert not (ws / "b.txt").exists()
+
+    status, out, _ = pi("rewind", "--to", "c1", "--force", "--cwd", str(ws), "--json")
+    assert status == 0
+    assert json.loads(out)["changes"] == [{"path": "a.txt", "change": "deleted", "kind": "file"}]
+    assert not (ws / "a.txt").exists()
+    # the forced rewind kept what it overwrote: undoing it brings the person's edit back
+    assert pi("rewind", "--undo", "--cwd", str(ws))[0] == 0
+    assert (ws / "a.txt").read_text() == "edited by a person\n"
+
+
+def test_dry_run_and_files_limit_what_a_rewind_touches(tmp_path: Path, ws: Path) -> None:
+    replay(
+        tmp_path,
+        ws,
+        [
+            message(
+                call(
+                    "c1",
+                    "bash",
+                    command="printf 1 > one; printf 2 > two; mkdir sub; printf 3 > sub/three",
+                )
+            )
+        ],
+    )
+    before = tree_of(str(ws))
+    status, out, _ = pi("rewind", "--to", "c1", "--dry-run", "--cwd", str(ws), "--json")
+    assert status == 0
+    result = json.loads(out)
+    assert result["dryRun"] is True and result["rewind"] is None
+    assert [c["path"] for c in result["changes"]] == ["one", "sub/", "sub/three", "two"]
+    assert tree_of(str(ws)) == before
+    # from a folder below the workspace: --files is relative to it, as in a shell
+    status, out, _ = pi("rewind", "--to", "c1", "--files", "three", cwd=ws / "sub")
+    assert status == 0, out
+    assert out.splitlines()[1:] == [
+        "  -sub/three",
+        "recorded as rewind-1: pi rewind --undo takes it back",
+    ]
+    assert (ws / "sub").is_dir() and (ws / "one").exists() and (ws / "two").exists()
+
+
+def test_a_file_over_max_file_bytes_is_recorded_by_hash_and_cannot_be_restored(
+    tmp_path: Path, ws: Path
+) -> None:
+    (ws / "pi.toml").write_text("[checkpoints]\nmax_file_bytes = 10\n")
+    (ws / "big.bin").write_bytes(b"0123456789abcdef")
+    (ws / "small").write_bytes(b"tiny")
+    script = tmp_path / "s.jsonl"
+    script.write_text(
+        json.dumps(
+            message(call("c1", "bash", command="printf changed > big.bin; printf more > small"))
+        )
+        + "\n"
+    )
+    status, _, err = pi("replay", str(script), "--cwd", str(ws), "--json", cwd=ws)
+    assert status == 0, err
+    listing = json.loads(pi("checkpoints", "--json", cwd=ws)[1])
+    assert listing["checkpoints"][0]["changes"] == [
+        {"path": "big.bin", "change": "modified", "kind": "file", "restorable": False},
+        {"path": "small", "change": "modified", "kind": "file"},
+    ]
+    status, out, _ = pi("rewind", "--to", "c1", cwd=ws)
+    assert status == 1
+    assert (
+        "  ! big.bin: larger than max_file_bytes when it was recorded: content not stored\n" in out
+    )
+    assert (ws / "small").read_bytes() == b"tiny"
+    assert (ws / "big.bin").read_bytes() == b"changed"
+
+
+def test_checkpoints_listing_text(tmp_path: Path, ws: Path) -> None:
+    replay(
+        tmp_path,
+        ws,
+        [
+            message(call("c1", "write", path="a.txt", content="alpha\n")),
+            message(call("c2", "read", path="a.txt")),
+            message(call("c3", "bash", command="rm a.txt; mkdir d")),
+        ],
+    )
+    status, out, _ = pi("checkpoints", "--cwd", str(ws))
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("session ") and "(pi replay, started " in lines[0]
+    assert lines[1:] == [
+        "turn  call  tool   bytes  changes",
+        "1     c1    write  6 B    +a.txt",
+        "3     c3    bash   14 B   -a.txt +d/",
+    ]
+    sessions = json.loads(pi("checkpoints", "--sessions", "--json", "--cwd", str(ws))[1])
+    assert [(s["host"], s["calls"], s["running"]) for s in sessions] == [("replay", 2, False)]
+
+
+def test_errors_are_one_line_and_exit_2(tmp_path: Path, ws: Path) -> None:
+    assert pi("checkpoints", "--cwd", str(ws)) == (
+        2,
+        "",
+        f"pi: error: no checkpoints recorded for {ws}\n",
+    )
+    replay(tmp_path, ws, [message(call("c1", "write", path="a.txt", content="a"))])
+    status, _, err = pi("rewind", "--to", "nope", "--cwd", str(ws))
+    assert status == 2
+    assert "no checkpoint for call 'nope' in session " in err and err.count("\n") == 1
+    assert pi("rewind", "--cwd", str(ws))[2] == (
+        "pi: error: pi rewind needs exactly one of --to CALL_ID, --turn N and --undo\n"
+    )
+    assert pi("checkpoints", "ffff", "--cwd", str(ws))[2] == (
+        "pi: error: no session 'ffff' in this workspace (see pi checkpoints --sessions)\n"
+    )
+    assert pi("rewind", "--undo", "--cwd", str(ws))[2] == (
+        "pi: error: no rewind to undo in this workspace\n"
+    )
+
+
+def test_checkpoints_enabled_false_records_nothing(tmp_path: Path, ws: Path) -> None:
+    (ws / "pi.toml").write_text("[checkpoints]\nenabled = false\n")
+    script = tmp_path / "s.jsonl"
+    script.write_text(json.dumps(message(call("c1", "write", path="a.txt", content="a"))) + "\n")
+    assert pi("replay", str(script), "--json", cwd=ws)[0] == 0
+    assert not os.path.exists(store_path(checkpoint_dir(), str(ws)))
+    (ws / "pi.toml").write_text("[checkpoints]\nmax_bytes = -1\n")
+    status, _, err = pi("replay", str(script), "--json", cwd=ws)
+    assert (status, err) == (
+        2,
+        f"pi: error: {ws / 'pi.toml'}: checkpoints.max_bytes: Input should be greater than or"
+        " equal to 0 (got -1)\n",
+    )
+
+
+def test_a_crash_during_bash_leaves_the_checkpoint_usable(tmp_path: Path, ws: Path) -> None:
+    """``kill -9`` of the pi process while its bash command runs: the checkpoint recorded
+    before the command is on disk, and the next reader recovers the call's changes."""
+    marker = tmp_path / "started"
+    pidfile = tmp_path / "bash.pid"
+    command = (
+        f"echo $$ > {pidfile}; printf new > keep.txt; rm old.txt; mkdir made;"
+        f" : > {marker}; sleep 60"
+    )
+    proc = subprocess.Popen(
+        [str(PI), "call", "bash", json.dumps({"command": command}), "--cwd", str(ws)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    before = checkpoint_probe.tree_of(str(ws))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    try:
+        os.killpg(os.getpgid(int(pidfile.read_text())), signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    listing = checkpoints_json(ws)
+    (checkpoint,) = listing["checkpoints"]
+    assert (checkpoint["toolCallId"], checkpoint["state"]) == ("call-1", "interrupted")
+    assert [(c["change"], c["path"]) for c in checkpoint["changes"]] == [
+        ("modified", "keep.txt"),
+        ("created", "made/"),
+        ("deleted", "old.txt"),
+    ]
+    assert tree_of(str(ws)) == before
+    assert pi("rewind", "--to", "call-1", "--cwd", str(ws))[0] == 0
+    assert (ws / "keep.txt").read_text() == "untouched\n"
+    assert (ws / "old.txt").read_text() == "old\n"
+    assert oct((ws / "old.txt").stat().st_mode & 0o777) == "0o640"
+    assert not (ws / "made").exists()
+
+
+async def test_session_checkpoints_python_api(tmp_path: Path, ws: Path) -> None:
+    pm = make_plugin_manager()
+    session = build_session(pm, ws, {}, host="agent", checkpoints=True)
+    assert session.checkpoints is not None
+    provider = ScriptedProvider(
+        [
+            pi_core.AssistantMessage(
+                content=[
+                    pi_core.ToolCall(
+                        id="t1", name="write", arguments={"path": "n.txt", "content": "n"}
+                    )
+                ],
+                stop_reason="toolUse",
+            )
+        ]
+    )
+    async with session.agent(provider) as agent:
+        await agent.prompt("go")
+        (checkpoint,) = await session.checkpoints.list()
+        assert (checkpoint.call_id, [c.label() for c in checkpoint.changes]) == ("t1", ["+n.txt"])
+        result = await session.checkpoints.rewind(to="t1")
+        assert [c.label() for c in result.changes] == ["-n.txt"]
+        assert not (ws / "n.txt").exists()
+        result = await session.checkpoints.rewind(undo=True)
+        assert (ws / "n.txt").read_text() == "n"
+    assert build_session(pm, ws, {}, host="agent").checkpoints is None
+    # after the session: the module-level functions read the same record
+    info, listing = pi_core.list_checkpoints(ws)
+    assert info.id == session.session_context.session_id
+    assert [c.call_id for c in listing] == ["t1", "rewind-1", "rewind-2"]
+
+    async def refuse(context: pi_core.RewindContext) -> RewindRefused:
+        return RewindRefused(f"not {context.target}", "tester")
+
+    with pytest.raises(RewindRefused, match="not before call t1"):
+        await pi_core.rewind(ws, to="t1", before_rewind=refuse)
+    assert (ws / "n.txt").exists()
+    assert trio is not None and hookimpl is not None
