@@ -5,11 +5,15 @@ the tree just before the call it rewound to."""
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
 import stat
+from pathlib import Path
 from typing import Any
 
 from pi_core import hookimpl
+from pi_core._cli import run
 
 SNAPSHOTS: dict[str, dict[str, tuple[Any, ...]]] = {}
 """Tool call id → the tree just before that call ran (the first time it was asked for)."""
@@ -39,3 +43,37 @@ def tree_of(root: str) -> dict[str, tuple[Any, ...]]:
 @hookimpl
 def pi_before_tool_call(context: Any) -> None:
     SNAPSHOTS.setdefault(context.tool_call.id, tree_of(context.session.cwd))
+
+
+# -- running pi in this process --------------------------------------------------------------
+
+
+def pi(*argv: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """``pi ARGV`` in this process: (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    previous = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        status = run(list(argv), stdout=out, stderr=err)
+    finally:
+        os.chdir(previous)
+    return status, out.getvalue(), err.getvalue()
+
+
+def message(*calls: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(calls), "stopReason": "toolUse"}
+
+
+def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
+
+
+def replay(tmp_path: Path, ws: Path, messages: list[dict[str, Any]], *options: str) -> list[Any]:
+    script = tmp_path / "session.jsonl"
+    script.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    status, out, err = pi(
+        "-p", "checkpoint_probe", "replay", str(script), "--cwd", str(ws), "--json", *options
+    )
+    assert status == 0, err
+    return [json.loads(line) for line in out.splitlines()]

@@ -8,7 +8,6 @@ compared with it entry by entry: kind, permission bits, content hash or symlink 
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -21,7 +20,7 @@ from typing import Any
 import checkpoint_probe
 import pytest
 import trio
-from checkpoint_probe import tree_of
+from checkpoint_probe import call, message, pi, replay, tree_of
 
 import pi_core
 from pi_core import (
@@ -32,41 +31,9 @@ from pi_core import (
     make_plugin_manager,
 )
 from pi_core._checkpoints.store import store_path
-from pi_core._cli import run
 from pi_core.providers import ScriptedProvider
 
 PI = Path(sys.executable).parent / "pi"
-
-
-def pi(*argv: str, cwd: Path | None = None) -> tuple[int, str, str]:
-    """``pi ARGV`` in this process: (status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    previous = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
-        status = run(list(argv), stdout=out, stderr=err)
-    finally:
-        os.chdir(previous)
-    return status, out.getvalue(), err.getvalue()
-
-
-def message(*calls: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": list(calls), "stopReason": "toolUse"}
-
-
-def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
-
-
-def replay(tmp_path: Path, ws: Path, messages: list[dict[str, Any]], *options: str) -> list[Any]:
-    script = tmp_path / "session.jsonl"
-    script.write_text("".join(json.dumps(m) + "\n" for m in messages))
-    status, out, err = pi(
-        "-p", "checkpoint_probe", "replay", str(script), "--cwd", str(ws), "--json", *options
-    )
-    assert status == 0, err
-    return [json.loads(line) for line in out.splitlines()]
 
 
 @pytest.fixture

@@ -1,0 +1,105 @@
+"""Checkpoints with the sandbox's backends (issue 26): the session's commands run in a real
+bubblewrap sandbox or a real podman container started from an image, the workspace is read and
+restored on the host (where both mount it from), and a rewind to each call gives back the tree
+just before it. ssh and Ray show the workspace only on the remote side: no checkpoints there,
+and a config that asks for them explicitly is an error."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import checkpoint_probe
+import pytest
+from checkpoint_probe import call, message, pi, replay, tree_of
+
+from pi_core import ConfigError, build_session, make_plugin_manager
+
+SESSION = [
+    message(call("c1", "write", path="a.txt", content="alpha\n")),
+    message(call("c2", "edit", path="a.txt", edits=[{"oldText": "alpha", "newText": "beta"}])),
+    message(
+        call(
+            "c3",
+            "bash",
+            command=(
+                "mkdir -p d/e && printf x > d/e/x.txt && chmod 700 d && ln -s a.txt link"
+                " && mv a.txt b.txt && chmod 600 b.txt && rm old.txt"
+            ),
+        )
+    ),
+    message(call("c4", "bash", command="rm -r d/e && chmod 755 d && ln -sfn b.txt link")),
+]
+
+
+def _workspace(root: Path, config: str) -> Path:
+    checkpoint_probe.SNAPSHOTS.clear()
+    root.mkdir()
+    (root / "old.txt").write_text("old\n")
+    os.chmod(root / "old.txt", 0o640)
+    (root / "pi.toml").write_text(config)
+    return root
+
+
+def _rewind_to_each_call(ws: Path) -> None:
+    listing = json.loads(pi("checkpoints", "--json", "--cwd", str(ws))[1])
+    assert [c["toolCallId"] for c in listing["checkpoints"]] == ["c1", "c2", "c3", "c4"]
+    for target in ["c4", "c3", "c1", "c2", "c4"]:
+        status, out, err = pi("rewind", "--to", target, "--cwd", str(ws))
+        assert status == 0, (target, out, err)
+        assert tree_of(str(ws)) == checkpoint_probe.SNAPSHOTS[target], target
+
+
+def test_bwrap_sessions_rewind_to_every_call(tmp_path: Path, bwrap_ok: None) -> None:
+    ws = _workspace(tmp_path / "ws", '[sandbox]\nbackend = "bwrap"\n')
+    results = replay(tmp_path, ws, SESSION)
+    assert [r["isError"] for r in results] == [False] * 4, results
+    _rewind_to_each_call(ws)
+
+
+def test_podman_sessions_rewind_to_every_call(tmp_path: Path, podman: Any) -> None:
+    image = podman.image()
+    config = "\n".join(
+        [
+            "[sandbox]",
+            'backend = "container"',
+            "[sandbox.container]",
+            f"cli = {json.dumps(podman.cli)}",
+            f"image = {json.dumps(image)}",
+            'workdir = "/work"',
+            f"cli_args = {json.dumps(podman.cli_args)}",
+            f"run_args = {json.dumps(podman.run_args)}",
+            "",
+        ]
+    )
+    ws = _workspace(tmp_path / "ws", config)
+    results = replay(tmp_path, ws, SESSION)
+    assert [r["isError"] for r in results] == [False] * 4, results
+    _rewind_to_each_call(ws)
+
+
+@pytest.mark.parametrize(
+    "sandbox",
+    [
+        {"backend": "ssh", "ssh": {"host": "example.invalid", "remote_cwd": "/w"}},
+        {"backend": "container", "container": {"container": "someone-else", "workdir": "/w"}},
+    ],
+    ids=["ssh", "named-container"],
+)
+def test_backends_whose_workspace_is_elsewhere_record_no_checkpoints(
+    tmp_path: Path, sandbox: dict[str, Any]
+) -> None:
+    pm = make_plugin_manager()
+    session = build_session(pm, tmp_path, {"sandbox": sandbox}, host="call")
+    assert session.checkpoints is None
+    with pytest.raises(ConfigError) as info:
+        build_session(
+            pm, tmp_path, {"sandbox": sandbox, "checkpoints": {"enabled": True}}, host="call"
+        )
+    backend = type(session.file_operations).__name__
+    assert str(info.value) == (
+        f"pi.toml: checkpoints.enabled: the file backend of this session ({backend}) cannot show"
+        " the workspace to checkpoints; set enabled = false"
+    )
