@@ -434,3 +434,18 @@ async def test_session_checkpoints_python_api(tmp_path: Path, ws: Path) -> None:
         await pi_core.rewind(ws, to="t1", before_rewind=refuse)
     assert (ws / "n.txt").exists()
     assert trio is not None and hookimpl is not None
+
+
+def test_the_python_api_snippet_of_the_how_to_runs(tmp_path: Path) -> None:
+    snippet = Path(__file__).parents[2] / "docs" / "snippets" / "undo_api.py"
+    done = subprocess.run(
+        [sys.executable, str(snippet), str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (
+        "c1 ['+notes.md']\n"
+        "rewound: ['-notes.md']\n"
+        "agent ['c1', 'rewind-1', 'rewind-2']\n"
+        "would: ['-notes.md']\n"
+    )
+    assert (tmp_path / "notes.md").read_text() == "hi\n"
