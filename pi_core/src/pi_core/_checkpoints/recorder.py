@@ -26,6 +26,7 @@ exact.
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -54,6 +55,9 @@ Mutates = Literal["paths", "workspace"]
 RACY_NS = 50_000_000
 """A file whose mtime is this close to the moment it was read is read again next time (its
 stat alone cannot show a change made within the same clock tick), unless inotify watches it."""
+
+INLINE_BYTES = 256 * 1024
+"""A file up to this size is read in the trio thread when a file call looks at it."""
 
 _RECENT_BYTES = 32 * 1024 * 1024
 """The most bytes of recent contents kept in memory as delta bases."""
@@ -253,45 +257,37 @@ class SessionCheckpoints:
                     rel = self._rel(resolve_to_cwd(value, self.cwd))
                     if rel is not None:
                         paths.append(rel)
-        if parent is not None:
-            self._ensure_parent(parent)
+        return self._add_call(tool_call_id, tool, parent, turn, mutates, self._seq, paths)
+
+    def _add_call(
+        self,
+        call_id: str,
+        tool: str,
+        parent: str | None,
+        turn: int,
+        mutates: str | None,
+        mark: int,
+        paths: list[str] | None = None,
+    ) -> CallRecord:
+        """Record a call (its parents first, when they are not recorded yet)."""
+        if parent is not None and parent not in self._by_id:
+            quiet = self._quiet.pop(parent, ("?", None, max(self.turn, 1), self._seq))
+            self._add_call(parent, quiet[0], quiet[1], quiet[2], None, quiet[3])
         record = CallRecord(
             ordinal=len(self._calls) + 1,
-            id=tool_call_id,
+            id=call_id,
             tool=tool,
             parent=parent,
             turn=turn,
             mutates=mutates,
-            mark=self._seq,
-            started=now(),
-            paths=paths,
-        )
-        self._calls.append(record)
-        self._by_id[tool_call_id] = record
-        self._dirty_calls.add(record.ordinal)
-        return record
-
-    def _ensure_parent(self, parent: str) -> None:
-        if parent in self._by_id:
-            return
-        tool, grandparent, turn, mark = self._quiet.pop(
-            parent, ("?", None, max(self.turn, 1), self._seq)
-        )
-        if grandparent is not None:
-            self._ensure_parent(grandparent)
-        record = CallRecord(
-            ordinal=len(self._calls) + 1,
-            id=parent,
-            tool=tool,
-            parent=grandparent,
-            turn=turn,
-            mutates=None,
             mark=mark,
             started=now(),
+            paths=paths or [],
         )
         self._calls.append(record)
-        self._by_id[parent] = record
+        self._by_id[call_id] = record
         self._dirty_calls.add(record.ordinal)
+        return record
 
     def bind(self, record: CallRecord | None) -> contextvars.Token[CallRecord | None]:
         """Make ``record`` the call the mutation queue's reports belong to (around execute)."""
@@ -310,7 +306,7 @@ class SessionCheckpoints:
                     record.mark = self._seq
                     await trio.to_thread.run_sync(self._flush)
                 else:
-                    await self._run(self._look_at, record.paths, others, record)
+                    await self._look_at_paths(record.paths, others, record)
                     record.mark = self._seq
         except Exception as exc:
             record.state = "failed"
@@ -334,7 +330,7 @@ class SessionCheckpoints:
                 else:
                     rest = [p for p in record.paths if p not in record.queued]
                     if rest:
-                        await self._run(self._look_at, rest, record.ordinal, record)
+                        await self._look_at_paths(rest, record.ordinal, record)
             except Exception:
                 state = "incomplete"
             record.state = state
@@ -356,9 +352,9 @@ class SessionCheckpoints:
             return
         async with self._lock:
             if staged is None:
-                await self._run(self._look_at, [rel], self._other_running(record), record)
+                await self._look_at_paths([rel], self._other_running(record), record)
             else:
-                self._look_staged(rel, _joined(staged), self._other_running(record), record)
+                self._look_staged(rel, staged, self._other_running(record), record)
             record.queued.add(rel)
             if rel not in record.paths:
                 record.paths.append(rel)
@@ -375,9 +371,9 @@ class SessionCheckpoints:
             return
         async with self._lock:
             if staged is None:
-                await self._run(self._look_at, [rel], record.ordinal, record)
+                await self._look_at_paths([rel], record.ordinal, record)
             else:
-                self._look_staged(rel, _joined(staged), record.ordinal, record)
+                self._look_staged(rel, staged, record.ordinal, record)
                 item = self._index.get(rel)
                 if item is not None:
                     item.staged = True
@@ -449,9 +445,32 @@ class SessionCheckpoints:
                 return other.ordinal
         return None
 
-    async def _run(self, fn: Any, *args: Any) -> None:
-        """``fn(*args)`` in a worker thread (file-system work)."""
-        await trio.to_thread.run_sync(fn, *args)
+    async def _look_at_paths(self, rels: list[str], call: int | None, record: CallRecord) -> None:
+        """:meth:`_look_at` ``rels``: in this thread when that is a few system calls on this
+        machine (what a batch of edits does for each call), in a worker thread when a file
+        must be read that is larger than :data:`INLINE_BYTES` or the tree is remote."""
+        if self._store is None:
+            await trio.to_thread.run_sync(self._ensure_store)
+        if self.tree.location == "local":
+            heavy = False
+            for rel in rels:
+                old = self._index.get(rel)
+                try:
+                    entry = self.tree.lstat(rel)
+                except (OSError, ValueError):
+                    continue
+                if (
+                    entry is not None
+                    and entry.kind == "file"
+                    and entry.size > INLINE_BYTES
+                    and not (old is not None and entry.same_stat(old.stat))
+                ):
+                    heavy = True
+                    break
+            if not heavy:
+                self._look_at(rels, call, record)
+                return
+        await trio.to_thread.run_sync(self._look_at, rels, call, record)
 
     def _pending(self) -> bool:
         return bool(
@@ -630,19 +649,34 @@ class SessionCheckpoints:
         self._observing = record.ordinal
         self._ensure_store()
         for rel in rels:
-            self._apply(rel, self.tree.lstat(rel), call, children=False)
+            try:
+                entry = self.tree.lstat(rel)
+            except (OSError, ValueError):
+                continue  # a name no file can have, a folder pi cannot enter: the tool says so
+            self._apply(rel, entry, call, children=False)
 
-    def _look_staged(self, rel: str, data: bytes, call: int | None, record: CallRecord) -> None:
-        """``rel`` holds ``data`` (staged by the queue, not yet on disk)."""
+    def _look_staged(self, rel: str, staged: Any, call: int | None, record: CallRecord) -> None:
+        """``rel`` holds ``staged`` (bytes or pieces the queue staged, not yet on disk). Content
+        over ``max_file_bytes`` is hashed piece by piece and not kept (never joined)."""
         self._observing = record.ordinal
         old = self._index.get(rel)
-        digest = digest_of(data)
+        pieces = [staged] if isinstance(staged, bytes | bytearray | memoryview) else list(staged)
+        size = sum(len(piece) for piece in pieces)
         mode = old.state.mode if old is not None and old.state is not None else 0o644
         base = old.state.digest if old is not None and old.state is not None else None
-        state = State("file", mode, digest, size=len(data))
+        data: bytes | None = None
+        if size > self.settings.max_file_bytes:
+            hasher = hashlib.sha256()
+            for piece in pieces:
+                hasher.update(piece)
+            state = State("file", mode, hasher.hexdigest(), size=size, unstored="too large")
+        else:
+            data = pieces[0] if len(pieces) == 1 and isinstance(pieces[0], bytes) else b"".join(pieces)
+            state = State("file", mode, digest_of(data), size=size)
         if old is not None and old.state is not None and old.state.same(state):
             return
-        self._keep(digest, data, base)
+        if data is not None and state.digest is not None:
+            self._keep(state.digest, data, base)
         self._event(rel, old.state if old is not None else None, state, call)
         self._set(rel, _Item(state, None, staged=old.staged if old is not None else False))
 
@@ -804,14 +838,6 @@ class SessionCheckpoints:
             store.prune(self.settings.max_bytes, keep=[self.session_id])
         if close_store:
             store.close()
-
-
-def _joined(staged: Any) -> bytes:
-    if isinstance(staged, bytes):
-        return staged
-    if isinstance(staged, bytearray | memoryview):
-        return bytes(staged)
-    return b"".join(staged)
 
 
 def _entry_json(entry: TreeEntry) -> list[Any]:

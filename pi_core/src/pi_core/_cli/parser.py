@@ -10,7 +10,7 @@ exits 0 through :class:`ParserExit` (``main`` returns the status instead of call
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from pi_core._errors import PiError
@@ -78,26 +78,24 @@ BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run", "checkpoints", 
 """The commands of the core; plugins add others through ``pi_register_commands``."""
 
 
-def _positive_int(text: str) -> int:
-    """An argument that must be a whole number of at least 1 (``--parallel N``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
+def _whole_number(minimum: int) -> Callable[[str], int]:
+    """The type of an argument that must be a whole number of at least ``minimum``
+    (``--parallel N``: 1, ``--max-bytes N``: 0)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}: {text!r}")
+        return value
+
+    return parse
 
 
-def _non_negative_int(text: str) -> int:
-    """A whole number of at least 0 (``--max-bytes N``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0: {text!r}")
-    return value
+_positive_int = _whole_number(1)
+_non_negative_int = _whole_number(0)
 
 
 def build_parser(
