@@ -351,7 +351,7 @@ class LocalWorkspaceTree:
     # -- reading ----------------------------------------------------------------------------
 
     def _abs(self, rel: str) -> str:
-        return os.path.join(self.root, rel) if rel else self.root
+        return f"{self.root}/{rel}" if rel else self.root
 
     def excludes(self, rel: str) -> bool:
         """Whether ``rel`` is left out (:class:`PathFilter`)."""
@@ -418,7 +418,20 @@ class LocalWorkspaceTree:
 
     def read(self, rel: str) -> bytes:
         """The bytes of the regular file ``rel`` (opened with ``O_NOFOLLOW``, never a FIFO)."""
-        return b"".join(self._chunks(rel))
+        fd = os.open(self._abs(rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", rel)
+            data = os.read(fd, st.st_size + 1)  # one read for what fits, more if it grew
+            if len(data) <= st.st_size:
+                return data
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
 
     def digest(self, rel: str) -> tuple[str, int]:
         """SHA-256 (hex) and size of the regular file ``rel``, read 1 MiB at a time."""

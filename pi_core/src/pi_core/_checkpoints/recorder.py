@@ -510,8 +510,8 @@ class SessionCheckpoints:
                 self._seq,
                 call,
                 rel,
-                dumps(before.to_json()) if before is not None else None,
-                dumps(after.to_json()) if after is not None else None,
+                before.to_text() if before is not None else None,
+                after.to_text() if after is not None else None,
             )
         )
 
@@ -671,7 +671,9 @@ class SessionCheckpoints:
                 hasher.update(piece)
             state = State("file", mode, hasher.hexdigest(), size=size, unstored="too large")
         else:
-            data = pieces[0] if len(pieces) == 1 and isinstance(pieces[0], bytes) else b"".join(pieces)
+            data = (
+                pieces[0] if len(pieces) == 1 and isinstance(pieces[0], bytes) else b"".join(pieces)
+            )
             state = State("file", mode, digest_of(data), size=size)
         if old is not None and old.state is not None and old.state.same(state):
             return
@@ -774,8 +776,8 @@ class SessionCheckpoints:
                     (
                         self.session_id,
                         rel,
-                        dumps(item.state.to_json()) if item.state is not None else None,
-                        dumps(_entry_json(item.stat)) if item.stat is not None else None,
+                        item.state.to_text() if item.state is not None else None,
+                        _entry_text(item.stat) if item.stat is not None else None,
                     )
                 )
             db.executemany(
@@ -809,19 +811,18 @@ class SessionCheckpoints:
             )
             if self._full:
                 db.execute("DELETE FROM cache")
-            cache_rows = []
-            for rel, item in self._index.items():
-                state = item.state
-                if state is None or item.stat is None or item.staged:
-                    db.execute("DELETE FROM cache WHERE path = ?", (rel,))
-                    continue
-                digest = state.digest if state.unstored is None else None
-                cache_rows.append(
-                    (rel, dumps(state.to_json()), dumps(_entry_json(item.stat)), digest)
+            else:
+                db.execute(
+                    "DELETE FROM cache WHERE path IN (SELECT path FROM tree WHERE session = ?"
+                    " AND (state IS NULL OR stat IS NULL))",
+                    (self.session_id,),
                 )
-            db.executemany(
-                "INSERT OR REPLACE INTO cache(path, state, stat, digest) VALUES (?,?,?,?)",
-                cache_rows,
+            # the session's view (written by the flush above) is the next session's stat cache
+            db.execute(
+                "INSERT OR REPLACE INTO cache(path, state, stat, digest) SELECT path, state, stat,"
+                " CASE WHEN json_extract(state, '$.x') IS NULL THEN json_extract(state, '$.h') END"
+                " FROM tree WHERE session = ? AND state IS NOT NULL AND stat IS NOT NULL",
+                (self.session_id,),
             )
             db.execute("DELETE FROM refs WHERE session = ''")
             db.execute(
@@ -840,16 +841,15 @@ class SessionCheckpoints:
             store.close()
 
 
-def _entry_json(entry: TreeEntry) -> list[Any]:
-    return [
-        entry.kind,
-        entry.mode,
-        entry.size,
-        entry.mtime_ns,
-        entry.ctime_ns,
-        entry.ino,
-        entry.target,
-    ]
+def _entry_text(entry: TreeEntry) -> str:
+    """``entry`` as a JSON list (written without the ``json`` module unless it has a target)."""
+    if entry.target is not None:
+        fields = [entry.kind, entry.mode, entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino]
+        return dumps([*fields, entry.target]) or ""
+    return (
+        f'["{entry.kind}",{entry.mode},{entry.size},{entry.mtime_ns},{entry.ctime_ns},'
+        f"{entry.ino},null]"
+    )
 
 
 def _entry_from_json(value: list[Any]) -> TreeEntry:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,18 @@ class State:
         if self.unstored is not None:
             data["x"] = self.unstored
         return data
+
+    def to_text(self) -> str:
+        """:meth:`to_json` as JSON text (written without the ``json`` module: the common
+        states have no text that needs escaping)."""
+        if self.target is not None or self.unstored is not None:
+            return json.dumps(self.to_json(), separators=(",", ":"))
+        text = f'{{"k":"{_KINDS[self.kind]}","m":{self.mode}'
+        if self.digest is not None:
+            text += f',"h":"{self.digest}"'
+        if self.size:
+            text += f',"s":{self.size}'
+        return text + "}"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> State:

@@ -303,7 +303,18 @@ class Store:
             "SELECT id, host, cwd, location, pid, started, updated, ended, seq, full FROM sessions"
             " ORDER BY started DESC, rowid DESC"
         ).fetchall()
-        keys = ("id", "host", "cwd", "location", "pid", "started", "updated", "ended", "seq", "full")
+        keys = (
+            "id",
+            "host",
+            "cwd",
+            "location",
+            "pid",
+            "started",
+            "updated",
+            "ended",
+            "seq",
+            "full",
+        )
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def bytes_by_session(self) -> dict[str, int]:
