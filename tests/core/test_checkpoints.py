@@ -449,3 +449,30 @@ def test_the_python_api_snippet_of_the_how_to_runs(tmp_path: Path) -> None:
         "would: ['-notes.md']\n"
     )
     assert (tmp_path / "notes.md").read_text() == "hi\n"
+
+
+def test_the_next_session_starts_from_the_stat_cache_of_the_last(tmp_path: Path, ws: Path) -> None:
+    """The first shell call of a session stores the workspace's contents; the next session's
+    first shell call finds them by stat and stores only what changed in between."""
+    for i in range(20):
+        (ws / f"f{i}.txt").write_text(f"file {i}\n")
+    assert pi("call", "bash", '{"command": "true"}', "--cwd", str(ws))[0] == 0
+    first = checkpoints_json(ws)["checkpoints"][0]["bytes"]
+    (ws / "f3.txt").write_text("changed between the sessions\n")
+    assert pi("call", "bash", '{"command": "true"}', "--cwd", str(ws))[0] == 0
+    second = checkpoints_json(ws)["checkpoints"][0]
+    assert (first, second["bytes"], second["changes"]) == (
+        sum(len(f"file {i}\n") for i in range(20)) + len("untouched\n") + len("old\n"),
+        len("changed between the sessions\n"),
+        [],
+    )
+    sessions = checkpoints_json(ws, "--sessions")
+    assert [s["calls"] for s in sessions] == [1, 1]
+    status, out, _ = pi("checkpoints", "prune", "--max-bytes", "0", "--json", "--cwd", str(ws))
+    pruned = json.loads(out)
+    assert (status, len(pruned["removed"])) == (0, 2)
+    assert pruned["bytes"] > 0  # the stat cache keeps the workspace's current contents
+    assert checkpoints_json(ws, "--sessions") == []
+    assert pi("checkpoints", "prune", "--all", "--json", "--cwd", str(ws))[1] == (
+        '{\n  "removed": [],\n  "bytes": 0\n}\n'
+    )
