@@ -476,3 +476,45 @@ def test_the_next_session_starts_from_the_stat_cache_of_the_last(tmp_path: Path,
     assert pi("checkpoints", "prune", "--all", "--json", "--cwd", str(ws))[1] == (
         '{\n  "removed": [],\n  "bytes": 0\n}\n'
     )
+
+
+def test_a_name_that_is_not_utf8_is_recorded_and_restored(tmp_path: Path, ws: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.txt")
+    (ws / name).write_text("before\n")
+    replay(
+        tmp_path, ws, [message(call("c1", "bash", command="printf after > caf*.txt; rm keep.txt"))]
+    )
+    listing = checkpoints_json(ws)
+    assert [c["path"] for c in listing["checkpoints"][0]["changes"]] == [name, "keep.txt"]
+    assert pi("rewind", "--to", "c1", "--cwd", str(ws))[0] == 0
+    assert (ws / name).read_text() == "before\n"
+    assert (ws / "keep.txt").read_text() == "untouched\n"
+
+
+def test_a_workspace_over_max_files_records_no_shell_call_and_a_rewind_says_so(
+    tmp_path: Path, ws: Path
+) -> None:
+    (ws / "pi.toml").write_text("[checkpoints]\nmax_files = 3\n")
+    script = tmp_path / "s.jsonl"
+    calls = [
+        message(call("c1", "write", path="a.txt", content="a")),
+        message(call("c2", "bash", command="printf b > b.txt")),
+    ]
+    script.write_text("".join(json.dumps(m) + "\n" for m in calls))
+    assert pi("replay", str(script), "--json", cwd=ws)[0] == 0
+    status, out, _ = pi("checkpoints", cwd=ws)
+    assert out.splitlines()[2:] == [
+        "1     c1    write  1 B    +a.txt",
+        "2     c2    bash   0 B    (no change) [unrecorded]",
+    ]
+    status, out, _ = pi("rewind", "--to", "c1", cwd=ws)
+    assert status == 1
+    assert out.splitlines() == [
+        f"rewound session {checkpoints_json(ws)['session']['id'][:12]} to before call c1: 1 path",
+        "  -a.txt",
+        "not restored:",
+        "  ! (call c2): its changes were not recorded (the workspace had more than max_files"
+        " entries)",
+        "recorded as rewind-1: pi rewind --undo takes it back",
+    ]
+    assert (ws / "b.txt").exists()

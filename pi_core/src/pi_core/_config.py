@@ -74,6 +74,10 @@ class CheckpointSettings(pydantic.BaseModel):
     max_file_bytes: pydantic.StrictInt = pydantic.Field(default=16 * 1024 * 1024, ge=0)
     """Files larger than this are recorded by hash and size only (they cannot be restored)."""
 
+    max_files: pydantic.StrictInt = pydantic.Field(default=100_000, ge=1)
+    """A workspace with more entries than this is not read: its shell calls are not recorded
+    (file tools still are)."""
+
     max_bytes: pydantic.StrictInt = pydantic.Field(default=1024 * 1024 * 1024, ge=0)
     """The most the checkpoints of one workspace keep; the oldest sessions go first."""
 

@@ -22,15 +22,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pi_core._backend_kit.tree import TreeEntry, WorkspaceTree
-from pi_core._checkpoints.recorder import SessionCheckpoints
+from pi_core._checkpoints.recorder import UNRECORDED, SessionCheckpoints
 from pi_core._checkpoints.state import State
 from pi_core._checkpoints.store import (
     Store,
+    db_path,
     digest_of,
     dumps,
     encode_blob,
     loads,
     now,
+    path_of,
     session_alive,
 )
 from pi_core._config import CheckpointSettings
@@ -337,11 +339,12 @@ def list_session_checkpoints(store: Store, session: dict[str, Any]) -> list[Chec
     """The recorded calls of ``session`` in order, with what each changed."""
     sid = session["id"]
     per_call: dict[int, dict[str, tuple[State | None, State | None]]] = {}
-    for call, path, before, after in store.db.execute(
+    for call, stored, before, after in store.db.execute(
         "SELECT call, path, before, after FROM events WHERE session = ? AND call IS NOT NULL"
         " ORDER BY seq",
         (sid,),
     ):
+        path = path_of(stored)
         net = per_call.setdefault(call, {})
         first = net[path][0] if path in net else _state(before)
         net[path] = (first, _state(after))
@@ -460,10 +463,11 @@ def plan_rewind(
     """What rewinding ``session`` to ``mark`` changes (see the module), and the steps to do it."""
     sid = session["id"]
     wanted: dict[str, list[Any]] = {}
-    for call, path, before, after in store.db.execute(
+    for call, stored, before, after in store.db.execute(
         "SELECT call, path, before, after FROM events WHERE session = ? AND seq > ? ORDER BY seq",
         (sid, mark),
     ):
+        path = path_of(stored)
         if files and not _matches(files, path):
             continue
         entry = wanted.setdefault(path, [_state(before), None, False])
@@ -471,6 +475,16 @@ def plan_rewind(
         if call is None:
             entry[2] = True
     result = RewindResult(session_id=sid, target=target, dry_run=dry_run)
+    for (call_id,) in store.db.execute(
+        "SELECT id FROM calls WHERE session = ? AND state = ? AND mark >= ? ORDER BY ordinal",
+        (sid, UNRECORDED, mark),
+    ):
+        result.unrestorable.append(
+            PathIssue(
+                f"(call {call_id})",
+                "its changes were not recorded (the workspace had more than max_files entries)",
+            )
+        )
     steps: list[_Step] = []
     for path in sorted(wanted):
         desired, expected, outside = wanted[path]
@@ -615,7 +629,7 @@ def record_rewind(
                         digests.add(state.digest)
                 db.execute(
                     "INSERT INTO events(session, seq, call, path, before, after) VALUES (?,?,?,?,?,?)",
-                    (sid, seq, ordinal, step.path,
+                    (sid, seq, ordinal, db_path(step.path),
                      dumps(step.current.to_json()) if step.current else None,
                      dumps(step.desired.to_json()) if step.desired else None),
                 )  # fmt: skip
@@ -631,7 +645,7 @@ def record_rewind(
                 seq += 1
                 db.execute(
                     "INSERT INTO events(session, seq, call, path, before, after) VALUES (?,?,?,?,?,?)",
-                    (sid, seq, rewind["ordinal"], path,
+                    (sid, seq, rewind["ordinal"], db_path(path),
                      dumps(desired.to_json()) if desired else None,
                      dumps(actual.to_json()) if actual else None),
                 )  # fmt: skip

@@ -41,11 +41,13 @@ from pi_core._checkpoints.state import State
 from pi_core._checkpoints.store import (
     EncodedBlob,
     Store,
+    db_path,
     digest_of,
     dumps,
     encode_blob,
     loads,
     now,
+    path_of,
 )
 from pi_core._config import CheckpointSettings
 from pi_core._tools.definition import PathArgument
@@ -97,6 +99,11 @@ _current: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVar(
 )
 
 
+UNRECORDED = "unrecorded"
+"""The state of a shell call in a workspace of more than ``max_files`` entries: its changes
+are not recorded (a rewind across it says so)."""
+
+
 class CheckpointFailed(Exception):
     """A checkpoint could not be recorded (the call does not run)."""
 
@@ -146,6 +153,8 @@ class SessionCheckpoints:
         self._session_written = False
         self._closed = False
         self._observing: int | None = None
+        self.too_large = False
+        """The workspace has more than ``max_files`` entries: shell calls are not recorded."""
 
     @classmethod
     def resume(
@@ -180,9 +189,10 @@ class SessionCheckpoints:
         for turn, mark in db.execute("SELECT turn, mark FROM turns WHERE session = ?", (sid,)):
             self._turns[turn] = mark
             self.turn = max(self.turn, turn)
-        for path, state, stat in db.execute(
+        for stored, state, stat in db.execute(
             "SELECT path, state, stat FROM tree WHERE session = ?", (sid,)
         ):
+            path = path_of(stored)
             item = _Item(
                 State.from_json(loads(state)) if state else None,
                 _entry_from_json(loads(stat)) if stat else None,
@@ -304,6 +314,8 @@ class SessionCheckpoints:
                 if record.mutates == "workspace":
                     await trio.to_thread.run_sync(self._look_everywhere, others, record)
                     record.mark = self._seq
+                    if self.too_large:
+                        record.state = UNRECORDED
                     await trio.to_thread.run_sync(self._flush)
                 else:
                     await self._look_at_paths(record.paths, others, record)
@@ -320,7 +332,7 @@ class SessionCheckpoints:
     async def after_call(self, record: CallRecord) -> None:
         """Look after the call (shielded by the caller); its changes are the call's. A failure
         here does not change the call's result: the call is listed as ``incomplete``."""
-        if record.state == "failed":
+        if record.state in ("failed", UNRECORDED):
             return
         async with self._lock:
             state = "done"
@@ -607,10 +619,13 @@ class SessionCheckpoints:
                 self._event(child, item.state, None, call)
                 self._set(child, _Item(None, None))
 
-    def _rescan(self, rel: str, call: int | None) -> None:
-        """Compare everything below ``rel`` with the index (the whole tree for ``""``)."""
+    def _rescan(
+        self, rel: str, call: int | None, found: Iterable[tuple[str, TreeEntry]] | None = None
+    ) -> None:
+        """Compare everything below ``rel`` with the index (the whole tree for ``""``);
+        ``found``: the entries, when they have been listed already."""
         seen: set[str] = set()
-        for child, entry in self.tree.scan(rel, watch=True):
+        for child, entry in self.tree.scan(rel, watch=True) if found is None else found:
             seen.add(child)
             self._apply(child, entry, call, children=False)
         for child in sorted(self._descendants(rel), key=lambda p: -p.count("/")):
@@ -624,10 +639,19 @@ class SessionCheckpoints:
     def _look_everywhere(self, call: int | None, record: CallRecord) -> None:
         self._observing = record.ordinal
         self._ensure_store()
+        if self.too_large:
+            return
         if not self._full:
+            found: list[tuple[str, TreeEntry]] = []
+            for item in self.tree.scan("", watch=True):
+                found.append(item)
+                if len(found) > self.settings.max_files:
+                    self.too_large = True  # give up before reading any content
+                    self.tree.close()
+                    return
             self._seed = self._load_seed()
             try:
-                self._rescan("", call)
+                self._rescan("", call, found)
             finally:
                 self._seed = None
             self._full = True
@@ -692,7 +716,8 @@ class SessionCheckpoints:
     def _load_seed(self) -> dict[str, tuple[State, TreeEntry]]:
         store = self._ensure_store()
         seed: dict[str, tuple[State, TreeEntry]] = {}
-        for path, state, stat in store.db.execute("SELECT path, state, stat FROM cache"):
+        for stored, state, stat in store.db.execute("SELECT path, state, stat FROM cache"):
+            path = path_of(stored)
             loaded = State.from_json(loads(state)) if state else None
             entry = _entry_from_json(loads(stat)) if stat else None
             if loaded is not None and entry is not None and loaded.digest is not None:
@@ -740,7 +765,7 @@ class SessionCheckpoints:
                 store.put_blobs(db, blobs, self.session_id, call)
             db.executemany(
                 "INSERT INTO events(session, seq, call, path, before, after) VALUES (?,?,?,?,?,?)",
-                [(self.session_id, *event) for event in self._events],
+                [(self.session_id, e[0], e[1], db_path(e[2]), e[3], e[4]) for e in self._events],
             )
             for ordinal in sorted(self._dirty_calls):
                 r = self._calls[ordinal - 1]
@@ -775,7 +800,7 @@ class SessionCheckpoints:
                 rows.append(
                     (
                         self.session_id,
-                        rel,
+                        db_path(rel),
                         item.state.to_text() if item.state is not None else None,
                         _entry_text(item.stat) if item.stat is not None else None,
                     )
@@ -863,4 +888,4 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-__all__ = ["CallRecord", "CheckpointFailed", "Mutates", "SessionCheckpoints"]
+__all__ = ["UNRECORDED", "CallRecord", "CheckpointFailed", "Mutates", "SessionCheckpoints"]

@@ -395,6 +395,21 @@ def session_alive(session: Mapping[str, Any]) -> bool:
     return True
 
 
+def db_path(rel: str) -> str | bytes:
+    """A path as the database keeps it: text, or the file system's bytes for a name that is
+    not UTF-8 (SQLite text must be)."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(rel)
+    return rel
+
+
+def path_of(value: str | bytes) -> str:
+    """The path :func:`db_path` stored."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
 def dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, separators=(",", ":"))
 
@@ -413,11 +428,13 @@ __all__ = [
     "Store",
     "StoreError",
     "checkpoint_dir",
+    "db_path",
     "digest_of",
     "dumps",
     "encode_blob",
     "loads",
     "now",
+    "path_of",
     "session_alive",
     "store_path",
     "workspace_key",
