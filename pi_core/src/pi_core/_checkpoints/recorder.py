@@ -356,17 +356,29 @@ class SessionCheckpoints:
 
     # -- the mutation queue's side (MutationObserver) ----------------------------------------------
 
-    async def before_mutation(self, key: str, staged: Any) -> None:
-        """The queue is about to run a mutation of ``key`` for the current call."""
+    async def _look_queued(
+        self, key: str, staged: Any, after: bool
+    ) -> tuple[CallRecord, str] | None:
+        """Look at ``key`` for the current call (``staged``: what the queue staged, ``None``:
+        the disk); the changes are the call's when ``after``, else those of whoever else runs."""
         record = _current.get()
         rel = self._rel(key)
         if record is None or rel is None:
-            return
+            return None
+        call = record.ordinal if after else self._other_running(record)
+        if staged is None:
+            await self._look_at_paths([rel], call, record)
+        else:
+            self._look_staged(rel, staged, call, record)
+        return record, rel
+
+    async def before_mutation(self, key: str, staged: Any) -> None:
+        """The queue is about to run a mutation of ``key`` for the current call."""
         async with self._lock:
-            if staged is None:
-                await self._look_at_paths([rel], self._other_running(record), record)
-            else:
-                self._look_staged(rel, staged, self._other_running(record), record)
+            found = await self._look_queued(key, staged, after=False)
+            if found is None:
+                return
+            record, rel = found
             record.queued.add(rel)
             if rel not in record.paths:
                 record.paths.append(rel)
@@ -377,18 +389,11 @@ class SessionCheckpoints:
 
     async def after_mutation(self, key: str, staged: Any) -> None:
         """The queue ran a mutation of ``key`` for the current call."""
-        record = _current.get()
-        rel = self._rel(key)
-        if record is None or rel is None:
-            return
         async with self._lock:
-            if staged is None:
-                await self._look_at_paths([rel], record.ordinal, record)
-            else:
-                self._look_staged(rel, staged, record.ordinal, record)
-                item = self._index.get(rel)
-                if item is not None:
-                    item.staged = True
+            found = await self._look_queued(key, staged, after=True)
+            item = self._index.get(found[1]) if found is not None else None
+            if staged is not None and item is not None:
+                item.staged = True
 
     async def flush(self) -> None:
         """Make what was recorded durable (before bytes land on disk)."""
