@@ -513,8 +513,8 @@ def test_a_workspace_over_max_files_records_no_shell_call_and_a_rewind_says_so(
         f"rewound session {checkpoints_json(ws)['session']['id'][:12]} to before call c1: 1 path",
         "  -a.txt",
         "not restored:",
-        "  ! (call c2): its changes were not recorded (the workspace had more than max_files"
-        " entries)",
+        "  ! (call c2): its changes were not recorded (the workspace was larger than max_files or"
+        " max_bytes)",
         "recorded as rewind-1: pi rewind --undo takes it back",
     ]
     assert (ws / "b.txt").exists()

@@ -482,7 +482,7 @@ def plan_rewind(
         result.unrestorable.append(
             PathIssue(
                 f"(call {call_id})",
-                "its changes were not recorded (the workspace had more than max_files entries)",
+                "its changes were not recorded (the workspace was larger than max_files or max_bytes)",
             )
         )
     steps: list[_Step] = []

@@ -154,7 +154,8 @@ class SessionCheckpoints:
         self._closed = False
         self._observing: int | None = None
         self.too_large = False
-        """The workspace has more than ``max_files`` entries: shell calls are not recorded."""
+        """The workspace has more than ``max_files`` entries, or more content to keep than
+        ``max_bytes``: shell calls are not recorded."""
 
     @classmethod
     def resume(
@@ -648,9 +649,13 @@ class SessionCheckpoints:
             return
         if not self._full:
             found: list[tuple[str, TreeEntry]] = []
+            content = 0
+            limit = self.settings.max_file_bytes
             for item in self.tree.scan("", watch=True):
                 found.append(item)
-                if len(found) > self.settings.max_files:
+                if item[1].kind == "file" and item[1].size <= limit:
+                    content += item[1].size
+                if len(found) > self.settings.max_files or content > self.settings.max_bytes:
                     self.too_large = True  # give up before reading any content
                     self.tree.close()
                     return
