@@ -49,6 +49,7 @@ from pi_core._errors import (
     ToolAborted,
     ToolError,
 )
+from pi_core._lazy_door import lazy_door
 from pi_core._loop.agent import Agent
 from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import run_agent_loop
@@ -178,6 +179,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "js_number_to_string",
+    "lazy_door",
     "list_checkpoints",
     "load_config",
     "make_plugin_manager",

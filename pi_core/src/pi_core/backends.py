@@ -25,7 +25,8 @@ built-in and sandbox backends share:
 * a workspace as checkpoints read and restore it: :class:`WorkspaceTree` (what a backend's
   optional ``FileOperations.checkpoint_tree(root, exclude)`` returns), :class:`TreeEntry`,
   :class:`LocalWorkspaceTree` (a workspace on this machine);
-* the command environment policy (``[env]``): :class:`EnvPolicy`, :func:`command_environment`
+* the command environment policy (``[env]``): :class:`EnvPolicy`, :func:`looks_secret` (what
+  it drops by default), :func:`command_environment`
   (what a command starts from), :func:`remote_environment` (what an ssh or container backend
   sends: never this machine's environment).
 
@@ -39,6 +40,7 @@ from pi_core._backend_kit.atomic import atomic_write_bytes
 from pi_core._backend_kit.env_policy import (
     EnvPolicy,
     command_environment,
+    looks_secret,
     remote_environment,
 )
 from pi_core._backend_kit.local_files import (
@@ -93,6 +95,7 @@ __all__ = [
     "iter_rg_records",
     "kill_process_group",
     "long_command_file",
+    "looks_secret",
     "missing_cwd_error",
     "remote_environment",
     "resolve_existing_path",
