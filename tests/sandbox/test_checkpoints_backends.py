@@ -103,3 +103,70 @@ def test_backends_whose_workspace_is_elsewhere_record_no_checkpoints(
         f"pi.toml: checkpoints.enabled: the file backend of this session ({backend}) cannot show"
         " the workspace to checkpoints; set enabled = false"
     )
+
+
+# -- files the path policy denies are never recorded nor restored ----------------------------
+
+
+def test_denied_paths_are_left_out_of_checkpoints_and_rewinds(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".env").write_text("old-secret\n")
+    (ws / "pi.toml").write_text('[sandbox.policy]\ndeny_paths = [".env"]\n')
+    status, out, err = pi(
+        "call", "bash", '{"command": "printf new > .env; printf a > a.txt"}', cwd=ws
+    )
+    assert (status, err) == (0, ""), out
+    listing = json.loads(pi("checkpoints", "--json", "--cwd", str(ws))[1])
+    changes = [c["changes"] for c in listing["checkpoints"]]
+    assert changes == [[{"path": "a.txt", "change": "created", "kind": "file"}]]
+    status, out, err = pi("rewind", "--to", "call-1", "--cwd", str(ws))
+    assert status == 0, err
+    assert out.splitlines()[1:2] == ["  -a.txt"]
+    assert (ws / ".env").read_text() == "new"  # the denied file is neither read nor written
+    assert not (ws / "a.txt").exists()
+
+
+def test_checkpoint_exclusions_cover_every_denied_path(tmp_path: Path) -> None:
+    from pi_core.backends import LocalWorkspaceTree
+    from pi_sandbox_plugin.policies.path_policy import PathPolicy
+
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    patterns = [
+        ".env",
+        "**/.ssh/**",
+        "secrets/**",
+        "config/*.json",
+        "a/**/b.key",
+        "~/.aws/**",
+        f"{ws}/private/**",
+        f"{tmp_path}/*/keys/",
+        "/elsewhere/**",
+    ]
+    policy = PathPolicy(str(ws), deny_paths=patterns, home=str(home))
+    exclude = policy.checkpoint_exclude()
+    assert exclude == [
+        ".env",
+        ".ssh",
+        "secrets/**",
+        "config/*.json",
+        "a/*/b.key",
+        "a/b.key",
+        "private/**",
+        "keys",
+    ]
+    tree = LocalWorkspaceTree(str(ws), exclude)
+    samples = [
+        ".env", "x/.env", ".ssh/id", "x/y/.ssh/id", "secrets/k", "secrets/d/k", "config/a.json",
+        "a/b.key", "a/x/b.key", "a/x/y/b.key", "private/f", "private/d/f",
+        "keys/f", "x/keys", "config/d/a.json", "src/main.py", "x/secrets", "config.json", "a/b.keys", ".aws/x",
+    ]  # fmt: skip
+    denied = [s for s in samples if policy.denied_by(str(ws / s)) is not None]
+    assert denied == samples[:13]
+    assert [s for s in denied if not tree.excludes(s)] == []
+    # a few more are left out: "*" of a path pattern crosses "/", a name of an absolute
+    # pattern below the workspace matches at any depth
+    assert [s for s in samples[13:] if tree.excludes(s)] == ["x/keys", "config/d/a.json"]
+    everything = PathPolicy(str(ws), deny_paths=[f"{tmp_path}/**"], home=str(home))
+    assert everything.checkpoint_exclude() == ["*"]
