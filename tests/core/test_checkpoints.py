@@ -518,3 +518,31 @@ def test_a_workspace_over_max_files_records_no_shell_call_and_a_rewind_says_so(
         "recorded as rewind-1: pi rewind --undo takes it back",
     ]
     assert (ws / "b.txt").exists()
+
+
+# -- pi call: one session per call, its id in PI_SESSION_ID ----------------------------------
+
+
+def test_each_pi_call_is_a_session_whose_id_the_command_sees(ws: Path) -> None:
+    for content in ("one\n", "two\n"):
+        arguments = json.dumps({"path": "a.txt", "content": content})
+        status, out, err = pi("call", "write", arguments, cwd=ws)
+        assert (status, out, err) == (0, "Successfully wrote to a.txt\n", "")
+    status, out, err = pi("call", "bash", '{"command": "printf %s \\"$PI_SESSION_ID\\""}', cwd=ws)
+    assert (status, err) == (0, "")
+    sessions = json.loads(pi("checkpoints", "--sessions", "--json", "--cwd", str(ws))[1])
+    assert [(s["host"], s["calls"]) for s in sessions] == [("call", 1)] * 3
+    assert out == sessions[0]["id"] + "\n"
+    assert len(sessions[0]["id"]) == 32
+    # the latest session is shown; an earlier one by its id
+    latest = json.loads(pi("checkpoints", "--json", "--cwd", str(ws))[1])
+    assert latest["session"]["id"] == sessions[0]["id"]
+    first = json.loads(pi("checkpoints", sessions[2]["id"], "--json", "--cwd", str(ws))[1])
+    assert [(c["toolCallId"], c["tool"], c["changes"]) for c in first["checkpoints"]] == [
+        ("call-1", "write", [{"path": "a.txt", "change": "created", "kind": "file"}])
+    ]
+    # undone newest first: each session's call, back to before the first one
+    for session in sessions:
+        status, _, err = pi("rewind", session["id"], "--to", "call-1", "--cwd", str(ws))
+        assert (status, err) == (0, "")
+    assert not (ws / "a.txt").exists()
