@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +174,45 @@ def test_checkpoint_exclusions_cover_every_denied_path(tmp_path: Path) -> None:
     assert [s for s in samples[13:] if tree.excludes(s)] == ["x/keys", "config/d/a.json"]
     everything = PathPolicy(str(ws), deny_paths=[f"{tmp_path}/**"], home=str(home))
     assert everything.checkpoint_exclude() == ["*"]
+
+
+def test_a_crashed_session_is_recovered_and_rewound_without_its_denied_paths(
+    tmp_path: Path,
+) -> None:
+    """The exclusions of ``pi_checkpoint_exclude`` are kept with the session: the process that
+    recovers it after ``kill -9`` leaves out the same paths (was: it recorded ``.env`` as
+    created by the call, and the rewind deleted it)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".env").write_text("old-secret\n")
+    (ws / "pi.toml").write_text('[sandbox.policy]\ndeny_paths = [".env"]\n')
+    marker, pidfile = tmp_path / "started", tmp_path / "bash.pid"
+    command = f"echo $$ > {pidfile}; printf new > .env; printf a > a.txt; : > {marker}; sleep 60"
+    pi_program = Path(sys.executable).parent / "pi"
+    proc = subprocess.Popen(
+        [str(pi_program), "call", "bash", json.dumps({"command": command})],
+        cwd=ws,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    try:
+        os.killpg(os.getpgid(int(pidfile.read_text())), signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()
+    listing = json.loads(pi("checkpoints", "--json", "--cwd", str(ws))[1])
+    (checkpoint,) = listing["checkpoints"]
+    assert (checkpoint["state"], checkpoint["changes"]) == (
+        "interrupted",
+        [{"path": "a.txt", "change": "created", "kind": "file"}],
+    )
+    assert pi("rewind", "--to", "call-1", "--cwd", str(ws))[0] == 0
+    assert (ws / ".env").read_text() == "new"
+    assert not (ws / "a.txt").exists()

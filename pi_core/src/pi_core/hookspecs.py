@@ -251,7 +251,8 @@ def pi_checkpoint_exclude(context: SessionContext) -> list[str] | None:
     **When**: once per session that records checkpoints, when they are set up (``pi run``,
     ``pi call``, ``pi replay``, ``pi mcp serve``, or a program's session with checkpoints on).
     **Call mode**: collect; sync implementations only. Every pattern returned is added to
-    ``[checkpoints] exclude``.
+    ``[checkpoints] exclude``, and kept with the session: recovering or rewinding it later
+    leaves out the same paths.
     **Params**: ``context``: :class:`~pi_core._session.context.SessionContext` (``cwd``,
     ``config``, ``host``, ``session_id``).
     **Returns**: a list of patterns (a name matches at any depth, ``a/b`` from the workspace

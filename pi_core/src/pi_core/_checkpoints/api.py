@@ -70,7 +70,8 @@ class Workspace:
             self.store = Store.open_for(self.settings, root)
         except StoreError as exc:
             raise CheckpointError(str(exc)) from None
-        self.tree: WorkspaceTree = LocalWorkspaceTree(root, self.settings.exclude)
+        self.exclude = list(self.settings.exclude)
+        self.tree = LocalWorkspaceTree(root, self.exclude)
 
     def __enter__(self) -> Workspace:
         return self
@@ -80,7 +81,17 @@ class Workspace:
         self.tree.close()
 
     def session(self, given: str | None, *, latest_rewind: bool = False) -> dict[str, Any]:
+        """The session ``given`` (recovered if its process died); :attr:`tree` becomes its
+        tree, leaving out what it left out when it was recorded."""
         row = find_session(self.store, given, latest_rewind=latest_rewind)
+        return self.recover(row)
+
+    def recover(self, row: dict[str, Any]) -> dict[str, Any]:
+        """``row`` recovered if its process died, with :attr:`tree` made the session's."""
+        exclude = [*self.settings.exclude, *self.store.session_exclude(row["id"])]
+        if exclude != self.exclude:
+            self.tree.close()
+            self.tree, self.exclude = LocalWorkspaceTree(self.root, exclude), exclude
         return recover_if_crashed(self.store, row, self.settings, self.tree)
 
 
@@ -255,7 +266,7 @@ def prune_checkpoints(
     with Workspace(os.fspath(cwd), config) as ws:
         limit = ws.settings.max_bytes if max_bytes is None else max_bytes
         for row in ws.store.sessions():
-            recover_if_crashed(ws.store, row, ws.settings, ws.tree)
+            ws.recover(row)
         removed = ws.store.prune(limit, everything=everything)
         return removed, ws.store.total_bytes()
 

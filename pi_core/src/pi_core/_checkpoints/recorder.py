@@ -39,6 +39,7 @@ from pi_core._backend_kit.paths import resolve_to_cwd
 from pi_core._backend_kit.tree import TreeEntry, WorkspaceTree
 from pi_core._checkpoints.state import State
 from pi_core._checkpoints.store import (
+    EXCLUDE_KEY,
     EncodedBlob,
     Store,
     db_path,
@@ -121,12 +122,17 @@ class SessionCheckpoints:
         host: str,
         settings: CheckpointSettings,
         tree: WorkspaceTree,
+        exclude: Sequence[str] = (),
     ) -> None:
         self.cwd = os.path.abspath(cwd)
         self.session_id = session_id
         self.host = host
         self.settings = settings
         self.tree = tree
+        self.exclude = list(exclude)
+        """The patterns ``tree`` leaves out beyond ``[checkpoints] exclude`` (the plugins'
+        ``pi_checkpoint_exclude``): kept with the session, so that a later process recovers and
+        rewinds it leaving out the same paths (:func:`session_exclude`)."""
         self.turn = 0
         self._real_roots = tuple(dict.fromkeys((os.path.realpath(self.cwd), self.cwd)))
         self._store: Store | None = None
@@ -771,6 +777,11 @@ class SessionCheckpoints:
                     int(self._full),
                 ),
             )
+            if not self._session_written and self.exclude:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                    (EXCLUDE_KEY + self.session_id, dumps(self.exclude)),
+                )
             for call, blobs in by_call.items():
                 store.put_blobs(db, blobs, self.session_id, call)
             db.executemany(

@@ -74,6 +74,10 @@ class StoreError(Exception):
     """The checkpoint store cannot be used (its directory, a damaged database)."""
 
 
+EXCLUDE_KEY = "exclude:"
+"""The ``meta`` key (followed by the session id) of a session's own exclusions."""
+
+
 def checkpoint_dir(settings: CheckpointSettings | None = None) -> str:
     """The directory where pi keeps checkpoints (see the module): ``[checkpoints] dir``, else
     ``$XDG_STATE_HOME/pi/checkpoints``, else ``~/.local/state/pi/checkpoints``. Not created
@@ -326,7 +330,16 @@ class Store:
         row = self.db.execute("SELECT coalesce(sum(stored), 0) FROM blobs").fetchone()
         return int(row[0])
 
+    def session_exclude(self, session: str) -> list[str]:
+        """The patterns the session's tree left out beyond ``[checkpoints] exclude`` (those
+        of ``pi_checkpoint_exclude``; ``[]`` for none)."""
+        row = self.db.execute(
+            "SELECT value FROM meta WHERE key = ?", (EXCLUDE_KEY + session,)
+        ).fetchone()
+        return list(loads(row[0]) or []) if row is not None else []
+
     def delete_session(self, db: sqlite3.Connection, session: str) -> None:
+        db.execute("DELETE FROM meta WHERE key = ?", (EXCLUDE_KEY + session,))
         for table in ("calls", "turns", "events", "tree", "refs"):
             db.execute(f"DELETE FROM {table} WHERE session = ?", (session,))
         db.execute("UPDATE blobs SET session = NULL, call = NULL WHERE session = ?", (session,))
@@ -423,6 +436,7 @@ def now() -> float:
 
 
 __all__ = [
+    "EXCLUDE_KEY",
     "MAX_DELTA_DEPTH",
     "EncodedBlob",
     "Store",

@@ -272,7 +272,8 @@ def _checkpoints(
         return None
     if wanted is None and context.host not in CHECKPOINT_HOSTS:
         return None
-    exclude = [*settings.exclude, *hooks.checkpoint_exclude(context)]
+    extra = hooks.checkpoint_exclude(context)
+    exclude = [*settings.exclude, *extra]
     operations = file_operations if file_operations is not None else LocalFileOperations()
     tree = checkpoint_tree_of(operations, context.cwd, exclude)
     if tree is None:
@@ -290,6 +291,7 @@ def _checkpoints(
         host=context.host,
         settings=settings,
         tree=tree,
+        exclude=extra,
     )
     return Checkpoints(recorder)
 
