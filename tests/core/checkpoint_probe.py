@@ -8,7 +8,11 @@ import hashlib
 import io
 import json
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +81,31 @@ def replay(tmp_path: Path, ws: Path, messages: list[dict[str, Any]], *options: s
     )
     assert status == 0, err
     return [json.loads(line) for line in out.splitlines()]
+
+
+def killed_during_bash(ws: Path, script: str, scratch: Path) -> dict[str, tuple[Any, ...]]:
+    """``pi call bash`` (a process, in ``ws``) of ``script`` then a long sleep, killed
+    (``kill -9``, its command too) once ``script`` ran; returns the tree as it was then.
+    ``scratch``: a folder outside ``ws`` for the marker files."""
+    marker, pidfile = scratch / "started", scratch / "bash.pid"
+    command = f"echo $$ > {pidfile}; {script}; : > {marker}; sleep 60"
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "pi"), "call", "bash", json.dumps({"command": command})],
+        cwd=ws,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    tree = tree_of(str(ws))
+    os.kill(proc.pid, signal.SIGKILL)
+    try:
+        os.killpg(os.getpgid(int(pidfile.read_text())), signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()
+    return tree

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -356,30 +354,9 @@ def test_checkpoints_enabled_false_records_nothing(tmp_path: Path, ws: Path) -> 
 def test_a_crash_during_bash_leaves_the_checkpoint_usable(tmp_path: Path, ws: Path) -> None:
     """``kill -9`` of the pi process while its bash command runs: the checkpoint recorded
     before the command is on disk, and the next reader recovers the call's changes."""
-    marker = tmp_path / "started"
-    pidfile = tmp_path / "bash.pid"
-    command = (
-        f"echo $$ > {pidfile}; printf new > keep.txt; rm old.txt; mkdir made;"
-        f" : > {marker}; sleep 60"
+    before = checkpoint_probe.killed_during_bash(
+        ws, "printf new > keep.txt; rm old.txt; mkdir made", tmp_path
     )
-    proc = subprocess.Popen(
-        [str(PI), "call", "bash", json.dumps({"command": command}), "--cwd", str(ws)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    before = checkpoint_probe.tree_of(str(ws))
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate()
-    try:
-        os.killpg(os.getpgid(int(pidfile.read_text())), signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     listing = checkpoints_json(ws)
     (checkpoint,) = listing["checkpoints"]
     assert (checkpoint["toolCallId"], checkpoint["state"]) == ("call-1", "interrupted")

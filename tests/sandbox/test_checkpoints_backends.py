@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -186,27 +182,7 @@ def test_a_crashed_session_is_recovered_and_rewound_without_its_denied_paths(
     ws.mkdir()
     (ws / ".env").write_text("old-secret\n")
     (ws / "pi.toml").write_text('[sandbox.policy]\ndeny_paths = [".env"]\n')
-    marker, pidfile = tmp_path / "started", tmp_path / "bash.pid"
-    command = f"echo $$ > {pidfile}; printf new > .env; printf a > a.txt; : > {marker}; sleep 60"
-    pi_program = Path(sys.executable).parent / "pi"
-    proc = subprocess.Popen(
-        [str(pi_program), "call", "bash", json.dumps({"command": command})],
-        cwd=ws,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    try:
-        os.killpg(os.getpgid(int(pidfile.read_text())), signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.communicate()
+    checkpoint_probe.killed_during_bash(ws, "printf new > .env; printf a > a.txt", tmp_path)
     listing = json.loads(pi("checkpoints", "--json", "--cwd", str(ws))[1])
     (checkpoint,) = listing["checkpoints"]
     assert (checkpoint["state"], checkpoint["changes"]) == (
