@@ -83,6 +83,22 @@ DOOR_NAMES = {
     # the tool context that lets the call's nested calls run
     "Abort",
     "nested_calls_context",
+    # checkpoints (issue 26): what a tool may change, a session's checkpoints, rewinding
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointSession",
+    "Checkpoints",
+    "FileChange",
+    "Mutates",
+    "PathIssue",
+    "RewindContext",
+    "RewindRefused",
+    "RewindResult",
+    "checkpoint_dir",
+    "checkpoint_sessions",
+    "list_checkpoints",
+    "prune_checkpoints",
+    "rewind",
     # a plugin's door: public names imported on first use, moved modules at their old paths
     "lazy_door",
 }
@@ -104,7 +120,10 @@ def test_backends_door() -> None:
         "FileOperations",
         "FileStat",
         "LocalFileOperations",
+        "LocalWorkspaceTree",
         "RgRecord",
+        "TreeEntry",
+        "WorkspaceTree",
         "atomic_write_bytes",
         "command_environment",
         "command_fits_argv",

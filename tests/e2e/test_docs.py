@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -49,6 +50,8 @@ def pi(
 ) -> subprocess.CompletedProcess[str]:
     """Run the ``pi`` command with no config file in reach of ``cwd`` unless one is named."""
     env = {"PATH": f"{PI.parent}:/usr/bin:/bin", "HOME": str(Path.home())}
+    if "XDG_STATE_HOME" in os.environ:  # checkpoints go where the test session keeps them
+        env["XDG_STATE_HOME"] = os.environ["XDG_STATE_HOME"]
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run(
@@ -195,7 +198,8 @@ def test_command_plugin_snippet(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert missing.stderr == (
         "pi: error: argument COMMAND: invalid choice: 'hello' "
-        "(choose from 'plugins', 'tools', 'call', 'replay', 'run', 'policy', 'mcp')\n"
+        "(choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'policy',"
+        " 'mcp')\n"
     )
 
 
@@ -317,10 +321,15 @@ def test_sandbox_how_to_bwrap_example(tmp_path: Path, require_program) -> None:
     )
 
 
-def test_parallel_batch_snippet_orders_results_by_source() -> None:
+def test_parallel_batch_snippet_orders_results_by_source(tmp_path: Path) -> None:
     def order(*extra: str) -> list[str]:
         proc = pi(
-            "replay", "docs/snippets/parallel-batch.jsonl", "--events", "--cwd", "/tmp", *extra
+            "replay",
+            "docs/snippets/parallel-batch.jsonl",
+            "--events",
+            "--cwd",
+            str(tmp_path),
+            *extra,
         )
         assert proc.returncode == 0, proc.stderr
         seen = []

@@ -325,6 +325,20 @@ def pi_file_operations(context: BackendContext) -> FileOperations | None:
 
 
 @hookimpl
+def pi_checkpoint_exclude(context: SessionContext) -> list[str] | None:
+    """The ``deny_paths`` of ``[sandbox.policy]`` as checkpoint exclusions: checkpoints never
+    read, store nor restore a file the policy denies to the agent."""
+    if SANDBOX_TABLE not in context.config:
+        return None
+    from pi_sandbox_plugin.backends.wiring import sandbox_session
+
+    session = sandbox_session(context.config, context.cwd, context.state)
+    if session is None or session.policy is None:
+        return None
+    return session.policy.checkpoint_exclude()
+
+
+@hookimpl
 async def pi_session_end(context: SessionContext) -> None:
     """Release what the session's backends hold: stop the SSH control master (and remove its
     socket directory), remove a container started from an image, release a Ray actor."""

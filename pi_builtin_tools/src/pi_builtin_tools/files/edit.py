@@ -843,6 +843,7 @@ def create_edit_tool_definition(cwd: str, operations: FileOperations) -> ToolDef
         verify="outcome",
         path_arguments=(PathArgument("path", read=True, write=True),),
         replay="never",
+        mutates="paths",
         constrained_sampling={"type": "json_schema", "strict": "prefer"},
     )
 

@@ -32,6 +32,7 @@ from pi_core._backend_kit.interprocess import sweep_once
 from pi_core._backend_kit.operations import CommandOutput, FileKind, FileStat
 from pi_core._backend_kit.paths import path_candidates, resolve_to_cwd
 from pi_core._backend_kit.process_stream import enlarge_pipe
+from pi_core._backend_kit.tree import LocalWorkspaceTree
 
 
 @functools.cache
@@ -370,6 +371,11 @@ class LocalFileOperations:
         """``length`` bytes (``None``: to the end) from byte ``offset``; ``IsADirectoryError``
         for a directory, ``OSError(EINVAL)`` for a device, FIFO or socket."""
         return await trio.to_thread.run_sync(_read_range, path, offset, length)
+
+    def checkpoint_tree(self, root: str, exclude: Sequence[str] = ()) -> LocalWorkspaceTree:
+        """The workspace ``root`` as checkpoints read and restore it (optional method of a
+        ``FileOperations``: :class:`~pi_core._backend_kit.tree.LocalWorkspaceTree`)."""
+        return LocalWorkspaceTree(root, exclude)
 
     async def read_head(
         self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True

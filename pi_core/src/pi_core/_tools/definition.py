@@ -69,6 +69,12 @@ normalised result text and ``isError``; ``"outcome"`` only ``isError`` (success 
 differ between versions); ``"is_error"`` (the default) only ``isError``."""
 
 
+Mutates = Literal["paths", "workspace"]
+"""What a tool may change in the workspace, for checkpoints: ``"paths"``, the files its
+``write`` path arguments name (changed through the file mutation queue, which records each
+file's prior state at its turn); ``"workspace"``, anything under the working directory (a
+shell: the tree is compared before and after the call). ``None`` (the default): nothing."""
+
 ToolExposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
 """Where a tool is exposed: see the table of :mod:`pi_core._tools.exposure`."""
 
@@ -149,7 +155,7 @@ class AgentTool:
     Declarations that hosts and policies read (the loop ignores them; see
     :class:`ToolDefinition` for each): ``render_call``, ``render_result``, ``streaming``,
     ``verify``, ``path_arguments``, ``command_argument``, ``seed_file``, ``output_schema``,
-    ``replay``.
+    ``replay``, ``mutates``.
     """
 
     name: str
@@ -172,6 +178,9 @@ class AgentTool:
     """``"safe"`` (re-running is harmless) or ``"never"``: ``pi replay
     --respect-replay-policy`` reports a ``never`` tool's recorded result instead of running it;
     ``None`` (undeclared) is treated as ``"safe"``."""
+    mutates: Mutates | None = None
+    """What the tool may change in the workspace (:data:`Mutates`): ``"paths"``, ``"workspace"``
+    or ``None`` (nothing); checkpoints record the calls that declare it."""
     constrained_sampling: ConstrainedSampling = False
     """How providers constrain the sampling of this tool's arguments
     (:data:`ConstrainedSampling`); ``False``: not at all."""
@@ -236,6 +245,10 @@ class ToolDefinition:
     * ``replay``: :data:`ReplayPolicy`, ``"safe"`` when re-running the call is harmless,
       ``"never"`` when it is not (``pi replay --respect-replay-policy`` then reports the
       recorded result instead of running the call).
+    * ``mutates``: :data:`Mutates`, what the tool may change in the workspace: ``"paths"`` (the
+      files its ``write`` path arguments name, changed through the file mutation queue),
+      ``"workspace"`` (anything: a shell) or ``None``; checkpoints record each call that
+      declares it, so ``pi rewind`` can take it back.
     * ``constrained_sampling``: :data:`ConstrainedSampling`, part of the declaration sent to
       the model (Pi's ``constrainedSampling``): ``{"type": "json_schema", "strict": "prefer"}``
       asks a provider with strict tools to sample the arguments under the schema.
@@ -263,6 +276,7 @@ class ToolDefinition:
     seed_file: SeedFileFn | None = None
     output_schema: dict[str, Any] | None = None
     replay: ReplayPolicy | None = None
+    mutates: Mutates | None = None
     constrained_sampling: ConstrainedSampling = False
     exposure: ToolExposure = "direct"
     default_active: bool = True
@@ -319,7 +333,7 @@ def wrap_tool_definition(definition: ToolDefinition, context: Any = None) -> Age
     """The ``AgentTool`` of ``definition``: same name, label, description, parameters,
     ``prepare_arguments``, ``execution_mode`` and declarations (renderers, ``streaming``,
     ``verify``, ``path_arguments``, ``command_argument``, ``seed_file``, ``output_schema``,
-    ``replay``); its ``execute`` passes
+    ``replay``, ``mutates``); its ``execute`` passes
     ``context`` as the definition's fourth argument. The prompt fields are not part of the
     AgentTool; the definition itself stays reachable as ``AgentTool.definition``.
     """
@@ -352,6 +366,7 @@ def wrap_tool_definition(definition: ToolDefinition, context: Any = None) -> Age
         seed_file=definition.seed_file,
         output_schema=definition.output_schema,
         replay=definition.replay,
+        mutates=definition.mutates,
         constrained_sampling=definition.constrained_sampling,
         exposure=definition.exposure,
         default_active=definition.default_active,
@@ -491,6 +506,7 @@ def tool(
     exposure: ToolExposure = "direct",
     default_active: bool = True,
     namespace: ToolNamespace | None = None,
+    mutates: Mutates | None = None,
 ) -> Any:
     """Turn a typed function (sync or ``async def``) into a tool.
 
@@ -503,7 +519,8 @@ def tool(
     check a deadline in long loops). Usable bare (``@tool``) or with options (``@tool(name="x")``); the
     options ``render_call``, ``render_result``, ``verify``, ``path_arguments`` and
     ``command_argument``, ``output_schema``, ``replay``, ``constrained_sampling``, ``exposure``,
-    ``default_active`` and ``namespace`` are the :class:`ToolDefinition` declarations of the same names.
+    ``default_active``, ``namespace`` and ``mutates`` are the :class:`ToolDefinition`
+    declarations of the same names.
 
     Structured results: when the return annotation is a pydantic model or a ``TypedDict``, the
     tool declares its JSON Schema as ``output_schema`` (unless given explicitly) and each
@@ -566,6 +583,7 @@ def tool(
             command_argument=command_argument,
             output_schema=declared_output,
             replay=replay,
+            mutates=mutates,
             constrained_sampling=constrained_sampling,
             exposure=exposure,
             default_active=default_active,
@@ -591,6 +609,7 @@ __all__ = [
     "GrammarVariants",
     "JsonSchemaSampling",
     "LoadoutChanges",
+    "Mutates",
     "OnUpdate",
     "PathArgument",
     "ReplayPolicy",

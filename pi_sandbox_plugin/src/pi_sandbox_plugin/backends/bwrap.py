@@ -45,6 +45,7 @@ import trio
 
 from pi_core.backends import (
     CommandOutput,
+    LocalWorkspaceTree,
     command_fits_argv,
     find_rg,
     kill_process_group,
@@ -134,6 +135,13 @@ class BwrapBackend(ShellFileOperations):
         if any(_under(real, denied) for denied in self.deny_paths):
             return False
         return not _under(real, "/tmp") or _under(real, self.workspace)
+
+    def checkpoint_tree(self, root: str, exclude: Sequence[str] = ()) -> LocalWorkspaceTree | None:
+        """Checkpoints read and restore the workspace here, on the host (it is bind-mounted at
+        the same path in the sandbox); ``None`` for a ``root`` outside it."""
+        if not _under(os.path.realpath(root), self.workspace):
+            return None
+        return LocalWorkspaceTree(root, exclude)
 
     def cwd_usable(self, cwd: str) -> bool:
         """Whether ``cwd`` is a directory the sandbox shows (blocking: file system calls)."""

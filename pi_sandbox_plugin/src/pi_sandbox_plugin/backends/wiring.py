@@ -44,7 +44,7 @@ from typing import Any
 import trio
 
 from pi_core import BashOperations, ConfigError, FileOperations
-from pi_core.backends import CommandOutput, FileStat, LocalFileOperations
+from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, LocalWorkspaceTree
 from pi_sandbox_plugin.backends.bwrap import BwrapBackend
 from pi_sandbox_plugin.backends.container import ContainerBackend
 from pi_sandbox_plugin.backends.errors import SandboxUnavailable
@@ -163,6 +163,15 @@ class MappedFileOperations:
             if error.filename == remote:
                 error.filename = path
             raise
+
+    def checkpoint_tree(self, root: str, exclude: Sequence[str] = ()) -> LocalWorkspaceTree | None:
+        """Checkpoints read and restore the workspace on the host when the container mounts it
+        from here (started from an image); a running container named in the config shows its
+        files only inside, which checkpoints do not support (``None``)."""
+        workspace = self.inner.workspace
+        if workspace is None or os.path.realpath(root) != workspace:
+            return None
+        return LocalWorkspaceTree(root, exclude)
 
     async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """``inner.read_bytes`` of the container path."""

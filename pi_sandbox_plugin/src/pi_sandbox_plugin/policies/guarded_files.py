@@ -124,6 +124,11 @@ class GuardedFileOperations:
         self.policy = policy
         self.host: FileOperations = host if host is not None else LocalFileOperations()
 
+    def checkpoint_tree(self, root: str, exclude: Sequence[str] = ()) -> Any:
+        """The inner backend's workspace tree for checkpoints (``None`` when it has none)."""
+        method = getattr(self.inner, "checkpoint_tree", None)
+        return None if method is None else method(root, exclude)
+
     def _output_file(self, path: str) -> bool:
         """Whether ``path`` is one of pi's full-output files on this machine."""
         return self.policy.is_output_file(posixpath.normpath(path))

@@ -32,6 +32,7 @@ tool that declares its path arguments (:func:`declared_path_reason`), built-in o
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import posixpath
 import re
@@ -245,6 +246,26 @@ class PathPolicy:
                 globs.append(f"--glob=!{text}")
         return globs
 
+    def checkpoint_exclude(self) -> list[str]:
+        """The denied globs as ``[checkpoints] exclude`` patterns (``PathFilter``: a name at any
+        depth, or a path from the workspace root with shell globs whose ``*`` also matches
+        ``/``), so that checkpoints never read, store nor restore a denied file. Every path the
+        policy denies in the workspace is excluded; a few more may be (``DIR/**`` excludes
+        ``DIR`` too, a ``*`` of a path pattern matches across ``/``, a name below an absolute
+        pattern's workspace part matches at any depth). An absolute pattern counts for the part
+        of it that reaches into the workspace (as named and as resolved)."""
+        found: dict[str, None] = {}
+        for pattern in self.deny_patterns:
+            text = pattern.text.strip()
+            if not pattern.absolute:
+                found.update(dict.fromkeys(_exclude_patterns(text)))
+                continue
+            if text == "~" or text.startswith("~/"):
+                text = self.home.rstrip("/") + text[1:]
+            for workspace in dict.fromkeys((self.workspace, self.real_workspace)):
+                found.update(dict.fromkeys(_inside(text, workspace)))
+        return list(found)
+
     def literal_deny_paths(self) -> list[str]:
         """The deny patterns without glob characters, as absolute paths (a relative one below
         the workspace): what the bwrap backend can mask without walking the tree."""
@@ -255,6 +276,45 @@ class PathPolicy:
                 continue
             paths.append(self._absolute(text))
         return paths
+
+
+def _exclude_patterns(text: str) -> list[str]:
+    """The ``PathFilter`` patterns that exclude at least what the relative gitignore pattern
+    ``text`` matches (see :meth:`PathPolicy.checkpoint_exclude`): a name stays a name, a path
+    stays anchored at the root, with ``**/`` (any directories, or none) spelled out."""
+    text = text.strip("/")
+    if text in ("", "**"):
+        return ["*"]
+    if "/" not in text:
+        return [text]
+    if text.startswith("**/"):
+        name = text[3:].removesuffix("/**")
+        if "/" not in name:  # **/NAME or **/NAME/**: that name at any depth
+            return [name]
+    variants = [text[3:], "*/" + text[3:]] if text.startswith("**/") else [text]
+    done: list[str] = []
+    while variants:  # each "/**/" matches one or more directories, or none
+        variant = variants.pop()
+        if "/**/" in variant:
+            variants += [variant.replace("/**/", "/", 1), variant.replace("/**/", "/*/", 1)]
+        else:
+            done.append(variant)
+    return sorted(done)
+
+
+def _inside(text: str, workspace: str) -> list[str]:
+    """The patterns of the absolute gitignore pattern ``text`` for what it matches below
+    ``workspace`` (``["*"]``: all of it; ``[]``: none of it)."""
+    parts = [p for p in text.split("/") if p]
+    for index, name in enumerate(p for p in workspace.split("/") if p):
+        if index == len(parts):
+            return ["*"]  # the pattern names a directory holding the workspace
+        if parts[index] == "**":
+            return _exclude_patterns("/".join(parts[index:]))
+        if not fnmatch.fnmatchcase(name, parts[index]):
+            return []
+    depth = len([p for p in workspace.split("/") if p])
+    return _exclude_patterns("/".join(parts[depth:]))
 
 
 def declared_path_reason(
