@@ -267,7 +267,12 @@ def test_sandbox_config_snippets_are_valid(path: Path) -> None:
     config = load_config(path)
     sandbox = load_sandbox_config(config.data, path)  # runs [sandbox.policy.tests] too
     assert sandbox is not None
-    backends = {"deny": "local", "allow": "local", "container-exec": "container"}
+    backends = {
+        "deny": "local",
+        "allow": "local",
+        "options": "local",
+        "container-exec": "container",
+    }
     assert sandbox.backend == backends.get(path.stem, path.stem)
 
 

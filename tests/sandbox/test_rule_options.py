@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -238,3 +239,44 @@ def test_every_rule_in_the_docs_works() -> None:
         if len(options) > 1:
             shuffled = " ".join([rule[0], *reversed(options), "x"])
             assert policy.check(shuffled).rule == tuple(rule), rule
+
+
+HOW_TO = DOCS / "how-to" / "sandbox.md"
+
+
+def console_examples(title: str) -> list[tuple[list[str], str]]:
+    """The ``$ pi ...`` commands of a section of the sandbox how-to and the output shown."""
+    page = HOW_TO.read_text()
+    start = page.index(f"## {title}\n")
+    text = page[start : page.index("\n## ", start + 1)]
+    out = []
+    for block in text.split("```console\n")[1:]:
+        body = block.split("```", 1)[0]
+        for example in body.split("$ ")[1:]:
+            prompt, expected = example.split("\n", 1)
+            out.append((shlex.split(prompt), expected))
+    return out
+
+
+def test_how_to_option_examples(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(DOCS.parent)
+    examples = console_examples("Rules that name options")
+    assert len(examples) == 3
+    for argv, expected in examples:
+        assert argv[:3] == ["pi", "--config", "docs/snippets/sandbox/options.toml"]
+        status = run(argv[1:])
+        out = capsys.readouterr().out
+        assert (status, out) == (0 if "decision: allow" in expected else 1, expected)
+
+
+def test_how_to_options_snippet_checks_itself() -> None:
+    """The snippet's ``[sandbox.policy.tests]`` lines are checked when it loads."""
+    import tomllib
+
+    from pi_sandbox_plugin.config import load_sandbox_config
+
+    config = tomllib.loads((DOCS / "snippets" / "sandbox" / "options.toml").read_text())
+    sandbox = load_sandbox_config(config)
+    assert sandbox is not None and sandbox.policy is not None

@@ -282,3 +282,23 @@ def test_brace_expansion_and_parameters() -> None:
 )
 def test_zsh_hazards(text: str, hazard: str | None) -> None:
     assert zsh_hazard(text) == hazard
+
+
+def test_how_to_examples(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console examples of the how-to's section run, with the output shown."""
+    from test_rule_options import DOCS, console_examples
+
+    from pi_core._cli import run
+
+    monkeypatch.chdir(DOCS.parent)
+    examples = console_examples("Text that bash evaluates again")
+    assert len(examples) == 4
+    for argv, expected in examples:
+        assert argv[:3] == ["pi", "--config", "docs/snippets/sandbox/deny.toml"]
+        status = run(argv[1:])
+        assert (status, capsys.readouterr().out) == (
+            0 if "decision: allow" in expected else 1,
+            expected,
+        )
