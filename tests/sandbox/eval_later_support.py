@@ -38,11 +38,13 @@ ALLOW_RULES = [
         "echo printf cat ls true false test [ let trap read mapfile readarray set declare typeset "
         "local export readonly unset env bash sh wait sleep getopts compgen complete shopt touch "
         "history fc f g h zz cleanup greet : shift cd pwd grep wc head tail sort seq mkdir cp mv "
-        "date basename "
+        "date basename v coproc "
         "dirname tr cut sed uniq"
     ).split()
 ]
-"""An allow list holding every program the templates use (and ``touch``), not the denied ones."""
+"""An allow list holding every program the templates use (and ``touch``), not the denied ones;
+``v`` too: tree-sitter-bash reads ``((v))`` after ``!`` or ``coproc`` as subshells running
+``v`` (the policy judges both readings)."""
 
 CODEX_RULES = """\
 prefix_rule(pattern = ["rm"], decision = "forbidden")
@@ -130,6 +132,10 @@ CONSTRUCTS: list[Construct] = [
     Construct("$[ word ]", "arith", lambda r: f"echo $[{r.word}]", in_arith=True, section=A),
     Construct("(( word ))", "arith", lambda r: f"(({r.word}))", in_arith=True, section=A),
     Construct("(( y = name ))", "arith", lambda r: f"((y = {r.name}))", True, section=A),
+    Construct("! (( name ))", "arith", lambda r: f"! (({r.name}))", True, section=A),
+    Construct(
+        "coproc (( name ))", "arith", lambda r: f"coproc (({r.name})); wait", True, section=A
+    ),
     Construct("let word", "arith", lambda r: f"let {r.word}", section=A),
     Construct("let y=name", "arith", lambda r: f"let y={r.name}", True, section=A),
     Construct(

@@ -5,6 +5,8 @@ are the exact answers, one construct class at a time."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from pi_sandbox_plugin.bash_parser import SimpleCommand, Undecidable, parse_command_line
@@ -302,3 +304,61 @@ def test_how_to_examples(
             0 if "decision: allow" in expected else 1,
             expected,
         )
+
+
+def test_pattern_operators_compute_what_bash_computes(
+    require_program: Callable[[str], str],
+) -> None:
+    """``${x#p}``, ``##``, ``%``, ``%%``, ``/``, ``//``, ``/#``, ``/%`` on literals give exactly
+    bash's results (a wrong value could hide a ``$(`` from the policy)."""
+    import random
+    import shlex
+    import subprocess
+
+    from pi_sandbox_plugin.policies.shell_eval import _Budget, _pattern_regex, _remove, _substitute
+
+    bash = require_program("bash")
+    rng = random.Random(23)
+    patterns = ["a", "*", "?", "a*b", "*a", "[ab]", "[!a]", "[[]", "[]a]", "[a-c]", "[[:digit:]]"]
+    patterns += ["?*", "$", "\\$", "[$]*", "*[)]", "b?", ""]
+    cases = []
+    for _ in range(600):
+        text = "".join(rng.choice("ab1$([)]") for _ in range(rng.randint(0, 7)))
+        op = rng.choice(["#", "##", "%", "%%", "/", "//", "/#", "/%"])
+        cases.append((text, rng.choice(patterns), op, rng.choice(["", "X", "&", "\\&"])))
+    script = [
+        f"x={shlex.quote(t)}; p={shlex.quote(p)}; r={shlex.quote(r)}; "
+        + (
+            f'printf "%s\\0" "${{x{op}$p/$r}}"'
+            if op[0] == "/"
+            else f'printf "%s\\0" "${{x{op}$p}}"'
+        )
+        for t, p, op, r in cases
+    ]
+    # $p unquoted inside ${...} is a pattern, as written literally
+    got = subprocess.run(
+        [bash], input="\n".join(script), capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    for (text, pattern, op, rep), expected in zip(cases, got, strict=False):
+        regex = _pattern_regex(pattern)
+        assert regex is not None
+        full = _Budget().matcher(regex)
+        mine = (
+            _substitute(text, full, regex == "", rep, op)
+            if op[0] == "/"
+            else _remove(text, full, op)
+        )
+        assert mine == expected, (text, pattern, op, rep)
+
+
+def test_pattern_operators_have_a_budget() -> None:
+    """A line crafted to make the cubic pattern match slow fails closed instead."""
+    import time
+
+    line = "x=" + "a" * 90 + "; " + "; ".join(f"y{i}=${{x//a*a?b/c}}" for i in range(40))
+    start = time.perf_counter()
+    reasons = [u.reason for u in parse_command_line(line + "; echo $((y1))").undecidable]
+    assert time.perf_counter() - start < 2
+    assert reasons == [
+        "arithmetic evaluates the value of $y1, which is not a literal (a transformation of $x)"
+    ]

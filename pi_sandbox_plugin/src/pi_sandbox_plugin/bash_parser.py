@@ -1515,6 +1515,11 @@ class _Walker:
                     "arithmetic (( ))" if t != "c_style_for_statement" else "arithmetic for (( ))",
                     self.depth,
                 )
+        elif (
+            t == "subshell" and self.text(node).startswith("((") and self.text(node).endswith("))")
+        ):
+            # `! ((x))`, `coproc ((x))`: tree-sitter-bash reads two subshells, bash arithmetic
+            facts.arith(self.text(node)[2:-2], "arithmetic (( ))", self.depth)
         elif t == "expansion":
             facts.param(self.text(node)[2:-1], self.depth)
         elif t == "variable_assignment":

@@ -64,8 +64,9 @@ LIMIT = 64
 MAX_ROUNDS = 8
 """How many times text evaluated again may hold more text evaluated again."""
 
-_LONGEST = 400
-"""Literals longer than this are not transformed by pattern operators (they are not literals)."""
+_LONGEST = 96
+"""Literals longer than this are not transformed by a pattern operator (bash's algorithm tries
+every start and end: cubic): the result is then not a literal, unless the text is inert."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -665,99 +666,153 @@ _CLASSES = {"digit": "0-9", "alpha": "A-Za-z", "alnum": "A-Za-z0-9", "space": r"
 """The character classes of a bash pattern the policy translates."""
 
 
+class _Untranslatable(Exception):
+    pass
+
+
+def _bracket(pattern: str, i: int) -> tuple[str, int] | None:
+    """The regular expression of the bracket expression opening at ``pattern[i]`` and the
+    index after it; ``None`` when it does not close (the ``[`` is then a character). Raises
+    :class:`_Untranslatable` for a character class the policy does not know."""
+    j = i + 1
+    negate = pattern[j : j + 1] in ("!", "^")
+    j += 1 if negate else 0
+    items: list[str] = []
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "]" and items:
+            return ("[^" if negate else "[") + "".join(items) + "]", j + 1
+        if pattern.startswith("[:", j):
+            end = pattern.find(":]", j + 2)
+            cls = _CLASSES.get(pattern[j + 2 : end]) if end > 0 else None
+            if cls is None:
+                raise _Untranslatable
+            items.append(cls)
+            j = end + 2
+        elif c == "\\" and j + 1 < len(pattern):
+            items.append(re.escape(pattern[j + 1]))
+            j += 2
+        elif c == "-" and items and pattern[j + 1 : j + 2] not in ("", "]"):
+            items.append("-")
+            j += 1
+        else:
+            items.append(re.escape(c))
+            j += 1
+    return None
+
+
 def _pattern_regex(pattern: str) -> str | None:
     """A bash pattern (``*``, ``?``, ``[...]``, escapes) as a Python regular expression;
-    ``None`` for what it does not translate (extended globs)."""
+    ``None`` for what it does not translate (extended globs, unknown character classes)."""
     out: list[str] = []
     i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c in "@!+*?" and pattern[i + 1 : i + 2] == "(":
-            return None
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        elif c == "*":
-            out.append(".*")
-            i += 1
-        elif c == "?":
-            out.append(".")
-            i += 1
-        elif c == "[":
-            end = pattern.find("]", i + 2)
-            if end < 0:
-                out.append(re.escape(c))
+    try:
+        while i < len(pattern):
+            c = pattern[i]
+            if c in "@!+*?" and pattern[i + 1 : i + 2] == "(":
+                return None
+            bracket = _bracket(pattern, i) if c == "[" else None
+            if bracket is not None:
+                out.append(bracket[0])
+                i = bracket[1]
+            elif c == "\\" and i + 1 < len(pattern):
+                out.append(re.escape(pattern[i + 1]))
+                i += 2
+            else:
+                out.append({"*": ".*", "?": "."}.get(c, re.escape(c)))
                 i += 1
-                continue
-            inner = pattern[i + 1 : end]
-            if re.search(r"\[[:.=]", inner):
-                inner = re.sub(r"\[:(\w+):\]", lambda m: _CLASSES.get(m.group(1), "\x00"), inner)
-                if "\x00" in inner or "[" in inner:
-                    return None
-            if inner[:1] in "!^":
-                inner = "^" + inner[1:]
-            out.append("[" + inner.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
+    except _Untranslatable:
+        return None
     return "".join(out)
 
 
-def _remove(s: str, regex: str, op: str) -> str:
-    pat = re.compile(regex, re.DOTALL)
+class _Budget:
+    """How many pattern matches the exact pattern operators of one line may still try."""
+
+    def __init__(self, tries: int = 100_000) -> None:
+        self.tries = tries
+
+    def matcher(self, regex: str) -> Callable[[str], bool]:
+        pat = re.compile(regex, re.DOTALL)
+
+        def full(text: str) -> bool:
+            self.tries -= 1
+            if self.tries < 0:
+                raise _Untranslatable
+            return pat.fullmatch(text) is not None
+
+        return full
+
+
+def _remove(s: str, full: Callable[[str], bool], op: str) -> str:
+    """``${s#p}``, ``##``, ``%``, ``%%``: the shortest or longest prefix or suffix matching."""
     n = len(s)
     if op in ("#", "##"):
         cuts = range(n + 1) if op == "#" else range(n, -1, -1)
         for k in cuts:
-            if pat.fullmatch(s[:k]):
+            if full(s[:k]):
                 return s[k:]
         return s
     cuts = range(n, -1, -1) if op == "%" else range(n + 1)
     for k in cuts:
-        if pat.fullmatch(s[k:]):
+        if full(s[k:]):
             return s[:k]
     return s
 
 
-def _substitute(s: str, regex: str, replacement: str, op: str) -> str:
-    pat = re.compile(regex, re.DOTALL)
+def _substitute(s: str, full: Callable[[str], bool], empty: bool, replacement: str, op: str) -> str:
+    """``${s/p/r}``, ``//``, ``/#``, ``/%`` as bash's ``pat_subst`` computes them: the longest
+    match at the first start that matches (``empty``: the pattern is empty; an empty match
+    counts); ``&`` in ``r`` is the matched text, ``\\&`` a ``&``."""
 
     def rep(matched: str) -> str:
         return re.sub(r"\\&|&", lambda m: "&" if m.group() == "\\&" else matched, replacement)
 
+    n = len(s)
+    if empty and op in ("/", "//"):
+        return s
+    if n == 0:
+        return rep("") if full("") else s
+    if op == "/#":
+        hit = next((b for b in range(n, -1, -1) if full(s[:b])), None)
+        return s if hit is None else rep(s[:hit]) + s[hit:]
+    if op == "/%":
+        hit = next((a for a in range(n + 1) if full(s[a:])), None)
+        return s if hit is None else s[:hit] + rep(s[hit:])
     out: list[str] = []
     i = 0
-    n = len(s)
-    while i <= n:
-        starts = [i] if op != "/%" else list(range(i, n + 1))
-        for a in starts:
-            ends = [n] if op == "/%" else range(n, a - 1, -1)
-            hit = next((b for b in ends if (b > a or regex == "") and pat.fullmatch(s[a:b])), None)
-            if hit is not None:
-                out.append(s[i:a] + rep(s[a:hit]))
-                if op != "//":
-                    return "".join(out) + s[hit:]
-                i = hit if hit > a else hit + 1
-                if hit == a:
-                    out.append(s[a : a + 1])
-                break
-        else:
-            if op in ("/#", "/%"):
-                return s
-            if i < n:
-                out.append(s[i])
+    while i < n:
+        hit = next((b for b in range(n, i - 1, -1) if full(s[i:b])), None)
+        if hit is None:
+            out.append(s[i])
             i += 1
-            if op == "/" and i > n:
-                return s
+            continue
+        out.append(rep(s[i:hit]))
+        if op == "/":
+            return "".join(out) + s[hit:]
+        if hit == i:  # an empty match: the next character is kept
+            out.append(s[i])
+            hit += 1
+        i = hit
     return "".join(out)
 
 
-def _pattern_operator(op: str, regex: str, replacement: str) -> Callable[[str], str]:
-    """The function ``${x OP pattern/replacement}`` applies to a literal."""
-    if op.startswith("/"):
-        return lambda s: _substitute(s, regex, replacement, op)
-    return lambda s: _remove(s, regex, op)
+def _pattern_operator(
+    op: str, regex: str, replacement: str, budget: _Budget
+) -> Callable[[str], str | None]:
+    """The function ``${x OP pattern/replacement}`` applies to a literal (``None`` once the
+    line's budget of matches is spent)."""
+    full = budget.matcher(regex)
+
+    def apply(s: str) -> str | None:
+        try:
+            if op.startswith("/"):
+                return _substitute(s, full, regex == "", replacement, op)
+            return _remove(s, full, op)
+        except _Untranslatable:
+            return None
+
+    return apply
 
 
 _DIGITS_ONLY = re.compile(r"\[[!^](?:0-9|\[:digit:\])\]\*?")
@@ -1346,6 +1401,7 @@ class Values:
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
+        self.budget = _Budget()
         self.parent: dict[str, str] = {}
         for name, pieces in facts.namerefs:
             for target in self._literal_names(pieces):
@@ -1518,7 +1574,7 @@ class Values:
                 if regex is None:
                     v = _fallback(base, why) if rep == "" else unknown(why)
                 else:
-                    v = base.mapped(_pattern_operator(p.op, regex, rep), why)
+                    v = base.mapped(_pattern_operator(p.op, regex, rep, self.budget), why)
                 out = v if out is None else out.join(v)
         return out if out is not None else base
 
