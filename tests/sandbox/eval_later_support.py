@@ -313,139 +313,82 @@ class Carrier:
     """``name``: only for constructs that need a name; ``word``: only for the others."""
 
 
-def _in_bash(refs: Refs, template: Template) -> str:
-    return sq(template(refs))
+_V = Refs('"$v"', "$v", "v")
+"""The references to a variable ``v`` holding the text."""
 
+
+def _then(setup: Callable[[str], str], refs: Refs = _V) -> Callable[[str, Template], str]:
+    """A carrier that runs ``setup(text)``, then the template reading ``refs``."""
+    return lambda s, t: setup(s) + t(refs)
+
+
+def _into_bash(
+    setup: Callable[[str], str], refs: Refs = _V, after: str = ""
+) -> Callable[[str, Template], str]:
+    """A carrier that runs the template in a nested ``bash -c`` after ``setup(text)`` (and
+    gives it ``after(text)`` as its arguments)."""
+    return lambda s, t: setup(s) + "bash -c " + sq(t(refs)) + after.format(text=sq(s))
+
+
+def _literal(quote: Callable[[str], str]) -> Callable[[str, Template], str]:
+    return lambda s, t: t(Refs(quote(s), quote(s), None))
+
+
+_ARRAY = Refs('"${c[0]}"', "${c[0]}", None)
+_ARG = Refs('"$1"', "$1", None)
 
 CARRIERS: list[Carrier] = [
-    Carrier("single-quoted", False, lambda s, t: t(Refs(sq(s), sq(s), None)), needs="word"),
+    Carrier("single-quoted", False, _literal(sq), needs="word"),
+    Carrier("double-quoted", False, _literal(lambda s: f'"{dq_inner(s)}"'), needs="word"),
+    Carrier("variable", False, _then(lambda s: f"v={sq(s)}; ")),
+    Carrier("declare", False, _then(lambda s: f"declare v={sq(s)}; ")),
+    Carrier("export into bash -c", False, _into_bash(lambda s: f"export v={sq(s)}; ")),
+    Carrier("env into bash -c", False, _into_bash(lambda s: f"env v={sq(s)} ")),
+    Carrier("prefix into bash -c", False, _into_bash(lambda s: f"v={sq(s)} ")),
+    Carrier("for list", False, lambda s, t: f"for v in {sq(s)}; do " + t(_V) + "\ndone"),
+    Carrier("array element", False, _then(lambda s: f"c=({sq(s)}); ", _ARRAY)),
     Carrier(
-        "double-quoted",
-        False,
-        lambda s, t: t(Refs(f'"{dq_inner(s)}"', f'"{dq_inner(s)}"', None)),
-        needs="word",
+        "indirect", False, _then(lambda s: f"w={sq(s)}; n=w; ", Refs('"${!n}"', "${!n}", None))
     ),
-    Carrier("variable", False, lambda s, t: f"v={sq(s)}; " + t(Refs('"$v"', "$v", "v"))),
-    Carrier("declare", False, lambda s, t: f"declare v={sq(s)}; " + t(Refs('"$v"', "$v", "v"))),
-    Carrier(
-        "export into bash -c",
-        False,
-        lambda s, t: f"export v={sq(s)}; bash -c " + _in_bash(Refs('"$v"', "$v", "v"), t),
-    ),
-    Carrier(
-        "env into bash -c",
-        False,
-        lambda s, t: f"env v={sq(s)} bash -c " + _in_bash(Refs('"$v"', "$v", "v"), t),
-    ),
-    Carrier(
-        "prefix into bash -c",
-        False,
-        lambda s, t: f"v={sq(s)} bash -c " + _in_bash(Refs('"$v"', "$v", "v"), t),
-    ),
-    Carrier(
-        "for list",
-        False,
-        lambda s, t: f"for v in {sq(s)}; do " + t(Refs('"$v"', "$v", "v")) + "\ndone",
-    ),
-    Carrier(
-        "array element",
-        False,
-        lambda s, t: f"c=({sq(s)}); " + t(Refs('"${c[0]}"', "${c[0]}", None)),
-    ),
-    Carrier(
-        "indirect",
-        False,
-        lambda s, t: f"w={sq(s)}; n=w; " + t(Refs('"${!n}"', "${!n}", None)),
-    ),
-    Carrier(
-        "nameref",
-        False,
-        lambda s, t: f"w={sq(s)}; declare -n v=w; " + t(Refs('"$v"', "$v", "v")),
-    ),
-    Carrier(
-        "printf -v %s",
-        False,
-        lambda s, t: f"printf -v v %s {sq(s)}; " + t(Refs('"$v"', "$v", "v")),
-    ),
-    Carrier(
-        "copied",
-        False,
-        lambda s, t: f"w={sq(s)}; v=$w; " + t(Refs('"$v"', "$v", "v")),
-    ),
+    Carrier("nameref", False, _then(lambda s: f"w={sq(s)}; declare -n v=w; ")),
+    Carrier("printf -v %s", False, _then(lambda s: f"printf -v v %s {sq(s)}; ")),
+    Carrier("copied", False, _then(lambda s: f"w={sq(s)}; v=$w; ")),
     Carrier(
         "${u:-default}",
         False,
-        lambda s, t: t(Refs(f'"${{u:-{dq_inner(s)}}}"', f'"${{u:-{dq_inner(s)}}}"', None)),
+        _literal(lambda s: f'"${{u:-{dq_inner(s)}}}"'),
         needs="word",
     ),
-    Carrier(
-        "${v:=default}",
-        False,
-        lambda s, t: f': "${{v:={dq_inner(s)}}}"; ' + t(Refs('"$v"', "$v", "v")),
-    ),
+    Carrier("${v:=default}", False, _then(lambda s: f': "${{v:={dq_inner(s)}}}"; ')),
     # --- data: never a literal -------------------------------------------------------------
-    Carrier(
-        "here-string read",
-        True,
-        lambda s, t: f"read -r v <<< {sq(s)}; " + t(Refs('"$v"', "$v", "v")),
-    ),
-    Carrier(
-        "here-doc read",
-        True,
-        lambda s, t: f"read -r v <<'EOF'\n{s}\nEOF\n" + t(Refs('"$v"', "$v", "v")),
-    ),
-    Carrier(
-        "command output",
-        True,
-        lambda s, t: f"v=$(printf %s {sq(s)}); " + t(Refs('"$v"', "$v", "v")),
-    ),
-    Carrier(
-        "positional (set --)",
-        True,
-        lambda s, t: f"set -- {sq(s)}; " + t(Refs('"$1"', "$1", None)),
-    ),
-    Carrier(
-        "positional (bash -c)",
-        True,
-        lambda s, t: "bash -c " + _in_bash(Refs('"$1"', "$1", None), t) + f" _ {sq(s)}",
-    ),
-    Carrier(
-        "function argument",
-        True,
-        lambda s, t: "h() { " + t(Refs('"$1"', "$1", None)) + f"\n}}; h {sq(s)}",
-    ),
-    Carrier(
-        "mapfile",
-        True,
-        lambda s, t: f"mapfile -t c <<< {sq(s)}; " + t(Refs('"${c[0]}"', "${c[0]}", None)),
-    ),
-    Carrier(
-        "printf -v %b",
-        True,
-        lambda s, t: f"printf -v v %b {sq(s)}; " + t(Refs('"$v"', "$v", "v")),
-    ),
+    Carrier("here-string read", True, _then(lambda s: f"read -r v <<< {sq(s)}; ")),
+    Carrier("here-doc read", True, _then(lambda s: f"read -r v <<'EOF'\n{s}\nEOF\n")),
+    Carrier("command output", True, _then(lambda s: f"v=$(printf %s {sq(s)}); ")),
+    Carrier("positional (set --)", True, _then(lambda s: f"set -- {sq(s)}; ", _ARG)),
+    Carrier("positional (bash -c)", True, _into_bash(lambda s: "", _ARG, " _ {text}")),
+    Carrier("function argument", True, lambda s, t: "h() { " + t(_ARG) + f"\n}}; h {sq(s)}"),
+    Carrier("mapfile", True, _then(lambda s: f"mapfile -t c <<< {sq(s)}; ", _ARRAY)),
+    Carrier("printf -v %b", True, _then(lambda s: f"printf -v v %b {sq(s)}; ")),
     Carrier(
         "getopts",
         True,
-        lambda s, t: f"getopts a: o -a {sq(s)}; " + t(Refs('"$OPTARG"', "$OPTARG", None)),
+        _then(lambda s: f"getopts a: o -a {sq(s)}; ", Refs('"$OPTARG"', "$OPTARG", None)),
     ),
     Carrier(
         "glob",
         True,
-        lambda s, t: "for v in *; do " + t(Refs('"$v"', "$v", "v")) + "\ndone",
+        lambda s, t: "for v in *; do " + t(_V) + "\ndone",
         files=lambda s: (s,),
     ),
     Carrier(
         "output into env",
         True,
-        lambda s, t: (
-            f'x=$(printf %s {sq(s)}); env v="$x" bash -c ' + _in_bash(Refs('"$v"', "$v", "v"), t)
-        ),
+        _into_bash(lambda s: f'x=$(printf %s {sq(s)}); env v="$x" '),
     ),
     Carrier(
         "indirect name from input",
         True,
-        lambda s, t: f"w={sq(s)}; read -r n <<< w; " + t(Refs('"${!n}"', "${!n}", None)),
+        _then(lambda s: f"w={sq(s)}; read -r n <<< w; ", Refs('"${!n}"', "${!n}", None)),
     ),
 ]
 
@@ -537,6 +480,10 @@ HAND_WRITTEN_DENIED: dict[str, str] = {
     "BASH_ENV=setup.sh bash -c true": "BASH_ENV as a prefix",
     "export ENV=setup.sh; sh -ic :": "ENV of an interactive sh",
     "BASH_CMDS[ls]=/bin/rm; ls y": "BASH_CMDS renames a program",
+    "systemd-run -E x='a[$(rm -f y)]' --user bash -c 'echo $((x))'": "systemd-run -E",
+    "ssh -o SetEnv=x='a[$(rm -f y)]' host 'echo $((x))'": "ssh SetEnv into the remote shell",
+    "sudo x='a[$(rm -f y)]' bash -c 'echo $((x))'": "sudo NAME=VALUE",
+    "x='a[$(rm -f y)]'; ! ((x))": "((x)) after !, which tree-sitter-bash reads as subshells",
     "enable -f ./evil.so evil; evil": "enable -f loads a shared object",
     "fc -e vi": "fc runs the history",
     'TEXTDOMAINDIR=. TEXTDOMAIN=x; echo $"hello"': '$"..." with a chosen catalogue',

@@ -3,7 +3,7 @@
 Two proofs over the generated corpus of :mod:`eval_later_support` (every construct by which
 bash evaluates text again, times every way to carry text into it, times the denied programs),
 under a deny policy, an allow-list policy and Codex rules, all through the function ``pi policy
-check`` calls (:func:`~pi_sandbox_plugin.policy_sources.judge_call`, the policies loaded once),
+check`` calls (:func:`~pi_sandbox_plugin.policy_cli.judge_command`, the policies loaded once),
 and the ``pi policy check`` command itself on a sample:
 
 (a) every attack is denied; every witness (the same line running ``touch marker``) with a
@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,9 +44,9 @@ from eval_later_support import (
 from pi_core._cli import run
 from pi_sandbox_plugin.bash_parser import parse_command_line
 from pi_sandbox_plugin.command_policy import CommandPolicy
-from pi_sandbox_plugin.config import PolicyConfig, load_sandbox_config
-from pi_sandbox_plugin.policy_cli import _CommandTool
-from pi_sandbox_plugin.policy_sources import judge_call, load_policies
+from pi_sandbox_plugin.config import load_sandbox_config
+from pi_sandbox_plugin.policy_cli import judge_command
+from pi_sandbox_plugin.policy_sources import load_policies
 
 SHARED_CORPUS = Path("/work/shared/policy/corpus.jsonl")
 OWN_CORPUS = Path(__file__).parent / "policy_corpus.jsonl"
@@ -99,8 +98,8 @@ def rules_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def verdicts(rules_dir: Path) -> dict[str, dict[str, Verdict]]:
-    """Every line's verdict under each policy, from ``judge_call`` (what ``pi policy check``
-    calls after loading the policies)."""
+    """Every line's verdict under each policy, from ``judge_command`` (what ``pi policy
+    check`` calls), the policies loaded once."""
     lines = sorted(
         {c.command for c in CASES}
         | set(HAND_WRITTEN_DENIED)
@@ -114,19 +113,11 @@ def verdicts(rules_dir: Path) -> dict[str, dict[str, Verdict]]:
         for name, config in CONFIGS.items():
             sandbox = load_sandbox_config(config, None)
             assert sandbox is not None
-            if sandbox.policy is None:
-                sandbox = sandbox.model_copy(update={"policy": PolicyConfig()})
             policies = load_policies(sandbox, str(rules_dir), f"{name}.toml")
             table: dict[str, Verdict] = {}
             for line in lines:
-                verdict, _ = await judge_call(
-                    tool=_CommandTool(),
-                    args={"command": line},
-                    tool_call_id="eval-later",
-                    sandbox=sandbox,
-                    policies=policies,
-                    cwd=str(rules_dir),
-                    session_id="eval-later-" + uuid.uuid4().hex,
+                verdict = await judge_command(
+                    line, sandbox, cwd=str(rules_dir), config_file="", policies=policies
                 )
                 decided = verdict.decided_by
                 table[line] = (verdict.decision, decided.reason if decided else "")

@@ -8,27 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from test_bash_parser import items
 
-from pi_sandbox_plugin.bash_parser import SimpleCommand, Undecidable, parse_command_line
+from pi_sandbox_plugin.bash_parser import parse_command_line
 from pi_sandbox_plugin.policies.shell_eval import brace_expand, parse_param, zsh_hazard
-
-
-def items(line: str) -> list[list[str] | str]:
-    """Argv lists, and ``"?" + reason`` for undecidable parts."""
-    out: list[list[str] | str] = []
-    for item in parse_command_line(line).items:
-        if isinstance(item, SimpleCommand):
-            out.append(item.argv)
-        else:
-            assert isinstance(item, Undecidable)
-            out.append("?" + item.reason)
-    return out
-
-
-def hidden(line: str) -> list[list[str] | str]:
-    """What the line runs beyond its own simple commands: the text bash evaluates again."""
-    own = {tuple(c.argv) for c in parse_command_line(line.split("; ")[-1]).commands}
-    return [i for i in items(line) if isinstance(i, str) or tuple(i) not in own]
 
 
 @pytest.mark.parametrize(
@@ -286,24 +269,11 @@ def test_zsh_hazards(text: str, hazard: str | None) -> None:
     assert zsh_hazard(text) == hazard
 
 
-def test_how_to_examples(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_how_to_examples(capsys: pytest.CaptureFixture[str]) -> None:
     """The console examples of the how-to's section run, with the output shown."""
-    from test_rule_options import DOCS, console_examples
+    from test_rule_options import check_console_examples
 
-    from pi_core._cli import run
-
-    monkeypatch.chdir(DOCS.parent)
-    examples = console_examples("Text that bash evaluates again")
-    assert len(examples) == 4
-    for argv, expected in examples:
-        assert argv[:3] == ["pi", "--config", "docs/snippets/sandbox/deny.toml"]
-        status = run(argv[1:])
-        assert (status, capsys.readouterr().out) == (
-            0 if "decision: allow" in expected else 1,
-            expected,
-        )
+    check_console_examples("Text that bash evaluates again", "deny.toml", 4, capsys)
 
 
 def test_pattern_operators_compute_what_bash_computes(

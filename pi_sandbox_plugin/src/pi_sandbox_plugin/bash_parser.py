@@ -457,15 +457,40 @@ def _env(words: list[Word]) -> Runs:
     return words[i:] or None
 
 
-def _environment_words(words: list[Word]) -> list[Word]:
-    """The ``NAME=VALUE`` words ``env`` or ``sudo`` put in the environment of what they run."""
-    run = _env(words) if basename(words[0].text) == "env" else _sudo(words)
+def _environment_words(words: list[Word]) -> list[str]:
+    """The ``NAME=VALUE`` words (as source text) ``env``, ``sudo``, ``systemd-run`` (``-E``,
+    ``--setenv``) or ``ssh`` (``-o SetEnv=``) put in the environment of what they run."""
+    name = basename(words[0].text)
+    if name in ("systemd-run", "ssh"):
+        return _option_environment(words, name)
+    run = _env(words) if name == "env" else _sudo(words)
     end = len(words) - len(run) if isinstance(run, list) else len(words)
-    out: list[Word] = []
+    out: list[str] = []
     for w in words[1:end]:
         text = w.value if w.value is not None else w.prefix
         if "=" in text and not text.startswith("-"):
-            out.append(w)
+            out.append(w.raw)
+    return out
+
+
+def _option_environment(words: list[Word], name: str) -> list[str]:
+    """``systemd-run -E NAME=VALUE`` (``--setenv``) and ``ssh -o SetEnv=NAME=VALUE`` words."""
+    out: list[str] = []
+    for k, w in enumerate(words[1:], start=1):
+        v = w.value if w.value is not None else w.prefix
+        following = words[k + 1].raw if k + 1 < len(words) else ""
+        if name == "systemd-run":
+            if v in ("-E", "--setenv"):
+                out.append(following)
+            elif v.startswith("--setenv="):
+                out.append(w.raw.split("=", 1)[1])
+            elif v.startswith("-E") and len(v) > 2:
+                out.append(w.raw[2:])
+            continue
+        setting = following if v == "-o" else w.raw[2:] if v.startswith("-o") else ""
+        m = re.match(r"""(['"]?)setenv[\s=]+""", setting, re.IGNORECASE)
+        if m is not None:
+            out.append(m.group(1) + setting[m.end() :])
     return out
 
 
@@ -1778,9 +1803,9 @@ class _Walker:
             )
             return
         self.facts.builtin(name, words, depth)
-        if name in ("env", "sudo"):
-            for word in _environment_words(words):
-                self.facts.environment(word.raw, depth)
+        if name in ("env", "sudo", "systemd-run", "ssh"):
+            for raw in _environment_words(words):
+                self.facts.environment(raw, depth)
         if name == "alias":
             self.define_aliases(words)
         elif first.value in self.aliases and depth == self.depth:

@@ -54,7 +54,7 @@ of them is undecidable (:func:`zsh_hazard`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -216,39 +216,43 @@ def _skip_quoted(text: str, i: int) -> int:
     raise Unreadable(f"an unterminated {'single' if q == chr(39) else 'double'} quote")
 
 
-def _closing(text: str, i: int, h: Helpers, open_: str, close: str) -> int:
-    """The index of the ``close`` matching the ``open_`` at ``text[i]``, skipping quotes, escapes,
-    ``$( )`` and backquotes."""
-    depth = 1
-    j = i + 1
-    n = len(text)
-    while j < n:
+def _unquoted(text: str, start: int, h: Helpers | None = None) -> Iterator[tuple[int, str]]:
+    """Each index and character of ``text`` from ``start`` that is outside quotes and backslash
+    escapes (and, given the parser's helpers ``h``, outside ``$( )`` and backquotes). Raises
+    :class:`Unreadable` for one that does not end."""
+    j = start
+    while j < len(text):
         c = text[j]
         if c == "\\":
             j += 2
-            continue
-        if c in "'\"":
+        elif c in "'\"":
             j = _skip_quoted(text, j)
-            continue
-        if c == "`":
+        elif h is not None and c == "`":
             end = text.find("`", j + 1)
             if end < 0:
                 raise Unreadable("an unterminated backquote")
             j = end + 1
-            continue
-        if text.startswith("$(", j) and not text.startswith("$((", j):
+        elif h is not None and text.startswith("$(", j) and not text.startswith("$((", j):
             close_at = h.substitution_end(text, j)
             if close_at is None:
                 raise Unreadable("an unbalanced $(")
             j = close_at + 1
-            continue
+        else:
+            yield j, c
+            j += 1
+
+
+def _closing(text: str, i: int, h: Helpers | None, open_: str, close: str) -> int:
+    """The index of the ``close`` matching the ``open_`` at ``text[i]``, skipping quotes, escapes
+    (and with ``h``, ``$( )`` and backquotes)."""
+    depth = 1
+    for j, c in _unquoted(text, i + 1, h):
         if c == open_:
             depth += 1
         elif c == close:
             depth -= 1
             if depth == 0:
                 return j
-        j += 1
     raise Unreadable(f"an unbalanced {open_}")
 
 
@@ -408,33 +412,19 @@ def _brace_parts(text: str, open_: int) -> tuple[list[str], int] | None:
     depth = 0
     parts: list[str] = []
     start = open_ + 1
-    j = open_ + 1
-    while j < len(text):
-        c = text[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c in "'\"":
-            try:
-                j = _skip_quoted(text, j)
-            except Unreadable:
-                return None
-            continue
-        if c == "$" and text[j + 1 : j + 2] == "{":
-            depth += 1
-            j += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            if depth == 0:
+    try:
+        for j, c in _unquoted(text, open_ + 1):
+            if c == "{":
+                depth += 1
+            elif c == "}" and depth:
+                depth -= 1
+            elif c == "}" or (c == "," and depth == 0):
                 parts.append(text[start:j])
-                return parts, j
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(text[start:j])
-            start = j + 1
-        j += 1
+                if c == "}":
+                    return parts, j
+                start = j + 1
+    except Unreadable:
+        return None
     return None
 
 
@@ -460,52 +450,30 @@ def _sequence(body: str) -> list[str] | None:
 def brace_expand(raw: str) -> list[str] | None:
     """The words brace expansion makes of the shell word ``raw`` (still quoted), ``None`` when
     there are too many."""
-    i = 0
-    while i < len(raw):
-        c = raw[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "'\"":
-            try:
-                i = _skip_quoted(raw, i)
-            except Unreadable:
-                return [raw]
-            continue
-        if c == "$" and raw[i + 1 : i + 2] in ("{", "("):
-            # an expansion is not a brace group; skip to its end
-            close = "}" if raw[i + 1] == "{" else ")"
-            depth = 0
-            j = i + 1
-            while j < len(raw):
-                if raw[j] == raw[i + 1]:
-                    depth += 1
-                elif raw[j] == close:
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            i = j + 1
-            continue
-        if c == "{":
-            found = _brace_parts(raw, i)
-            if found is not None:
-                parts, end = found
-                try:
-                    alternatives = parts if len(parts) > 1 else _sequence(parts[0])
-                except Unreadable:
+    after_expansion = 0
+    try:
+        for i, c in _unquoted(raw, 0):
+            if i < after_expansion:
+                continue  # inside ${...} or $(...): not a brace group
+            if c == "$" and raw[i + 1 : i + 2] in ("{", "("):
+                after_expansion = _closing(raw, i + 1, None, raw[i + 1], "}()"[raw[i + 1] == "("])
+                continue
+            found = _brace_parts(raw, i) if c == "{" else None
+            if found is None:
+                continue
+            parts, end = found
+            alternatives = parts if len(parts) > 1 else _sequence(parts[0])
+            if alternatives is None:
+                continue
+            words: list[str] = []
+            for alt in alternatives:
+                more = brace_expand(raw[:i] + alt + raw[end + 1 :])
+                if more is None or len(words) + len(more) > LIMIT:
                     return None
-                if alternatives is not None:
-                    words: list[str] = []
-                    for alt in alternatives:
-                        more = brace_expand(raw[:i] + alt + raw[end + 1 :])
-                        if more is None:
-                            return None
-                        words.extend(more)
-                        if len(words) > LIMIT:
-                            return None
-                    return words
-        i += 1
+                words.extend(more)
+            return words
+    except Unreadable as e:
+        return None if "too many" in str(e) else [raw]
     return [raw]
 
 
@@ -532,25 +500,16 @@ class Param:
 def _split_top(text: str, sep: str) -> tuple[str, str] | None:
     """``text`` cut at its first ``sep`` outside quotes, brackets and expansions."""
     depth = 0
-    j = 0
-    while j < len(text):
-        c = text[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c in "'\"":
-            try:
-                j = _skip_quoted(text, j)
-            except Unreadable:
-                return None
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == sep and depth <= 0:
-            return text[:j], text[j + 1 :]
-        j += 1
+    try:
+        for j, c in _unquoted(text, 0):
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+            elif c == sep and depth <= 0:
+                return text[:j], text[j + 1 :]
+    except Unreadable:
+        return None
     return None
 
 
@@ -1718,14 +1677,18 @@ class _Judge:
         if v.unknown:
             self.fail(_subject(v, what))
         for s in sorted(v.lits):
-            try:
-                pieces = scan(s, "word", self.facts.helpers)
-            except Unreadable as e:
-                self.fail(f"{what} expands text the policy cannot read ({e}): {s}")
-                continue
-            for p in pieces:
-                if isinstance(p, Exp):
-                    self.expansion(p, what, depth)
+            self.expand_word(s, what, depth)
+
+    def expand_word(self, text: str, what: str, depth: int) -> None:
+        """The expansions of ``text`` read as a shell word, which bash performs."""
+        try:
+            pieces = scan(text, "word", self.facts.helpers)
+        except Unreadable as e:
+            self.fail(f"{what} expands text the policy cannot read ({e}): {text}")
+            return
+        for p in pieces:
+            if isinstance(p, Exp):
+                self.expansion(p, what, depth)
 
     def name(self, v: Val, what: str, depth: int) -> None:
         """Variable names: a subscript in one is expanded and evaluated."""
@@ -1766,14 +1729,7 @@ class _Judge:
             if p.op in ("=", ":="):
                 self.facts.assign(p.name, self.facts.pieces(p.args[0]))
             for arg in p.args if p.op != ":" else ():
-                try:
-                    pieces = scan(arg, "word", self.facts.helpers)
-                except Unreadable as e:
-                    self.fail(f"an expansion the policy cannot read ({e}): {what}")
-                    continue
-                for q in pieces:
-                    if isinstance(q, Exp):
-                        self.expansion(q, what, depth)
+                self.expand_word(arg, what, depth)
 
     def subscript_text(self, text: str, what: str, depth: int, source: bool) -> None:
         """An arithmetic text inside a ``${...}``: expanded, then evaluated."""
