@@ -226,6 +226,7 @@ def scan_word(raw: str) -> Word:
     """A :class:`Word` from its source text (quote removal, escapes, ``$'...'``, globs)."""
     out: list[str] = []
     glob = False
+    parens = 0  # unquoted parentheses open: <(...), a=(...), @(...)
     i = 0
     n = len(raw)
     try:
@@ -254,6 +255,10 @@ def scan_word(raw: str) -> Word:
                 i = _double_quoted(raw, i, out)
             elif c == "`" or (c == "$" and i + 1 < n and _NAME_START.match(raw[i + 1])):
                 raise _NotLiteral(split=True)
+            elif c in " \t\n" and parens <= 0:
+                # outside parentheses (<(...), a=(...), @(...)) bash ends a word at a blank:
+                # tree-sitter-bash read the line otherwise (`declare $ y=1`)
+                raise _BadWord("a word holding an unquoted blank")
             elif c in "*?":
                 glob = True
                 out.append(c)
@@ -270,6 +275,7 @@ def scan_word(raw: str) -> Word:
                 out.append(c)
                 i += 1
             else:
+                parens += {"(": 1, ")": -1}.get(c, 0)
                 out.append(c)
                 i += 1
     except _NotLiteral as e:
@@ -1595,6 +1601,11 @@ class _Walker:
             subscript = text[len(name) + 1 : -1]
         value = self.src[op.end_byte : node.end_byte].decode("utf-8", "surrogateescape")
         array = next((c for c in node.children[2:] if c.type == "array"), None)
+        after = self.src[node.end_byte : node.end_byte + 1]
+        if after and after not in b" \t\n;&|()<>":
+            # `a=(1)x`, `w='a'\;`, `w=#'x'`: bash reads one word, tree-sitter-bash an
+            # assignment and another word
+            self.items.append(Undecidable(f"an assignment joined to more text: {self.text(node)}"))
         elements = (
             [self.text(c) for c in array.named_children if c.type != "comment"]
             if array is not None

@@ -617,7 +617,7 @@ def _base(name: str) -> Val:
     if name in DATA_VARIABLES:
         return unknown(DATA_VARIABLES[name])
     if name in NUMBER_VARIABLES:
-        return NUMBER
+        return NUMBER.join(EMPTY)  # or unset: ${!} before a background job, COLUMNS, ...
     return EMPTY  # pi's own environment: not attacker data
 
 
@@ -811,7 +811,7 @@ class Assign:
     append: bool = False
 
 
-SiteKind = Literal["arith", "code", "name", "param", "words", "fail"]
+SiteKind = Literal["arith", "code", "name", "param", "words", "assigns", "fail"]
 
 
 @dataclass(frozen=True)
@@ -822,7 +822,8 @@ class Site:
     the array of a subscript), ``code`` (run as a command line, ``suffix`` appended; ``what`` is
     ``compound`` or ``declare`` for a declaration's argument, ``suffix`` its name and options),
     ``name`` (a variable name that may hold a subscript), ``param`` (a ``${...}`` body),
-    ``words`` (expanded as shell words), ``fail`` (undecidable, ``what`` is the reason).
+    ``words`` (expanded as shell words), ``assigns`` (a builtin assigns the variables its text
+    names: ``what`` is the reason, or ``number``), ``fail`` (undecidable, ``what`` is the reason).
     ``pieces`` is the text (``body`` for ``param``); ``source``: the text is from the command
     line, whose command substitutions the parser has already found."""
 
@@ -843,6 +844,9 @@ class WordLike(Protocol):
 
     @property
     def value(self) -> str | None: ...
+
+    @property
+    def prefix(self) -> str: ...
 
 
 DECLARATIONS = frozenset({"declare", "typeset", "local", "export", "readonly", "integer", "float"})
@@ -877,37 +881,64 @@ def _split_assignment(pieces: Sequence[Piece]) -> tuple[str, bool, tuple[Piece, 
     return (name, append, rest) if re.fullmatch(r"[A-Za-z_]\w*", name) else None
 
 
-def _options(
-    args: Sequence[WordLike], values: str
-) -> tuple[dict[str, list[WordLike]], list[WordLike]]:
-    """A builtin's options (getopt style; ``values``: letters taking a value) and operands.
-    A word that is not a literal ends the options."""
+@dataclass(frozen=True)
+class _Options:
+    """A builtin's options as :func:`_options` reads them: the option letters ``seen`` with
+    their values, the ``operands``, and ``hidden``: the first operand is not a literal and may
+    hold options (``printf "$opts" ...``: the word after it may then be an option's value)."""
+
+    seen: dict[str, list[WordLike]]
+    operands: list[WordLike]
+    hidden: bool = False
+
+
+def _options(args: Sequence[WordLike], values: str) -> _Options:
+    """A builtin's options (getopt style; ``values``: letters taking a value) and operands. An
+    option's value may be an expansion (``-p"$v"``); a word that is not a literal otherwise
+    ends the options."""
     seen: dict[str, list[WordLike]] = {}
     i = 0
     while i < len(args):
-        v = args[i].value
+        w = args[i]
+        v = w.value
         if v == "--":
-            return seen, list(args[i + 1 :])
-        if v is None or not v.startswith("-") or v == "-":
+            return _Options(seen, list(args[i + 1 :]))
+        if v is None:  # option letters written plainly, then an expansion: -p"$v", -C\\ "$1"
+            plain = re.match(r"-[A-Za-z0-9]+", w.raw)
+            letters = plain.group() if plain else ""
+            if not letters:
+                return _Options(seen, list(args[i:]), not w.prefix or w.prefix.startswith("-"))
+        else:
+            letters = v
+        if not letters.startswith("-") or letters == "-":
             break
         i += 1
-        for k, ch in enumerate(v[1:], start=2):
+        for k, ch in enumerate(letters[1:], start=2):
             if ch in values:
-                if k < len(v):
-                    attached = v[k:]
-                    seen.setdefault(ch, []).append(_Literal(attached, attached))
+                if k < len(letters) or v is None:  # attached: -vNAME, -v"$NAME"
+                    value = letters[k:] if v is not None else None
+                    seen.setdefault(ch, []).append(_Literal(w.raw[k:], value))
                 elif i < len(args):
                     seen.setdefault(ch, []).append(args[i])
                     i += 1
                 break
             seen.setdefault(ch, [])
-    return seen, list(args[i:])
+        else:
+            if v is None:  # -r"$more": the expansion may hold more letters
+                return _Options(seen, list(args[i:]), True)
+    return _Options(seen, list(args[i:]))
 
 
 @dataclass(frozen=True)
 class _Literal:
+    """A word made here (an attached option value, the default ``MAPFILE``)."""
+
     raw: str
     value: str | None
+
+    @property
+    def prefix(self) -> str:
+        return self.value or ""
 
 
 @dataclass
@@ -1221,94 +1252,122 @@ class Facts:
             self.declaration(words, depth)
 
     def _read(self, name: str, args: Sequence[WordLike], depth: int) -> None:
-        seen, names = _options(args, "adinNptu")
-        for w in seen.get("a", []):
+        got = _options(args, "adinNptu")
+        for w in got.seen.get("a", []):
             self.arrays.add(w.value or "")
-            self._read_into(w, "read -a", depth)
-        for w in names:
-            self._read_into(w, "read", depth)
+            self.assigned_by(w, "read -a", depth)
+        for w in got.operands:
+            self.assigned_by(w, "read", depth)
 
-    def _read_into(self, w: WordLike, what: str, depth: int) -> None:
+    def assigned_by(self, w: WordLike, what: str, depth: int, *, number: bool = False) -> None:
+        """The builtin ``what`` assigns input (or a number) to the variable the word ``w``
+        names; a name that is not a literal is judged from its possible values."""
         self.name_site(w.raw, what, depth)
-        target = re.split(r"\[", w.value or "", maxsplit=1)[0]
-        if target:
-            self.opaque(target, f"input read by {what.split()[0]}")
+        reason = (
+            f"input read by {what.split()[0]}"
+            if not what.startswith("printf")
+            else ("the output of printf -v")
+        )
+        if w.value is not None:
+            target = re.split(r"\[", w.value, maxsplit=1)[0]
+            if number:
+                self.number(target)
+            else:
+                self.opaque(target, reason)
+            return
+        got = self.pieces(w.raw)
+        if not isinstance(got, str):
+            kind = "number" if number else reason
+            self.sites[Site("assigns", kind, depth, pieces=got)] = None
 
     def _mapfile(self, name: str, args: Sequence[WordLike], depth: int) -> None:
-        seen, operands = _options(args, "dnOsuCc")
-        for w in seen.get("C", []):
+        got = _options(args, "dnOsuCc")
+        callbacks = list(got.seen.get("C", []))
+        if got.hidden and len(got.operands) > 1:
+            callbacks.append(got.operands[1])  # "$opt" may be -C
+        for w in callbacks:
             self.site("code", w.raw, f"{name} -C", depth, suffix=' 0 "$line"')
-        target = operands[0] if operands else _Literal("MAPFILE", "MAPFILE")
-        self.arrays.add(target.value or "")
-        self._read_into(target, name, depth)
+        targets = got.operands or [_Literal("MAPFILE", "MAPFILE")]
+        for target in targets if got.hidden else targets[:1]:
+            self.arrays.add(target.value or "")
+            self.assigned_by(target, name, depth)
 
     def _printf(self, name: str, args: Sequence[WordLike], depth: int) -> None:
-        seen, rest = _options(args[:2], "v")
-        rest = [*rest, *args[2:]]
+        got = _options(args[:2], "v")
+        rest = [*got.operands, *args[2:]]
         if rest and rest[0].value == "--":
             rest = rest[1:]
-        for w in seen.get("v", []):
-            self.name_site(w.raw, "printf -v", depth)
-            if not w.value:
-                continue
-            target = re.split(r"\[", w.value, maxsplit=1)[0]
-            fmt = rest[0].value if rest else None
-            if fmt is not None and len(rest) <= 2 and re.fullmatch(r"[^%\\]*(%s[^%\\]*)?", fmt):
-                # printf -v x '%s' "$y": the format with the argument in it
-                before, _, after = fmt.partition("%s")
-                value = self.pieces(rest[1].raw) if len(rest) == 2 else ()
-                if not isinstance(value, str):
-                    self.assign(target, (Lit(before), *value, Lit(after)))
-                    continue
-            self.opaque(target, "the output of printf -v")
+        targets = list(got.seen.get("v", []))
+        if got.hidden and len(rest) > 1:
+            targets.append(rest[1])  # printf "$x" NAME ...: "$x" may be -v
+        for w in targets:
+            fmt = rest[0].value if rest and not got.hidden else None
+            if w.value and fmt is not None and len(rest) <= 2:
+                if re.fullmatch(r"[^%\\]*(%s[^%\\]*)?", fmt):
+                    # printf -v x '%s' "$y": the format with the argument in it
+                    before, _, after = fmt.partition("%s")
+                    value = self.pieces(rest[1].raw) if len(rest) == 2 else ()
+                    if not isinstance(value, str):
+                        self.name_site(w.raw, "printf -v", depth)
+                        target = re.split(r"\[", w.value, maxsplit=1)[0]
+                        self.assign(target, (Lit(before), *value, Lit(after)))
+                        continue
+            self.assigned_by(w, "printf -v", depth)
 
     def _trap(self, name: str, args: Sequence[WordLike], depth: int) -> None:
         """``trap ACTION SIGNAL...`` whose action is not a literal (a literal one is a wrapper
         of the parser)."""
-        seen, operands = _options(args, "")
-        if "p" not in seen and "l" not in seen and len(operands) >= 2:
-            action = operands[0]
+        got = _options(args, "")
+        if "p" not in got.seen and "l" not in got.seen and len(got.operands) >= 2:
+            action = got.operands[0]
             if action.value is None:
                 self.site("code", action.raw, "trap", depth)
 
     def _getopts(self, name: str, args: Sequence[WordLike], depth: int) -> None:
         if len(args) > 1:
-            self.name_site(args[1].raw, "getopts", depth)
-            if args[1].value:
-                self.opaque(args[1].value, "an option getopts reads")
+            self.assigned_by(args[1], "getopts", depth)
 
     def _wait(self, name: str, args: Sequence[WordLike], depth: int) -> None:
-        seen, _ = _options(args, "p")
-        for w in seen.get("p", []):
-            self.name_site(w.raw, "wait -p", depth)
-            if w.value:
-                self.number(w.value)
+        got = _options(args, "p")
+        targets = list(got.seen.get("p", []))
+        if got.hidden and len(got.operands) > 1:
+            targets.append(got.operands[1])  # wait "$opt" NAME: "$opt" may be -p
+        for w in targets:
+            self.assigned_by(w, "wait -p", depth, number=True)
 
     def _let(self, name: str, args: Sequence[WordLike], depth: int) -> None:
         for w in args:
             self.arith(w.raw, "let", depth)
 
     def _unset(self, name: str, args: Sequence[WordLike], depth: int) -> None:
-        seen, names = _options(args, "")
-        if "f" not in seen:
-            for w in names:
+        got = _options(args, "")
+        if "f" not in got.seen:
+            for w in got.operands:
                 self.name_site(w.raw, "unset", depth)
 
     def _test(self, name: str, args: Sequence[WordLike], depth: int) -> None:
         for k, w in enumerate(args[:-1]):
-            if w.value in ("-v", "-R"):
-                self.name_site(args[k + 1].raw, f"test {w.value}", depth)
+            hidden = w.value is None and (not w.prefix or w.prefix.startswith("-"))
+            if w.value in ("-v", "-R") or hidden:  # "$op" may be -v
+                self.name_site(args[k + 1].raw, f"test {w.value or '-v'}", depth)
 
     def _complete(self, name: str, args: Sequence[WordLike], depth: int) -> None:
-        seen, _ = _options(args, "oAGWFCXPS")
-        for w in seen.get("C", []):
+        got = _options(args, "oAGWFCXPS")
+        commands = list(got.seen.get("C", []))
+        words = list(got.seen.get("W", []))
+        if got.hidden and len(got.operands) > 1:
+            commands.append(got.operands[1])  # "$opt" may be -C or -W
+            words.append(got.operands[1])
+        for w in commands:
             self.site("code", w.raw, f"{name} -C", depth, suffix=' "$1" "$2" "$3"')
-        for w in seen.get("W", []):
+        for w in words:
             self.site("words", w.raw, f"{name} -W", depth)
 
     def _bind(self, name: str, args: Sequence[WordLike], depth: int) -> None:
-        seen, _ = _options(args, "mfqurx")
-        for w in seen.get("x", []):
+        got = _options(args, "mfqurx")
+        if got.hidden:
+            self.fail(f"bind takes an option that is not a literal: {got.operands[0].raw}", depth)
+        for w in got.seen.get("x", []):
             if w.value is None:
                 self.fail(f"bind -x binds a command that is not a literal: {w.raw}", depth)
                 continue
@@ -1319,14 +1378,16 @@ class Facts:
             self.sites[Site("code", "bind -x", depth, (Lit(command),))] = None
 
     def _fc(self, name: str, args: Sequence[WordLike], depth: int) -> None:
-        seen, _ = _options(args, "e")
-        if "l" not in seen:
+        got = _options(args, "e")
+        if "l" not in got.seen or got.hidden:
             self.fail("fc runs commands from the history, which the policy cannot see", depth)
 
     def _enable(self, name: str, args: Sequence[WordLike], depth: int) -> None:
-        seen, _ = _options(args, "f")
-        if "f" in seen:
+        got = _options(args, "f")
+        if "f" in got.seen:
             self.fail("enable -f loads a shared object the policy cannot inspect", depth)
+        elif got.hidden:
+            self.fail(f"enable takes an option that is not a literal: {got.operands[0].raw}", depth)
 
 
 _BUILTINS: dict[str, Callable[[Facts, str, Sequence[WordLike], int], None]] = {
@@ -1759,6 +1820,15 @@ class _Judge:
             self.name(v.of(s.pieces), s.what, s.depth)
         elif s.kind == "param":
             self.param(s.body, s.depth, source=s.source)
+        elif s.kind == "assigns":
+            for name in sorted(v.of(s.pieces).lits):
+                target = re.split(r"\[", name, maxsplit=1)[0]
+                if not re.fullmatch(r"[A-Za-z_]\w*", target):
+                    continue
+                if s.what == "number":
+                    self.facts.number(target)
+                else:
+                    self.facts.opaque(target, s.what)
         elif s.what == "compound":
             self.compound(s)
         elif s.what == "declare":
@@ -1788,6 +1858,9 @@ class _Judge:
         if value.unknown:
             self.fail(f"declare takes an argument from {_origin(value)}")
         for lit in sorted(value.lits):
+            if lit[:1] in ("-", "+"):
+                self.fail(f"declare takes options that are not literals: {lit}")
+                continue
             self.facts.declared_literal(lit, s.depth, s.suffix)
 
     def variables(self) -> None:
