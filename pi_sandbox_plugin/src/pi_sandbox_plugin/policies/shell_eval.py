@@ -1678,8 +1678,14 @@ class _Judge:
             self.items.extend(self.extract(text, depth + 1))
 
     def raw_pieces(self, text: str, what: str) -> list[Piece] | None:
+        """The pieces of text bash evaluates again, read both with and without its backslash
+        escapes: each round of expansion removes one level (``\\$(`` runs one round later, and
+        ``\\$$(`` is an escaped ``$`` before a ``$(``)."""
         try:
-            return scan(text, "raw", self.facts.helpers)
+            pieces = scan(text, "raw", self.facts.helpers)
+            if "\\" in text:
+                pieces += scan(text, "dq", self.facts.helpers)
+            return pieces
         except Unreadable as e:
             self.fail(f"{what} evaluates text the policy cannot read ({e}): {text}")
             return None
