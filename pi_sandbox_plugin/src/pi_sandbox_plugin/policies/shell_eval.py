@@ -58,6 +58,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pi_sandbox_plugin.grammars import WordLike
+
 LIMIT = 64
 """How many literal values a variable may have before it counts as not a literal."""
 
@@ -836,19 +838,6 @@ class Site:
     suffix: str = ""
 
 
-class WordLike(Protocol):
-    """A shell word of the parser (:class:`~pi_sandbox_plugin.bash_parser.Word`)."""
-
-    @property
-    def raw(self) -> str: ...
-
-    @property
-    def value(self) -> str | None: ...
-
-    @property
-    def prefix(self) -> str: ...
-
-
 DECLARATIONS = frozenset({"declare", "typeset", "local", "export", "readonly", "integer", "float"})
 """Builtins that assign their ``NAME=VALUE`` arguments (zsh's ``integer``/``float``: ``-i``)."""
 
@@ -939,6 +928,9 @@ class _Literal:
     @property
     def prefix(self) -> str:
         return self.value or ""
+
+    glob = False
+    split = False
 
 
 @dataclass
