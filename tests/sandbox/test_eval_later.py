@@ -243,6 +243,8 @@ def test_pi_policy_check_agrees(
     for c in CASES:
         sample.setdefault(f"{c.construct.kind}|{bool(c.program)}|{c.carrier.data}", c)
     lines = [c.command for c in sample.values()] + list(HAND_WRITTEN_DENIED)[::6] + SAFE_LINES[::6]
+    if policy == "codex":
+        lines = lines[::2]  # each call loads the rules in a child process
     wrong = []
     for line in lines:
         status = run(["--config", f"{policy}.toml", "policy", "check", line, "--json"])
@@ -250,7 +252,7 @@ def test_pi_policy_check_agrees(
         expected = verdicts[policy][line][0]
         if out["decision"] != expected or status != (0 if expected == "allow" else 1):
             wrong.append((line, out["decision"], expected))
-    assert len(lines) >= 30
+    assert len(lines) >= 15
     assert wrong == []
 
 
