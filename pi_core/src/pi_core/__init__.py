@@ -49,6 +49,7 @@ from pi_core._plugins.contexts import (
     BashSpawnContext,
     CommandInvocation,
     PluginCommand,
+    ProtectedFile,
     RegisterToolsContext,
     SessionContext,
 )
@@ -118,6 +119,7 @@ __all__ = [
     "PluginCommand",
     "PluginError",
     "PluginHooks",
+    "ProtectedFile",
     "ProviderError",
     "RegisterToolsContext",
     "Session",

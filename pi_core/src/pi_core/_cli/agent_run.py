@@ -38,6 +38,7 @@ from pi_core._cli.parser import UsageError
 from pi_core._cli.session_writer import SessionWriter, open_session_file
 from pi_core._cli.system_prompt import build_system_prompt
 from pi_core._pipeline.config import AgentContext, TurnInfo
+from pi_core._plugins.contexts import SESSION_FILE
 from pi_core._wire.messages import TextContent, UserMessage
 
 if TYPE_CHECKING:
@@ -132,6 +133,7 @@ def cmd_run(ctx: CommandContext) -> int:
     writer = SessionWriter(None, cwd, file=session_out)
     if session_out is not None:
         session.session_context.entry_sink = writer.custom
+        session.session_context.protect(os.path.abspath(args.session), SESSION_FILE)
     config.provider = provider
     provider_name, _, model_id = spec.partition(":")
     writer.model_change(provider_name, model_id)

@@ -22,7 +22,12 @@ import trio
 
 from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._pipeline.config import LoopConfig
-from pi_core._plugins.contexts import BackendContext, RegisterToolsContext, SessionContext
+from pi_core._plugins.contexts import (
+    CONFIGURATION,
+    BackendContext,
+    RegisterToolsContext,
+    SessionContext,
+)
 from pi_core._plugins.facade import PluginHooks
 from pi_core._tools.definition import AgentTool
 from pi_core._tools.exposure import ToolSet, exposures_from_config
@@ -192,10 +197,17 @@ def build_session(
     terminal prompt comes this way. ``audit`` is the file of the session's audit log (relative
     to ``cwd``), opened before the plugins are asked, so it wins over a plugin's; an
     ``OSError`` opening it propagates.
+
+    The config file ``config`` was loaded from (:func:`~pi_core.config_file`, when known) and
+    the audit log are the first of the session's
+    :attr:`~pi_core._plugins.contexts.SessionContext.protected_files`.
     """
     abs_cwd = os.path.abspath(os.fspath(cwd))
     config = {} if config is None else config
     context = SessionContext(cwd=abs_cwd, config=config, host=host)
+    config_path = getattr(config, "path", None)
+    if config_path is not None:
+        context.protect(config_path, CONFIGURATION)
     if approval is not None:
         context.set_approver(approval)
     if audit is not None:
