@@ -143,6 +143,12 @@ async def test_the_guard_refuses_without_the_before_hook(ws: Path) -> None:
     )
     with pytest.raises(PathDenied):
         await files.read_bytes(str(ws / "audit.jsonl"))
+    (ws / "copy").hardlink_to(ws / "audit.jsonl")  # read on the descriptor, by identity
+    with pytest.raises(PathDenied) as caught:
+        await files.read_bytes(str(ws / "copy"))
+    assert caught.value.reason == (
+        f"Reading '{ws}/copy' (the same file as '{ws}/audit.jsonl') {AUDIT_TEXT}"
+    )
     assert await files.read_bytes(str(ws / "pi.toml")) == (ws / "pi.toml").read_bytes()
 
 

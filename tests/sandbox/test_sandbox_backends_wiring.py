@@ -121,6 +121,9 @@ async def test_without_a_path_policy_the_tools_give_identical_results(
         assert type(files.inner) is LocalFileOperations
         assert (files.policy.read_roots, files.policy.write_roots) == (("/",), ("/",))
         assert (files.policy.deny_patterns, files.policy.protected) == ((), {})
+        # no read is restricted: the local backend's one-hop read stays (P1's cost)
+        head = await files.read_head("a.txt", str(ws), whole_limit=1 << 20, head_size=4096)
+        assert head is not None and head[2] == (ws / "a.txt").read_bytes()
 
 
 # -- local backend with a policy --------------------------------------------------------------

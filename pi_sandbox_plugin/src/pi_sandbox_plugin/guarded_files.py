@@ -16,7 +16,12 @@ stat           read (metadata is information too)
 access         read for ``R_OK``, write for ``W_OK``
 list_dir       read on the directory; entries matching a denied glob are left out, and
                (with ``identities``) entries that are a denied or hidden file by identity
-write_bytes    write, on the resolved path (the link's target is what would be replaced)
+write_bytes    write, on the resolved path (the link's target is what would be replaced);
+               ``write_chunks`` the same
+read_head,     the wrapped one-hop reads only when the policy restricts no read
+scan_bytes     (:meth:`~pi_sandbox_plugin.path_policy.PathPolicy.reads_unrestricted`: only
+               pi's own files protected, none hidden); else "not available" (``None``,
+               ``False``): the read tool uses the checked ``stat`` and ``read_bytes``
 mkdir          write
 realpath       none (it reads no file content)
 run_rg         read on ``cwd`` and on every search path (with ``identities``: by identity
@@ -190,6 +195,41 @@ class GuardedFileOperations:
         """The wrapped ``write_bytes`` on the resolved path, if it may be written."""
         real = await self._writable(path)
         await self._as_named(lambda: self.inner.write_bytes(real, data), real, path)
+
+    async def write_chunks(self, path: str, chunks: Sequence[bytes | memoryview]) -> None:
+        """The wrapped ``write_chunks`` (``write_bytes`` of the joined chunks without one) on
+        the resolved path, if it may be written."""
+        real = await self._writable(path)
+        write_chunks = getattr(self.inner, "write_chunks", None)
+        if not callable(write_chunks):
+            await self._as_named(lambda: self.inner.write_bytes(real, b"".join(chunks)), real, path)
+            return
+        await self._as_named(lambda: write_chunks(real, chunks), real, path)
+
+    async def read_head(
+        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
+    ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
+        """The wrapped one-hop ``read_head`` when the policy restricts no read
+        (:meth:`PathPolicy.reads_unrestricted`: only pi's own files are protected, none
+        hidden), ``None`` otherwise (the read tool then uses the checked ``stat`` and
+        ``read_bytes``)."""
+        read_head = getattr(self.inner, "read_head", None)
+        if not callable(read_head) or not self.policy.reads_unrestricted():
+            return None
+        found: tuple[str, FileStat | OSError, bytes | OSError | None] | None = await read_head(
+            path, cwd, whole_limit=whole_limit, head_size=head_size, for_read=for_read
+        )
+        return found
+
+    async def scan_bytes(
+        self, path: str, offset: int, chunk_size: int, consume: Callable[[bytearray], Any]
+    ) -> bool:
+        """The wrapped ``scan_bytes`` when the policy restricts no read (see
+        :meth:`read_head`); ``False`` otherwise (the read tool uses ``read_bytes``)."""
+        scan_bytes = getattr(self.inner, "scan_bytes", None)
+        if not callable(scan_bytes) or not self.policy.reads_unrestricted():
+            return False
+        return bool(await scan_bytes(path, offset, chunk_size, consume))
 
     async def stat(self, path: str) -> FileStat:
         """The wrapped ``stat`` of the resolved path, if it may be read (pi's output files:

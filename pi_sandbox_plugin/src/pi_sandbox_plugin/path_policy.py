@@ -213,6 +213,16 @@ class PathPolicy:
             return None
         return found
 
+    def reads_unrestricted(self) -> bool:
+        """Whether every path may be read: a read root ``/``, no denied pattern, no hidden
+        file of pi's (then a read needs no check: the guard lets the local backend's one-hop
+        reads through, the before-hook resolves nothing)."""
+        return (
+            "/" in self.read_roots
+            and not self.deny_patterns
+            and not any(p.hidden for p in list(self.protected.values()))
+        )
+
     def is_output_file(self, realpath: str) -> bool:
         """Whether ``realpath`` is one of pi's full-output files (see the module docstring)."""
         return self.allow_output_files and _is_pi_output_file(realpath, self.temp_dir)
@@ -326,11 +336,16 @@ def declared_path_reason(
             raw = declared.default
         if not isinstance(raw, str):
             continue
+        verbs = [
+            verb
+            for verb, wanted in (("reading", declared.read), ("writing", declared.write))
+            if wanted and not (verb == "reading" and policy.reads_unrestricted())
+        ]
+        if not verbs:
+            continue
         named = resolve_to_cwd(raw, cwd)
         real = resolve(named)
-        for verb, wanted in (("reading", declared.read), ("writing", declared.write)):
-            if not wanted:
-                continue
+        for verb in verbs:
             check = policy.check_read if verb == "reading" else policy.check_write
             decision = check(real, named)
             if decision.allowed and identities is not None:

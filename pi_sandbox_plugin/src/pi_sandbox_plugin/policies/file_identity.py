@@ -470,14 +470,17 @@ class FileIdentities:
         """:class:`~pi_core.backends.LocalFileOperations`' ``check_opened``: raise
         :class:`~pi_sandbox_plugin.guarded_files.PathDenied` unless the file open on ``fd``
         (``st``: its ``fstat``), opened as ``path``, may be read (see the module)."""
-        if not self.needed(True):
+        if not self.policy.deny_patterns:  # pi's hidden files: by identity alone
+            decision = self.decision(path, st, "reading")
+            if not decision.allowed:
+                raise PathDenied(decision.reason, path)
             return
         try:
             opened = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             opened = None
         moved = opened != path
-        if self.policy.deny_patterns and st.st_nlink == 0:
+        if st.st_nlink == 0:
             raise PathDenied(
                 f"Reading '{path}' is denied by the sandbox path policy: the file it opened "
                 "has been deleted, so its name cannot be checked",
