@@ -19,9 +19,9 @@ import pytest
 from replay_support import call, project_session
 
 from pi_core._plugins.session import Session
-from pi_sandbox_plugin.backends import STATE_KEY
-from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
+from pi_sandbox_plugin.backends.wiring import STATE_KEY
 from pi_sandbox_plugin.policies.file_identity import FileIdentities
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations, PathDenied
 
 SECRET = "TOP-SECRET-42"
 

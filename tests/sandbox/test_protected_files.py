@@ -22,7 +22,7 @@ from pi_core import load_config
 from pi_core._plugins.manager import PiPluginManager
 from pi_core._plugins.session import Session, build_session
 from pi_core._wire.messages import AssistantMessage, TextContent, ToolCall
-from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations, PathDenied
 
 CONFIG_TEXT = "is denied: pi's own configuration is protected from the agent"
 AUDIT_TEXT = "is denied: pi's audit log is hidden from the agent"

@@ -1,4 +1,4 @@
 """The policies: the command policy (``command_policy``) over every simple command the bash
 parser finds (``bash_parser``), with the options each program's grammar knows (``grammars``); the
-path policy (``path_policy``) and the ``FileOperations`` wrapper that enforces it
-(``guarded_files``)."""
+path policy (``path_policy``), files judged by identity (``file_identity``) and the
+``FileOperations`` wrapper that enforces them (``guarded_files``)."""

@@ -2,7 +2,7 @@
 name leads to them: a hard link, a bind mount, ``/proc/self/fd/N``, ``/dev/fd/N``, a symlink
 swapped in while a tool was opening the file.
 
-The path policy (:mod:`pi_sandbox_plugin.path_policy`) judges names. A name is not the file: a
+The path policy (:mod:`pi_sandbox_plugin.policies.path_policy`) judges names. A name is not the file: a
 hard link gives ``.env``'s inode a second name that no ``deny_paths`` pattern matches, a bind
 mount shows it at a second place, and a component swapped for a symlink between the check and
 the ``open`` leads elsewhere. :class:`FileIdentities` closes these for the file systems of this
@@ -56,8 +56,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pi_core import ProtectedFile
-from pi_sandbox_plugin.guarded_files import PathDenied
-from pi_sandbox_plugin.path_policy import (
+from pi_sandbox_plugin.policies.guarded_files import PathDenied
+from pi_sandbox_plugin.policies.path_policy import (
     ALLOWED,
     PathDecision,
     PathPolicy,
@@ -468,7 +468,7 @@ class FileIdentities:
 
     def check_opened(self, path: str, fd: int, st: os.stat_result) -> None:
         """:class:`~pi_core.backends.LocalFileOperations`' ``check_opened``: raise
-        :class:`~pi_sandbox_plugin.guarded_files.PathDenied` unless the file open on ``fd``
+        :class:`~pi_sandbox_plugin.policies.guarded_files.PathDenied` unless the file open on ``fd``
         (``st``: its ``fstat``), opened as ``path``, may be read (see the module)."""
         if not self.policy.deny_patterns:  # pi's hidden files: by identity alone
             decision = self.decision(path, st, "reading")
@@ -496,7 +496,7 @@ class FileIdentities:
 
     def check_replaced(self, path: str, st: os.stat_result) -> None:
         """:class:`~pi_core.backends.LocalFileOperations`' ``check_replaced``: raise
-        :class:`~pi_sandbox_plugin.guarded_files.PathDenied` unless the existing file ``st`` at
+        :class:`~pi_sandbox_plugin.policies.guarded_files.PathDenied` unless the existing file ``st`` at
         ``path`` may be replaced."""
         if not self.needed(False):
             return
