@@ -101,9 +101,9 @@ def test_cli_reference_names_every_command_and_option() -> None:
 
 
 def test_configuration_reference_names_every_key() -> None:
-    from pi_builtin_tools.bash import _BACKEND_OPTION_KEYS, _OPTION_KEYS
+    from pi_builtin_tools.shell.bash import _BACKEND_OPTION_KEYS, _OPTION_KEYS
     from pi_core._config import CoreSettings
-    from pi_sandbox_plugin import config as sandbox
+    from pi_sandbox_plugin.settings import config as sandbox
 
     page = (DOCS / "reference" / "configuration.md").read_text()
     keys = [*CoreSettings.model_fields, *_OPTION_KEYS, *_BACKEND_OPTION_KEYS]
@@ -305,6 +305,40 @@ def test_sandbox_how_to_decisions(tmp_path: Path) -> None:
     )
     # the warning of the page: with the local backend, bash is limited by the command policy alone
     cat = pi("--config", deny, "call", "bash", '{"command": "cat .env"}', "--cwd", str(tmp_path))
+    assert (cat.returncode, cat.stdout) == (0, "K=1\n")
+
+
+def test_sandbox_how_to_identity_and_protected_files(tmp_path: Path) -> None:
+    """The hard-link example of the path policy section, and pi's own config file (here the
+    ``--config`` file) refused to the write tool with the text the page lists."""
+    deny = SNIPPETS / "sandbox" / "deny.toml"
+    (tmp_path / ".env").write_text("K=1\n")
+    (tmp_path / "innocent.txt").hardlink_to(tmp_path / ".env")
+    read = pi(
+        "--config", str(deny), "call", "read", '{"path": "innocent.txt"}', "--cwd", str(tmp_path)
+    )
+    assert (read.returncode, read.stdout) == (
+        1,
+        f"Reading '{tmp_path}/innocent.txt' (the same file as '{tmp_path}/.env') is denied by "
+        "the sandbox path policy (deny_paths pattern '.env')\n",
+    )
+    target = json.dumps({"path": str(deny.absolute()), "content": "[sandbox]\n"})
+    write = pi("--config", str(deny), "call", "write", target, "--cwd", str(tmp_path))
+    assert (write.returncode, write.stdout) == (
+        1,
+        f"Writing '{deny.absolute()}' is denied: pi's own configuration is protected from the "
+        "agent\n",
+    )
+    # the local backend cannot protect anything from bash
+    cat = pi(
+        "--config",
+        str(deny),
+        "call",
+        "bash",
+        '{"command": "cat innocent.txt"}',
+        "--cwd",
+        str(tmp_path),
+    )
     assert (cat.returncode, cat.stdout) == (0, "K=1\n")
 
 

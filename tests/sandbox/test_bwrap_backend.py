@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import trio
 
-from pi_builtin_tools.write import write_file
+from pi_builtin_tools.files.write import write_file
 from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._errors import CommandTimeout, ToolError
 from pi_core.testing.bash_contract import BashOperationsContract, Recorder, pids_in
 from pi_core.testing.file_contract import FileOperationsContract
-from pi_sandbox_plugin.bwrap_backend import BwrapBackend, SandboxUnavailable
+from pi_sandbox_plugin.backends.bwrap import BwrapBackend, SandboxUnavailable
 
 _probed: list[str] = []
 
@@ -310,7 +310,7 @@ def test_sandbox_arguments(tmp_path: Path) -> None:
         "--tmpfs", f"{ws}/d", "--remount-ro", f"{ws}/d",
         "--ro-bind", "/dev/null", f"{ws}/f",
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-        "--unshare-net", "--die-with-parent", "--new-session",
+        "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
     ]  # fmt: skip
     assert "--unshare-net" not in BwrapBackend(ws, network=True, rg="rg").sandbox_args()
 

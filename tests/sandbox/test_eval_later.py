@@ -3,7 +3,7 @@
 Two proofs over the generated corpus of :mod:`eval_later_support` (every construct by which
 bash evaluates text again, times every way to carry text into it, times the denied programs),
 under a deny policy, an allow-list policy and Codex rules, all through the function ``pi policy
-check`` calls (:func:`~pi_sandbox_plugin.policy_cli.judge_command`, the policies loaded once),
+check`` calls (:func:`~pi_sandbox_plugin.cli.policy_check.judge_command`, the policies loaded once),
 and the ``pi policy check`` command itself on a sample:
 
 (a) every attack is denied; every witness (the same line running ``touch marker``) with a
@@ -42,11 +42,11 @@ from eval_later_support import (
 )
 
 from pi_core._cli import run
-from pi_sandbox_plugin.bash_parser import parse_command_line
-from pi_sandbox_plugin.command_policy import CommandPolicy
-from pi_sandbox_plugin.config import load_sandbox_config
-from pi_sandbox_plugin.policy_cli import judge_command
-from pi_sandbox_plugin.policy_sources import load_policies
+from pi_sandbox_plugin.cli.policy_check import judge_command
+from pi_sandbox_plugin.interop.policy_sources import load_policies
+from pi_sandbox_plugin.policies.bash_parser import parse_command_line
+from pi_sandbox_plugin.policies.command_policy import CommandPolicy
+from pi_sandbox_plugin.settings.config import load_sandbox_config
 
 SHARED_CORPUS = Path("/work/shared/policy/corpus.jsonl")
 OWN_CORPUS = Path(__file__).parent / "policy_corpus.jsonl"

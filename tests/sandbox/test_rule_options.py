@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pi_core._cli import run
-from pi_sandbox_plugin.command_policy import CommandPolicy
+from pi_sandbox_plugin.policies.command_policy import CommandPolicy
 
 RULES = """\
 [sandbox.policy]
@@ -287,7 +287,7 @@ def test_how_to_options_snippet_checks_itself() -> None:
     """The snippet's ``[sandbox.policy.tests]`` lines are checked when it loads."""
     import tomllib
 
-    from pi_sandbox_plugin.config import load_sandbox_config
+    from pi_sandbox_plugin.settings.config import load_sandbox_config
 
     config = tomllib.loads((DOCS / "snippets" / "sandbox" / "options.toml").read_text())
     sandbox = load_sandbox_config(config)

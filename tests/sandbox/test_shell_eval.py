@@ -1,5 +1,5 @@
 """Text that bash evaluates again (issue 23 point 1), construct by construct: the commands and
-undecidable parts :func:`~pi_sandbox_plugin.bash_parser.parse_command_line` finds, exactly.
+undecidable parts :func:`~pi_sandbox_plugin.policies.bash_parser.parse_command_line` finds, exactly.
 The generated corpus (``test_eval_later.py``) covers every construct with every carrier; these
 are the exact answers, one construct class at a time."""
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from test_bash_parser import items
 
-from pi_sandbox_plugin.bash_parser import parse_command_line
+from pi_sandbox_plugin.policies.bash_parser import parse_command_line
 from pi_sandbox_plugin.policies.shell_eval import brace_expand, parse_param, zsh_hazard
 
 

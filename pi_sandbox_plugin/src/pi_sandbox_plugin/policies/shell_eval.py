@@ -2,7 +2,7 @@
 
 A single-quoted word is inert when bash reads a command line, but bash evaluates some text a
 second time, after the line has been parsed: ``x='a[$(rm y)]'; echo $((x))`` runs ``rm y``.
-While :mod:`pi_sandbox_plugin.bash_parser` walks a line and every command string nested in it,
+While :mod:`pi_sandbox_plugin.policies.bash_parser` walks a line and every command string nested in it,
 it records *facts* here (:class:`Facts`): each assignment of a variable (``=``, ``+=``,
 ``declare``, ``read``, ``for``, ``env NAME=...``, ``${x:=...}``, ...) and each *site* where bash
 evaluates text again. :func:`resolve` then computes the possible values of every variable over
@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pi_sandbox_plugin.grammars import WordLike
+from pi_sandbox_plugin.policies.grammars import WordLike
 
 LIMIT = 64
 """How many literal values a variable may have before it counts as not a literal."""
