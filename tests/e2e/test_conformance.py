@@ -1,7 +1,9 @@
 """Side by side with the reference Pi (``../shared/conformance``) and the bug-report cases
 (``../shared/cases``), through the real ``pi replay`` command.
 
-The reference is Pi 1.6.0 (``compare.py --ref ref16``) over ``cases/`` and ``cases16/``; Pi
+The reference is Pi 1.6.0 (``compare.py --ref ref16``) over ``cases/`` and ``cases16/``, and over
+this repository's own side-by-side cases (``cases16_pi/`` beside this file: one folder per rule,
+with Pi 1.6.0's own test files ported as cases in ``pi-tests/``); Pi
 0.73.1 (``--ref ref``) still judges the ``cases/`` whose behaviour 1.6.0 did not change
 (:data:`CHANGED_IN_16` lists the others, with the section of ``pi-1.6-delta.md`` that changed
 them). The comparers run once per session (each case is a real ``pi replay`` process and a real
@@ -24,6 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 CONFORMANCE = SHARED / "conformance"
+OWN16 = Path(__file__).resolve().parent / "cases16_pi"
 PI = Path(sys.executable).parent / "pi"
 OURS = f"{PI} replay {{file}} --cwd {{cwd}} --json"
 REF_PACKAGES = {
@@ -56,11 +59,12 @@ def _ids(folder: Path, pattern: str) -> list[str]:
         if not path.exists():
             return []
         return [json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()]
-    return sorted(p.stem for p in folder.glob(pattern))
+    return sorted(p.stem for p in folder.rglob(pattern))
 
 
 CONFORMANCE_IDS = _ids(CONFORMANCE / "cases", "*.json")
-CONFORMANCE16_IDS = CONFORMANCE_IDS + _ids(CONFORMANCE / "cases16", "*.json")
+OWN16_IDS = _ids(OWN16, "*.json")
+CONFORMANCE16_IDS = CONFORMANCE_IDS + _ids(CONFORMANCE / "cases16", "*.json") + OWN16_IDS
 UNCHANGED_IDS = [case_id for case_id in CONFORMANCE_IDS if case_id not in CHANGED_IN_16]
 CASE_IDS = _ids(SHARED / "cases", "cases.jsonl")
 
@@ -105,8 +109,8 @@ def _compare(ref: str, *folders: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def conformance16_failures() -> dict[str, str]:
-    """Failures against Pi 1.6.0, the reference, over ``cases/`` and ``cases16/``."""
-    return _compare("ref16", "cases", "cases16")
+    """Failures against Pi 1.6.0, the reference, over ``cases/``, ``cases16/`` and ours."""
+    return _compare("ref16", "cases", "cases16", str(OWN16))
 
 
 @pytest.fixture(scope="session")

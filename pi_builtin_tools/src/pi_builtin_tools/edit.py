@@ -474,33 +474,16 @@ async def _read_text(operations: FileOperations, absolute: str, path: str) -> _F
     return _decode_text(data, path)
 
 
-def _patch_text(file: _FileText, text: str) -> str:
-    """The text a unified patch is made of: with the BOM character when the file has one, so the
-    patch applies to the file as it is on disk."""
-    return file.bom + text
-
-
-def _details_of(display: LineDiff, patch: LineDiff, path: str) -> dict[str, Any]:
+def _details_of(diff: LineDiff, path: str) -> dict[str, Any]:
+    """``diff``, ``patch`` and ``firstChangedLine`` from the line diff of the LF views of the
+    file before and after (no BOM, no CR), as Pi 1.6 builds them."""
     from pi_builtin_tools.edit_diff import format_diff_string, format_unified_patch
 
-    shown = format_diff_string(display)
-    details: dict[str, Any] = {"diff": shown.diff, "patch": format_unified_patch(path, patch)}
+    shown = format_diff_string(diff)
+    details: dict[str, Any] = {"diff": shown.diff, "patch": format_unified_patch(path, diff)}
     if shown.first_changed_line is not None:
         details["firstChangedLine"] = shown.first_changed_line
     return details
-
-
-def _details(path: str, file: _FileText, base: str, new: str, new_text: str) -> dict[str, Any]:
-    """``diff`` (of the LF views), ``patch`` (of the texts as written, BOM included) and
-    ``firstChangedLine``; one line diff serves both when the texts are the same."""
-    from pi_builtin_tools.edit_diff import line_diff
-
-    display = line_diff(base, new)
-    if not file.bom and base is file.text and new == new_text:
-        patch = display
-    else:
-        patch = line_diff(_patch_text(file, file.text), _patch_text(file, new_text))
-    return _details_of(display, patch, path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -511,24 +494,27 @@ def _details(path: str, file: _FileText, base: str, new: str, new_text: str) -> 
 @dataclass(frozen=True)
 class _BytesEdit:
     """An edit done on the file's bytes: ``pieces`` (views of the file and new texts) make the
-    new file; ``details`` as :func:`_details` gives them."""
+    new file; ``details`` as :func:`_details_of` gives them."""
 
     pieces: list[bytes | memoryview]
     details: dict[str, Any]
 
 
 def _encoded_pairs(edits: Sequence[dict[str, str]]) -> list[tuple[bytes, bytes]] | None:
-    """``(oldText, newText)`` as UTF-8, ``oldText`` LF-normalised; ``None`` when a ``newText``
-    holds a ``\r`` or a text cannot be UTF-8 (the decoded path words those cases)."""
+    """``(oldText, newText)`` as UTF-8, both LF-normalised (in a file without CR every line
+    break is written as ``\n``); ``None`` when a text cannot be UTF-8 (the decoded path words
+    that case)."""
     from pi_builtin_tools.edit_diff import normalize_to_lf
 
     pairs: list[tuple[bytes, bytes]] = []
     for edit in edits:
-        new = edit["newText"]
-        if "\r" in new:
-            return None
         try:
-            pairs.append((normalize_to_lf(edit["oldText"]).encode(), new.encode()))
+            pairs.append(
+                (
+                    normalize_to_lf(edit["oldText"]).encode(),
+                    normalize_to_lf(edit["newText"]).encode(),
+                )
+            )
         except UnicodeEncodeError:
             return None
     return pairs
@@ -623,23 +609,6 @@ def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: st
             new_lines=new_lines,
             max_chars=limit,
         )
-        if not bom:
-            patch = display
-        else:
-            # the patch is of the file as it is on disk: its first line holds the BOM
-            head = "\ufeff" if prefix_end == bom else ""
-            patch = line_diff_of_region(
-                data,
-                0,
-                prefix_end if head == "" else 0,
-                head + old_mid,
-                head + new_mid,
-                suffix_start,
-                len(data),
-                old_lines=old_lines,
-                new_lines=new_lines,
-                max_chars=limit,
-            )
     except DiffTooLarge:
         raise ToolError(
             f"Could not edit file: {shown}. The lines around its edits repeat too far for the "
@@ -647,21 +616,16 @@ def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: st
             "it with bash (sed, a script) instead."
         ) from None
     pieces: list[bytes | memoryview] = [view[:first], changed, view[last_end:]]
-    return _BytesEdit(pieces, _details_of(display, patch, path))
+    return _BytesEdit(pieces, _details_of(display, path))
 
 
 def _not_found_in_large_file(path: str, index: int, total: int) -> ToolError:
-    from pi_builtin_tools.edit_diff import EditError
+    from pi_builtin_tools.edit_diff import EditError, not_found_header
 
-    header = (
-        f"Could not find the exact text in {show_path(path)}."
-        if total == 1
-        else f"Could not find edits[{index}] in {show_path(path)}."
-    )
     return EditError(
-        f"{header} The old text must match exactly including all whitespace and newlines; in "
-        f"a file over {format_size(MAX_EDIT_FILE_BYTES)} it is not looked up approximately and "
-        "no closest match is shown."
+        not_found_header(show_path(path), index, total)[:-1]
+        + f"; in a file over {format_size(MAX_EDIT_FILE_BYTES)} it is not looked up "
+        "approximately and no closest match is shown."
     )
 
 
@@ -676,7 +640,7 @@ def _apply(
     """The new file (as pieces to write) and the result's details: on the bytes when the file is
     UTF-8 without CR and every ``oldText`` matches exactly, else on the decoded text (files up to
     :data:`MAX_EDIT_FILE_BYTES`)."""
-    from pi_builtin_tools.edit_diff import apply_edits
+    from pi_builtin_tools.edit_diff import apply_edits, line_diff
 
     bom = _utf8_without_cr(data)
     if bom is not None:
@@ -696,7 +660,7 @@ def _apply(
     file = _decode_text(data, path)
     applied = apply_edits(file.text, edits, show_path(path))
     new_data = file.encode(applied.new_text, path)
-    details = _details(path, file, applied.base_content, applied.new_content, applied.new_text)
+    details = _details_of(line_diff(applied.base_content, applied.new_content), path)
     return [new_data], details
 
 
