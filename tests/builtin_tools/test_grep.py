@@ -55,7 +55,10 @@ def test_definition_is_pis() -> None:
     ]
     assert tool.parameters["properties"]["glob"] == {
         "type": "string",
-        "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'",
+        "description": (
+            "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', "
+            "e.g. '*.ts', it matches file names at any depth"
+        ),
     }
     assert tool.parameters["properties"]["context"] == {
         "type": "number",
@@ -136,6 +139,19 @@ async def test_conformance_grep_glob_directory(tmp_path: Path) -> None:
     )
     assert await grep_text(tmp_path, pattern="install", path="docs", glob="*.md") == (
         "guide.md:1: install steps"
+    )
+
+
+async def test_glob_is_relative_to_the_search_path_without_leading_dot_slash(
+    tmp_path: Path,
+) -> None:
+    # Pi 1.6 drops leading "./" (after a "!" too); ripgrep roots the glob at the search path
+    make(tmp_path, {"src/a.ts": "hit\n", "pkg/src/b.ts": "hit\n", "c.txt": "hit\n"})
+    assert await grep_text(tmp_path, pattern="hit", glob="./src/*.ts") == "src/a.ts:1: hit"
+    assert await grep_text(tmp_path, pattern="hit", glob="src/*.ts") == "src/a.ts:1: hit"
+    assert await grep_text(tmp_path, pattern="hit", glob="!././*.ts") == "c.txt:1: hit"
+    assert await grep_text(tmp_path, pattern="hit", path="pkg", glob="./src/*") == (
+        "src/b.ts:1: hit"
     )
 
 

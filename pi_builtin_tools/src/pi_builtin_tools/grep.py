@@ -130,7 +130,10 @@ GREP_PARAMETERS: dict[str, Any] = {
         },
         "glob": {
             "type": "string",
-            "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'",
+            "description": (
+                "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', "
+                "e.g. '*.ts', it matches file names at any depth"
+            ),
         },
         "ignoreCase": {
             "type": "boolean",
@@ -666,7 +669,9 @@ async def grep_files(
     if literal:
         args.append("--fixed-strings")
     if glob:
-        args.append(f"--glob={glob}")
+        # ripgrep never matches a leading "./" ("./src/*.ts" finds nothing): Pi 1.6 drops it,
+        # after a "!" too; the glob is rooted at the search directory, ripgrep's cwd
+        args.append("--glob=" + re.sub(r"^(!?)(?:\./)+", r"\1", glob))
     rg_cwd = search_path if is_directory else posixpath.dirname(search_path) or "/"
 
     windowed: list[_Match] | None = None
