@@ -4,11 +4,11 @@ empty ones and ones whose files are all ignored, unless ignored themselves, as f
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from pi_builtin_tools.find import create_find_tool_definition
 from pi_builtin_tools.find_dirs import parse_ignore_file
@@ -119,15 +119,14 @@ async def test_listed_directories_are_where_ripgrep_would_list_a_file(
     for rel in every:
         probe = tmp_path / "w" / rel / "pi-probe"
         probe.write_text("")
-        done = subprocess.run(
+        done = await trio.run_process(
             [rg, "--files", "--hidden", "--no-require-git", "--no-config"],
             cwd=tmp_path / "w",
-            capture_output=True,
-            text=True,
+            capture_stdout=True,
             check=False,
         )
         probe.unlink()
-        if f"{rel}/pi-probe" in done.stdout.split("\n"):
+        if f"{rel}/pi-probe" in done.stdout.decode().split("\n"):
             expected.add(rel)
     assert shown == expected
 

@@ -104,7 +104,9 @@ class _Walker:
         ]
         if unknown and self.real_base is None:
             self.real_base = (await self.operations.realpath(self.absolute(""))).rstrip("/")
-        kinds = dict(zip(unknown, await _each(unknown, self._is_real_directory, self.limiter)))
+        kinds = dict(
+            zip(unknown, await _each(unknown, self._is_real_directory, self.limiter), strict=True)
+        )
         return [
             [
                 (name, kinds.get(posixpath.join(rel, name) if rel else name, False))
