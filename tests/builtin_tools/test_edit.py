@@ -742,8 +742,8 @@ async def test_conformance_edit_crlf_and_bom(tmp_path: Path) -> None:
 async def test_conformance_edit_edits_invalid_json_string(tmp_path: Path) -> None:
     put(tmp_path, "s2.txt", b"x\n")
     assert await call_through_loop(tmp_path, {"path": "s2.txt", "edits": "not json"}) == (
-        'Validation failed for tool "edit":\n  - edits: must be array\n\nReceived arguments:\n'
-        '{\n  "path": "s2.txt",\n  "edits": "not json"\n}',
+        'Validation failed for tool "edit":\n  - edits.0: expected object, got string\n\n'
+        'Received arguments:\n{\n  "path": "s2.txt",\n  "edits": "not json"\n}',
         True,
     )
     assert (tmp_path / "s2.txt").read_bytes() == b"x\n"
@@ -1386,8 +1386,8 @@ def test_c14_kind_json_string_shapes(edits: Any, expected: Any) -> None:
 async def test_c14_kind_unparseable_text_is_a_validation_error(tmp_path: Path) -> None:
     put(tmp_path, "f.txt", b"a\n")
     assert await call_through_loop(tmp_path, {"path": "f.txt", "edits": "[{oldText: a}]"}) == (
-        'Validation failed for tool "edit":\n  - edits: must be array\n\nReceived arguments:\n'
-        '{\n  "path": "f.txt",\n  "edits": "[{oldText: a}]"\n}',
+        'Validation failed for tool "edit":\n  - edits.0: expected object, got string\n\n'
+        'Received arguments:\n{\n  "path": "f.txt",\n  "edits": "[{oldText: a}]"\n}',
         True,
     )
     assert (tmp_path / "f.txt").read_bytes() == b"a\n"
