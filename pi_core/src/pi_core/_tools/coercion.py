@@ -359,7 +359,9 @@ class Coercer:
         additional = additional if _is_schema(additional) else None
         if not patterns and additional is None and not properties:
             return value
-        required = set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
+        required = (
+            set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
+        )
         out: dict[str, Any] | None = None
 
         def current() -> dict[str, Any]:
@@ -489,7 +491,9 @@ class Coercer:
         return self._convert_members(node, scope, value)
 
     def _convert_members(self, node: dict[str, Any], scope: Any, value: Any) -> Any:
-        declares = any(k in node for k in ("properties", "patternProperties", "additionalProperties"))
+        declares = any(
+            k in node for k in ("properties", "patternProperties", "additionalProperties")
+        )
         return self._convert_object(node, scope, value) if declares else value
 
     def _convert_array(self, node: dict[str, Any], scope: Any, value: Any) -> Any:
