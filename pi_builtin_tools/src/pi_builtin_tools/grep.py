@@ -44,9 +44,11 @@ overlapping pieces, so neither process holds a long line (:func:`_windowed_match
 is the one ripgrep's search of the file gives, byte for byte; whenever that is not certain (a
 NUL byte, a byte order mark, output that could pass the backend's bound) the normal search runs.
 
-ripgrep's own error texts are passed on as ripgrep 13 (the reference's) words them, whatever
-version runs (:mod:`pi_builtin_tools.rg_errors`): ``regex parse error:\\n    (\\n    ^\\nerror:
-unclosed group``.
+ripgrep's own error text is passed on as it is (trimmed), as Pi does: a bad regex reads as the
+ripgrep that runs words it (``regex parse error:\\n    (\\n    ^\\nerror: unclosed group`` from
+ripgrep 13; ripgrep 14 prefixes ``rg: `` and echoes the pattern as ``(?:(``). Like Pi, pi runs
+the ``rg`` on ``PATH``, else the one of the ``ripgrep`` wheel
+(:func:`~pi_core.backends.find_rg`); a remote backend runs the one where the files are.
 """
 
 from __future__ import annotations
@@ -69,7 +71,6 @@ from pi_builtin_tools.fs_errors import (
     not_regular_file_error,
     show_path,
 )
-from pi_builtin_tools.rg_errors import clean_rg_error, stray_close_error
 from pi_builtin_tools.search_output import BoundedListing
 from pi_builtin_tools.tool_args import integer_arg
 from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
@@ -654,9 +655,6 @@ async def grep_files(
     if kind == "other":  # /dev/zero or a FIFO: ripgrep would read it forever
         raise not_regular_file_error("search", search_path)
     is_directory = kind == "directory"
-    stray = None if literal else stray_close_error(pattern)
-    if stray is not None:
-        raise ToolError(stray)
 
     args = ["--line-number", "--with-filename", "--null", "--no-heading", "--color=never"]
     args += ["--hidden", "--no-config", f"--max-columns={RG_MAX_COLUMNS}", "--max-columns-preview"]
@@ -713,7 +711,7 @@ async def grep_files(
         return _first_matches(output.stdout, search_limit + 1, in_path_order=in_path_order)
 
     if output.exit_code not in (0, 1) and not _reaches(all_matches(), search_limit + 1):
-        stderr = clean_rg_error(output.stderr.decode("utf-8", "replace"), pattern)
+        stderr = output.stderr.decode("utf-8", "replace").strip()
         raise ToolError(stderr or f"ripgrep exited with code {output.exit_code}")
     remaining = all_matches()
     first = next(remaining, None)
@@ -821,4 +819,4 @@ def create_grep_tool_definition(cwd: str, operations: FileOperations) -> ToolDef
     )
 
 
-__all__ = ["DEFAULT_GREP_LIMIT", "clean_rg_error", "create_grep_tool_definition", "grep_files"]
+__all__ = ["DEFAULT_GREP_LIMIT", "create_grep_tool_definition", "grep_files"]

@@ -3,8 +3,8 @@
 Implements :class:`pi_core._backend_kit.operations.FileOperations` on this machine's file system; the one
 implementation both ``pi_builtin_tools`` (the default backend) and ``pi_sandbox_plugin`` (the
 guarded local backend) use. Blocking calls run in trio worker threads so the event loop never
-stalls; they are not abandoned on cancellation (a write in flight finishes). ``rg`` comes from
-the ``ripgrep`` PyPI wheel (a dependency of the distributions that run it), else ``PATH``.
+stalls; they are not abandoned on cancellation (a write in flight finishes). ``rg`` is the one
+on ``PATH``, else the ``ripgrep`` PyPI wheel's (a dependency of the distributions that run it).
 
 Also the small helpers other backends share: :func:`find_rg`, :func:`file_kind` (``st_mode`` →
 :data:`~pi_core._backend_kit.operations.FileKind`) and :func:`kill_process_group` (trio ``deliver_cancel``).
@@ -36,10 +36,16 @@ from pi_core._backend_kit.process_stream import enlarge_pipe
 
 @functools.cache
 def find_rg() -> str:
-    """Path of the ``rg`` binary: the ripgrep wheel's (beside this Python), else ``PATH``'s.
+    """Path of the ``rg`` binary, found as Pi finds it: the user's ``rg`` on ``PATH``, else the
+    one pi ships (the ``ripgrep`` wheel's, beside this Python), as Pi falls back to the one it
+    downloads. So grep's error texts are those of the ripgrep the user has (grep passes them
+    on as they are). Looked up once per process.
 
     Raises ``FileNotFoundError`` when there is none.
     """
+    found = shutil.which("rg")
+    if found:
+        return found
     candidates = [
         os.path.join(sysconfig.get_path("scripts"), "rg"),
         os.path.join(os.path.dirname(sys.executable), "rg"),
@@ -47,9 +53,6 @@ def find_rg() -> str:
     for candidate in candidates:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
-    found = shutil.which("rg")
-    if found:
-        return found
     raise FileNotFoundError("ripgrep (rg) is not installed: pip install ripgrep")
 
 
