@@ -67,7 +67,9 @@ def assert_same(cases: list[tuple[str, Any, Any]]) -> None:
     for (name, schema, arguments), theirs in zip(cases, expected, strict=True):
         mine = json.loads(json.dumps(ours(name, schema, arguments)))
         if mine != theirs:
-            differences.append({"schema": schema, "arguments": arguments, "pi16": theirs, "pi": mine})
+            differences.append(
+                {"schema": schema, "arguments": arguments, "pi16": theirs, "pi": mine}
+            )
     assert differences == [], json.dumps(differences[:5], indent=1)
 
 
