@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_validation import EDIT as CLOSED_EDIT_TOOL
 
 from pi_core import AgentTool
 from pi_core._tools.validation import ToolArgumentsError, validate_tool_arguments
@@ -112,24 +113,9 @@ def test_every_leaf_schema_with_every_scalar() -> None:
     assert_same(cases)
 
 
-EDIT: dict[str, Any] = {
-    "type": "object",
-    "required": ["path", "edits"],
-    "properties": {
-        "path": {"type": "string"},
-        "edits": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["oldText", "newText"],
-                "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
-            },
-        },
-    },
-}
-CLOSED_EDIT: dict[str, Any] = json.loads(json.dumps(EDIT))
-CLOSED_EDIT["additionalProperties"] = False
-CLOSED_EDIT["properties"]["edits"]["items"]["additionalProperties"] = False
+CLOSED_EDIT: dict[str, Any] = json.loads(json.dumps(CLOSED_EDIT_TOOL.parameters))
+EDIT: dict[str, Any] = json.loads(json.dumps(CLOSED_EDIT))  # the open schema of Pi 1.6
+del EDIT["additionalProperties"], EDIT["properties"]["edits"]["items"]["additionalProperties"]
 SHAPES: list[tuple[Any, list[Any]]] = [
     *(
         (

@@ -303,6 +303,41 @@ def _pattern_matches(pattern: re.Pattern[str] | None, key: str) -> bool:
     return pattern is not None and pattern.search(key) is not None
 
 
+def _members(schema: dict[str, Any]) -> tuple[dict[str, Any], list[Any], Any]:
+    """``(properties, patterns, additional)`` of an object schema: the ``properties`` (``{}``
+    when absent), the compiled ``patternProperties``, the ``additionalProperties`` schema
+    (``None`` unless it is a schema object)."""
+    found = schema.get("properties")
+    properties: dict[str, Any] = found if _is_schema(found) else {}
+    additional = schema.get("additionalProperties")
+    return properties, _patterns(schema), additional if _is_schema(additional) else None
+
+
+class _CopyOnWrite:
+    """An object changed key by key: copied on the first change, ``value`` itself when nothing
+    changes (pi-schema's copy-on-write)."""
+
+    def __init__(self, value: dict[str, Any]) -> None:
+        self.value = value
+        self.copy: dict[str, Any] | None = None
+
+    @property
+    def current(self) -> dict[str, Any]:
+        return self.value if self.copy is None else self.copy
+
+    def put(self, key: str, new: Any) -> None:
+        if new is self.current[key]:
+            return
+        if self.copy is None:
+            self.copy = dict(self.value)
+        self.copy[key] = new
+
+    def delete(self, key: str) -> None:
+        if self.copy is None:
+            self.copy = dict(self.value)
+        del self.copy[key]
+
+
 class Coercer:
     """Pi 1.6's three coercion passes for one (normalised) schema; see the module docstring."""
 
@@ -352,29 +387,13 @@ class Coercer:
             )
         if not isinstance(value, dict):
             return value
-        found = schema.get("properties")
-        properties: dict[str, Any] = found if _is_schema(found) else {}
-        patterns = _patterns(schema)
-        additional = schema.get("additionalProperties")
-        additional = additional if _is_schema(additional) else None
+        properties, patterns, additional = _members(schema)
         if not patterns and additional is None and not properties:
             return value
         required = (
             set(schema.get("required") or ()) if isinstance(schema.get("required"), list) else set()
         )
-        out: dict[str, Any] | None = None
-
-        def current() -> dict[str, Any]:
-            return value if out is None else out
-
-        def put(key: str, new: Any) -> None:
-            nonlocal out
-            if new is current()[key]:
-                return
-            if out is None:
-                out = dict(value)
-            out[key] = new
-
+        out = _CopyOnWrite(value)
         for key, sub in properties.items():
             if key not in value:
                 continue
@@ -385,23 +404,21 @@ class Coercer:
                 and not is_ref
                 and not self._passes_node(sub, scope, None)
             ):
-                if out is None:
-                    out = dict(value)
-                del out[key]
+                out.delete(key)
                 continue
-            put(key, self._drop_optional_nulls(value[key], sub, scope))
+            out.put(key, self._drop_optional_nulls(value[key], sub, scope))
         if patterns or additional is not None:
             for key in list(value):
-                if out is not None and key not in out:
+                if key not in out.current:
                     continue
                 matched = key in properties
                 for pattern, sub in patterns:
                     if _pattern_matches(pattern, key):
                         matched = True
-                        put(key, self._drop_optional_nulls(current()[key], sub, scope))
+                        out.put(key, self._drop_optional_nulls(out.current[key], sub, scope))
                 if not matched and additional is not None:
-                    put(key, self._drop_optional_nulls(value[key], additional, scope))
-        return current()
+                    out.put(key, self._drop_optional_nulls(value[key], additional, scope))
+        return out.current
 
     # -- pass 2: TypeBox's conversions ----------------------------------------------------------
 
@@ -522,12 +539,8 @@ class Coercer:
     def _convert_object(self, node: dict[str, Any], scope: Any, value: Any) -> Any:
         if not isinstance(value, dict):
             return value
-        found = node.get("properties")
-        properties: dict[str, Any] = found if _is_schema(found) else {}
-        patterns = _patterns(node)
-        additional = node.get("additionalProperties")
-        additional = additional if _is_schema(additional) else None
-        out: dict[str, Any] | None = None
+        properties, patterns, additional = _members(node)
+        out = _CopyOnWrite(value)
         for key, original in value.items():
             new = original
             matched = key in properties
@@ -539,11 +552,8 @@ class Coercer:
                     new = self._convert(sub, scope, new)
             if not matched and additional is not None:
                 new = self._convert(additional, scope, new)
-            if new is not original:
-                if out is None:
-                    out = dict(value)
-                out[key] = new
-        return value if out is None else out
+            out.put(key, new)
+        return out.current
 
     # -- pass 3: primitive coercion by type ----------------------------------------------------
 
@@ -589,36 +599,20 @@ class Coercer:
         return value
 
     def _coerce_properties(self, value: dict[str, Any], schema: dict[str, Any], scope: Any) -> Any:
-        found = schema.get("properties")
-        properties: dict[str, Any] = found if _is_schema(found) else {}
-        patterns = _patterns(schema)
-        additional = schema.get("additionalProperties")
-        additional = additional if _is_schema(additional) else None
-        out: dict[str, Any] | None = None
-
-        def current() -> dict[str, Any]:
-            return value if out is None else out
-
-        def put(key: str, new: Any) -> None:
-            nonlocal out
-            if new is current()[key]:
-                return
-            if out is None:
-                out = dict(value)
-            out[key] = new
-
+        properties, patterns, additional = _members(schema)
+        out = _CopyOnWrite(value)
         for key, sub in properties.items():
             if key in value:
-                put(key, self._coerce_types(value[key], sub, scope))
+                out.put(key, self._coerce_types(value[key], sub, scope))
         for key in list(value):
             matched = key in properties
             for pattern, sub in patterns:
                 if _pattern_matches(pattern, key):
                     matched = True
-                    put(key, self._coerce_types(current()[key], sub, scope))
+                    out.put(key, self._coerce_types(out.current[key], sub, scope))
             if not matched and additional is not None:
-                put(key, self._coerce_types(value[key], additional, scope))
-        return current()
+                out.put(key, self._coerce_types(value[key], additional, scope))
+        return out.current
 
 
 __all__ = ["Coercer", "js_number"]
