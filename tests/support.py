@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,18 @@ def make(root: Path, *files: str | Iterable[str] | Mapping[str, str | bytes]) ->
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+def fill_up(directory: Path) -> None:
+    """Fill ``directory``'s file system to the last byte with a file ``filler`` (big writes,
+    then single bytes, each until the kernel says ``ENOSPC``)."""
+    with open(directory / "filler", "ab", buffering=0) as filler:
+        for size in (65536, 4096, 1):
+            try:
+                while True:
+                    filler.write(b"\0" * size)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
 
 
 # -- model providers --------------------------------------------------------------------------

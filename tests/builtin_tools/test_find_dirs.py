@@ -1,4 +1,4 @@
-"""The directories find lists that ``rg --files`` cannot show (``pi_builtin_tools.find_dirs``):
+"""The directories find lists that ``rg --files`` cannot show (``pi_builtin_tools.search.find_dirs``):
 empty ones and ones whose files are all ignored, unless ignored themselves, as fd lists them
 (Pi 1.6's find with ``*``; side by side in ``tests/e2e/cases16_pi/path-patterns``)."""
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.find import create_find_tool_definition
-from pi_builtin_tools.find_dirs import parse_ignore_file
+from pi_builtin_tools.search.find import create_find_tool_definition
+from pi_builtin_tools.search.find_dirs import parse_ignore_file
 from pi_core import FileOperations
 from pi_core.backends import LocalFileOperations
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.grep import create_grep_tool_definition
-from pi_builtin_tools.local_files import LocalFileOperations, find_rg
+from pi_builtin_tools.files.local import LocalFileOperations, find_rg
+from pi_builtin_tools.search.grep import create_grep_tool_definition
 from pi_core._errors import ToolError
 from pi_core._wire.messages import AgentToolResult
 from support import make, text

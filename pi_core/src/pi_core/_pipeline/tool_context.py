@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import trio
 
-    from pi_core._pipeline.pipeline import ToolCallOutcome
+    from pi_core._pipeline.outcome import ToolCallOutcome
     from pi_core._tools.definition import AgentTool, OnUpdate
     from pi_core._wire.events import AgentEvent
 
