@@ -337,6 +337,28 @@ class _CopyOnWrite:
             self.copy = dict(self.value)
         del self.copy[key]
 
+    def put_unlisted(
+        self,
+        properties: dict[str, Any],
+        patterns: list[Any],
+        additional: Any,
+        convert: Callable[[Any, Any], Any],
+    ) -> None:
+        """``convert(value, schema)`` on every remaining key by the schemas of the
+        ``patternProperties`` it matches (each in turn), else by ``additionalProperties``."""
+        if not patterns and additional is None:
+            return
+        for key in list(self.value):
+            if key not in self.current:
+                continue
+            matched = key in properties
+            for pattern, sub in patterns:
+                if _pattern_matches(pattern, key):
+                    matched = True
+                    self.put(key, convert(self.current[key], sub))
+            if not matched and additional is not None:
+                self.put(key, convert(self.value[key], additional))
+
 
 class Coercer:
     """Pi 1.6's three coercion passes for one (normalised) schema; see the module docstring."""
@@ -407,17 +429,12 @@ class Coercer:
                 out.delete(key)
                 continue
             out.put(key, self._drop_optional_nulls(value[key], sub, scope))
-        if patterns or additional is not None:
-            for key in list(value):
-                if key not in out.current:
-                    continue
-                matched = key in properties
-                for pattern, sub in patterns:
-                    if _pattern_matches(pattern, key):
-                        matched = True
-                        out.put(key, self._drop_optional_nulls(out.current[key], sub, scope))
-                if not matched and additional is not None:
-                    out.put(key, self._drop_optional_nulls(value[key], additional, scope))
+        out.put_unlisted(
+            properties,
+            patterns,
+            additional,
+            lambda item, sub: self._drop_optional_nulls(item, sub, scope),
+        )
         return out.current
 
     # -- pass 2: TypeBox's conversions ----------------------------------------------------------
@@ -604,14 +621,9 @@ class Coercer:
         for key, sub in properties.items():
             if key in value:
                 out.put(key, self._coerce_types(value[key], sub, scope))
-        for key in list(value):
-            matched = key in properties
-            for pattern, sub in patterns:
-                if _pattern_matches(pattern, key):
-                    matched = True
-                    out.put(key, self._coerce_types(out.current[key], sub, scope))
-            if not matched and additional is not None:
-                out.put(key, self._coerce_types(value[key], additional, scope))
+        out.put_unlisted(
+            properties, patterns, additional, lambda item, sub: self._coerce_types(item, sub, scope)
+        )
         return out.current
 
 
