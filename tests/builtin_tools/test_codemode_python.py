@@ -611,8 +611,8 @@ its start, in the script's order; then each end and the update that records it."
 async def test_calls_made_before_the_script_waits_start_in_its_order(engine: str) -> None:
     """Both engines give Pi's order, every time (trio may run new tasks in any order; the
     calls are registered in the script's order and run once the script waits)."""
-    from pi_builtin_tools.codemode import create_codemode_tool_definition
-    from pi_core._pipeline.config import LoopConfig
+    from pi_builtin_tools.codemode.javascript import create_codemode_tool_definition
+    from pi_core._loop.config import LoopConfig
 
     if engine == "codemode":
         definition = create_codemode_tool_definition()
