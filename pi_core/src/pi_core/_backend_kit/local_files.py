@@ -3,8 +3,8 @@
 Implements :class:`pi_core._backend_kit.operations.FileOperations` on this machine's file system; the one
 implementation both ``pi_builtin_tools`` (the default backend) and ``pi_sandbox_plugin`` (the
 guarded local backend) use. Blocking calls run in trio worker threads so the event loop never
-stalls; they are not abandoned on cancellation (a write in flight finishes). ``rg`` comes from
-the ``ripgrep`` PyPI wheel (a dependency of the distributions that run it), else ``PATH``.
+stalls; they are not abandoned on cancellation (a write in flight finishes). ``rg`` is the one
+on ``PATH``, else the ``ripgrep`` PyPI wheel's (a dependency of the distributions that run it).
 
 Also the small helpers other backends share: :func:`find_rg`, :func:`file_kind` (``st_mode`` →
 :data:`~pi_core._backend_kit.operations.FileKind`) and :func:`kill_process_group` (trio ``deliver_cancel``).
@@ -37,10 +37,16 @@ from pi_core._backend_kit.tree import LocalWorkspaceTree
 
 @functools.cache
 def find_rg() -> str:
-    """Path of the ``rg`` binary: the ripgrep wheel's (beside this Python), else ``PATH``'s.
+    """Path of the ``rg`` binary, found as Pi finds it: the user's ``rg`` on ``PATH``, else the
+    one pi ships (the ``ripgrep`` wheel's, beside this Python), as Pi falls back to the one it
+    downloads. So grep's error texts are those of the ripgrep the user has (grep passes them
+    on as they are). Looked up once per process.
 
     Raises ``FileNotFoundError`` when there is none.
     """
+    found = shutil.which("rg")
+    if found:
+        return found
     candidates = [
         os.path.join(sysconfig.get_path("scripts"), "rg"),
         os.path.join(os.path.dirname(sys.executable), "rg"),
@@ -48,9 +54,6 @@ def find_rg() -> str:
     for candidate in candidates:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
-    found = shutil.which("rg")
-    if found:
-        return found
     raise FileNotFoundError("ripgrep (rg) is not installed: pip install ripgrep")
 
 
@@ -118,6 +121,27 @@ def _file_stat(st: os.stat_result) -> FileStat:
 
 def _stat(path: str) -> FileStat:
     return _file_stat(os.stat(path))
+
+
+def _entry_kind(entry: os.DirEntry[str]) -> FileKind:
+    """The kind of a directory entry itself (a symbolic link is ``"symlink"``, not followed)."""
+    if entry.is_symlink():
+        return "symlink"
+    if entry.is_dir(follow_symlinks=False):
+        return "directory"
+    return "file" if entry.is_file(follow_symlinks=False) else "other"
+
+
+def _list_dirs(paths: Sequence[str]) -> list[list[tuple[str, FileKind]] | None]:
+    """:meth:`LocalFileOperations.list_dirs` in one worker-thread call."""
+    out: list[list[tuple[str, FileKind]] | None] = []
+    for path in paths:
+        try:
+            with os.scandir(path) as entries:
+                out.append([(entry.name, _entry_kind(entry)) for entry in entries])
+        except OSError:
+            out.append(None)
+    return out
 
 
 def _open_regular(path: str, check: OpenedCheck | None = None) -> int:
@@ -520,6 +544,14 @@ class LocalFileOperations:
     async def list_dir(self, path: str) -> list[str]:
         """Entry names of the directory (no ``.``/``..``), unsorted."""
         return await trio.to_thread.run_sync(os.listdir, path)
+
+    async def list_dirs(self, paths: Sequence[str]) -> list[list[tuple[str, FileKind]] | None]:
+        """For each directory of ``paths``, its entries as ``(name, kind)``, ``kind`` that of
+        the entry itself (a symbolic link is ``"symlink"``, not followed), or ``None`` when it
+        cannot be listed; all in **one** worker-thread call (the find tool's walk; optional: a
+        backend without it gets the same from :meth:`list_dir`, :meth:`stat` and
+        :meth:`realpath`)."""
+        return await trio.to_thread.run_sync(_list_dirs, list(paths))
 
     async def mkdir(self, path: str) -> None:
         """``mkdir -p``: ``FileExistsError`` when ``path`` exists and is not a directory."""
