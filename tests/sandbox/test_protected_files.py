@@ -265,3 +265,35 @@ async def test_a_container_mounts_pis_files_read_only_and_hides_the_audit_log(
         )
         expected += "bash: line 1: audit.jsonl: Read-only file system\ndone\n"  # cat: empty
         await assert_commands_cannot_touch(session, ws, expected)
+
+
+async def test_the_checkpoint_directory_is_hidden(tmp_path: Path) -> None:
+    """The checkpoints keep earlier versions of the workspace's files (denied ones too): a
+    session that records them (``pi call``) neither reads nor writes their directory."""
+    ws = make_workspace(tmp_path)
+    state = tmp_path / "state"
+    with (ws / "pi.toml").open("a") as config:
+        config.write(f'[checkpoints]\ndir = "{state}"\n')
+    pm = PiPluginManager()
+    pm.register(builtin_plugin, name="builtin_tools")
+    pm.register(sandbox_plugin, name="sandbox")
+    session = build_session(pm, ws, load_config(ws / "pi.toml").data, host="call")
+    assert session.session_context.protected_files[str(state)].hidden
+    async with session:
+        assert await call(session, "write", path="a.txt", content="mine\n") == (
+            "Successfully wrote to a.txt",
+            False,
+        )
+        stored = sorted(p for p in state.rglob("*") if p.is_file())
+        assert stored
+        for path in (state, stored[0]):
+            assert await call(session, "read", path=str(path)) == (
+                f"Reading '{path}' is denied: pi's checkpoint store is hidden from the agent",
+                True,
+            )
+        target = stored[0].parent / "x"
+        assert await call(session, "write", path=str(target), content="x") == (
+            f"Writing '{target}' is denied: pi's checkpoint store is hidden from the agent",
+            True,
+        )
+    assert not target.exists()

@@ -25,12 +25,13 @@ from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._backend_kit.tree import checkpoint_tree_of
 from pi_core._checkpoints.api import Checkpoints
 from pi_core._checkpoints.recorder import SessionCheckpoints
+from pi_core._checkpoints.store import checkpoint_dir
 from pi_core._config import CHECKPOINTS_TABLE, checkpoint_settings, config_file
 from pi_core._errors import ConfigError
 from pi_core._loop.config import LoopConfig
 from pi_core._plugins.contexts import BackendContext, RegisterToolsContext
 from pi_core._plugins.facade import PluginHooks
-from pi_core._session.context import CONFIGURATION, SessionContext
+from pi_core._session.context import CHECKPOINTS, CONFIGURATION, SessionContext
 from pi_core._tools.definition import AgentTool
 from pi_core._tools.exposure import ToolSet, exposures_from_config
 
@@ -292,6 +293,7 @@ def _checkpoints(
                 "checkpoints; set enabled = false"
             )
         return None
+    context.protect(checkpoint_dir(settings), CHECKPOINTS, hidden=True)
     recorder = SessionCheckpoints(
         cwd=context.cwd,
         session_id=context.session_id,

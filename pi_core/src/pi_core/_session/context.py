@@ -30,6 +30,10 @@ of every call of every session that writes it)."""
 SESSION_FILE = "pi's session file"
 """What :class:`ProtectedFile` says of the session file ``pi run --session`` writes."""
 
+CHECKPOINTS = "pi's checkpoint store"
+"""What :class:`ProtectedFile` says of the checkpoint directory (hidden: it keeps earlier
+versions of the workspace's files, denied ones' included)."""
+
 SESSION_END_REASONS = ("completed", "error", "aborted", "interrupted")
 """What ``SessionContext.reason`` says when ``pi_session_end`` fires."""
 
@@ -158,6 +162,7 @@ class SessionContext:
 
 __all__ = [
     "AUDIT_LOG",
+    "CHECKPOINTS",
     "CONFIGURATION",
     "SESSION_END_REASONS",
     "SESSION_FILE",
