@@ -48,6 +48,7 @@ DOOR_NAMES = {
     "PluginCommand",
     "PluginError",
     "PluginHooks",
+    "ProtectedFile",
     "ProviderError",
     "RegisterToolsContext",
     "Session",

@@ -271,7 +271,12 @@ def test_sandbox_config_snippets_are_valid(path: Path) -> None:
     config = load_config(path)
     sandbox = load_sandbox_config(config.data, path)  # runs [sandbox.policy.tests] too
     assert sandbox is not None
-    backends = {"deny": "local", "allow": "local", "container-exec": "container"}
+    backends = {
+        "deny": "local",
+        "allow": "local",
+        "options": "local",
+        "container-exec": "container",
+    }
     assert sandbox.backend == backends.get(path.stem, path.stem)
 
 
@@ -304,6 +309,40 @@ def test_sandbox_how_to_decisions(tmp_path: Path) -> None:
     )
     # the warning of the page: with the local backend, bash is limited by the command policy alone
     cat = pi("--config", deny, "call", "bash", '{"command": "cat .env"}', "--cwd", str(tmp_path))
+    assert (cat.returncode, cat.stdout) == (0, "K=1\n")
+
+
+def test_sandbox_how_to_identity_and_protected_files(tmp_path: Path) -> None:
+    """The hard-link example of the path policy section, and pi's own config file (here the
+    ``--config`` file) refused to the write tool with the text the page lists."""
+    deny = SNIPPETS / "sandbox" / "deny.toml"
+    (tmp_path / ".env").write_text("K=1\n")
+    (tmp_path / "innocent.txt").hardlink_to(tmp_path / ".env")
+    read = pi(
+        "--config", str(deny), "call", "read", '{"path": "innocent.txt"}', "--cwd", str(tmp_path)
+    )
+    assert (read.returncode, read.stdout) == (
+        1,
+        f"Reading '{tmp_path}/innocent.txt' (the same file as '{tmp_path}/.env') is denied by "
+        "the sandbox path policy (deny_paths pattern '.env')\n",
+    )
+    target = json.dumps({"path": str(deny.absolute()), "content": "[sandbox]\n"})
+    write = pi("--config", str(deny), "call", "write", target, "--cwd", str(tmp_path))
+    assert (write.returncode, write.stdout) == (
+        1,
+        f"Writing '{deny.absolute()}' is denied: pi's own configuration is protected from the "
+        "agent\n",
+    )
+    # the local backend cannot protect anything from bash
+    cat = pi(
+        "--config",
+        str(deny),
+        "call",
+        "bash",
+        '{"command": "cat innocent.txt"}',
+        "--cwd",
+        str(tmp_path),
+    )
     assert (cat.returncode, cat.stdout) == (0, "K=1\n")
 
 

@@ -78,7 +78,7 @@ from pi_core._plugins.markers import hookimpl, hookspec
 from pi_core._plugins.session import CallCheck, Session, build_session
 from pi_core._session.approval import ApprovalOutcome, ApprovalRequest
 from pi_core._session.audit import AuditLog
-from pi_core._session.context import SessionContext
+from pi_core._session.context import ProtectedFile, SessionContext
 from pi_core._tools.definition import (
     AgentTool,
     ConstrainedSampling,
@@ -148,6 +148,7 @@ __all__ = [
     "PluginCommand",
     "PluginError",
     "PluginHooks",
+    "ProtectedFile",
     "ProviderError",
     "RegisterToolsContext",
     "RewindContext",

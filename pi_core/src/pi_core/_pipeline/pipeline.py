@@ -114,7 +114,12 @@ class _NoNestedCalls:
         return []
 
     async def execute(
-        self, caller: ToolCallContext, name: str, args: Any, on_update: OnUpdate | None
+        self,
+        caller: ToolCallContext,
+        name: str,
+        args: Any,
+        on_update: OnUpdate | None,
+        run_after: trio.Event | None = None,
     ) -> ToolCallOutcome:
         tool_call = ToolCall(id=f"{caller.tool_call_id}/0", name=name, arguments={})
         return error_outcome(tool_call, NOT_AVAILABLE_TEXT)

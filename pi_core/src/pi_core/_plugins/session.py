@@ -25,6 +25,7 @@ from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._backend_kit.tree import checkpoint_tree_of
 from pi_core._checkpoints.api import Checkpoints
 from pi_core._checkpoints.recorder import SessionCheckpoints
+from pi_core._checkpoints.store import checkpoint_dir
 from pi_core._config import CHECKPOINTS_TABLE, checkpoint_settings, config_file
 from pi_core._errors import ConfigError
 from pi_core._loop.config import LoopConfig
@@ -32,7 +33,7 @@ from pi_core._plugins.contexts import BackendContext, RegisterToolsContext
 from pi_core._plugins.facade import PluginHooks
 from pi_core._session.approval import ApprovalRequest
 from pi_core._session.audit import AuditLog
-from pi_core._session.context import SessionContext
+from pi_core._session.context import CHECKPOINTS, CONFIGURATION, SessionContext
 from pi_core._tools.definition import AgentTool
 from pi_core._tools.exposure import ToolSet, exposures_from_config
 
@@ -305,10 +306,17 @@ def build_session(
     asked. A file backend that cannot show the workspace to checkpoints (no
     ``checkpoint_tree``) means none, or a :class:`~pi_core.ConfigError` when the config asks for
     them explicitly (``enabled = true``).
+
+    The config file ``config`` was loaded from (:func:`~pi_core.config_file`, when known) and
+    the audit log are the first of the session's
+    :attr:`~pi_core._session.context.SessionContext.protected_files`.
     """
     abs_cwd = os.path.abspath(os.fspath(cwd))
     config = {} if config is None else config
     context = SessionContext(cwd=abs_cwd, config=config, host=host)
+    config_path = getattr(config, "path", None)
+    if config_path is not None:
+        context.protect(config_path, CONFIGURATION)
     if approval is not None:
         context.set_approver(approval)
     if audit is not None:
@@ -370,6 +378,7 @@ def _checkpoints(
                 "checkpoints; set enabled = false"
             )
         return None
+    context.protect(checkpoint_dir(settings), CHECKPOINTS, hidden=True)
     recorder = SessionCheckpoints(
         cwd=context.cwd,
         session_id=context.session_id,

@@ -184,6 +184,10 @@ class AgentTool:
     constrained_sampling: ConstrainedSampling = False
     """How providers constrain the sampling of this tool's arguments
     (:data:`ConstrainedSampling`); ``False``: not at all."""
+    coerce_arguments: bool = True
+    """Whether the arguments are coerced as Pi 1.6 coerces them before they are checked
+    (numeric strings to numbers, an optional ``null`` dropped, ...; see
+    :mod:`pi_core._tools.validation`); ``False``: checked against ``parameters`` as they are."""
     exposure: ToolExposure = "direct"
     """Where the tool is exposed (:data:`ToolExposure`): ``direct``
     (declared and callable while active), ``model-only`` (declared while active, never
@@ -252,6 +256,10 @@ class ToolDefinition:
     * ``constrained_sampling``: :data:`ConstrainedSampling`, part of the declaration sent to
       the model (Pi's ``constrainedSampling``): ``{"type": "json_schema", "strict": "prefer"}``
       asks a provider with strict tools to sample the arguments under the schema.
+    * ``coerce_arguments``: ``True`` (the default) coerces the model's arguments as Pi 1.6 does
+      before they are checked (``"5"`` → 5 for a number, an optional ``null`` dropped, ``123``
+      → ``"123"`` for a string); ``False`` checks them as they are, for a tool that wants to
+      tell ``"5"`` from 5.
     * ``exposure``, ``default_active``, ``namespace``, ``prepare_loadout``: where the tool is
       exposed and how the session's :class:`~pi_core.ToolSet` treats it (see the fields of
       :class:`AgentTool` and ``docs/explanation/exposure.md``).
@@ -278,6 +286,7 @@ class ToolDefinition:
     replay: ReplayPolicy | None = None
     mutates: Mutates | None = None
     constrained_sampling: ConstrainedSampling = False
+    coerce_arguments: bool = True
     exposure: ToolExposure = "direct"
     default_active: bool = True
     namespace: ToolNamespace | None = None
@@ -368,6 +377,7 @@ def wrap_tool_definition(definition: ToolDefinition, context: Any = None) -> Age
         replay=definition.replay,
         mutates=definition.mutates,
         constrained_sampling=definition.constrained_sampling,
+        coerce_arguments=definition.coerce_arguments,
         exposure=definition.exposure,
         default_active=definition.default_active,
         namespace=definition.namespace,
@@ -503,6 +513,7 @@ def tool(
     output_schema: dict[str, Any] | None = None,
     replay: ReplayPolicy | None = None,
     constrained_sampling: ConstrainedSampling = False,
+    coerce_arguments: bool = True,
     exposure: ToolExposure = "direct",
     default_active: bool = True,
     namespace: ToolNamespace | None = None,
@@ -518,9 +529,10 @@ def tool(
     thread, which runs on to its end with its result discarded (Python cannot stop a thread:
     check a deadline in long loops). Usable bare (``@tool``) or with options (``@tool(name="x")``); the
     options ``render_call``, ``render_result``, ``verify``, ``path_arguments`` and
-    ``command_argument``, ``output_schema``, ``replay``, ``constrained_sampling``, ``exposure``,
-    ``default_active``, ``namespace`` and ``mutates`` are the :class:`ToolDefinition`
-    declarations of the same names.
+    ``command_argument``, ``output_schema``, ``replay``, ``constrained_sampling``,
+    ``coerce_arguments``, ``exposure``, ``default_active``, ``namespace`` and ``mutates`` are the
+    :class:`ToolDefinition` declarations of the same names (``coerce_arguments=False``: the
+    model's arguments are checked against the signature's schema as they are, not coerced).
 
     Structured results: when the return annotation is a pydantic model or a ``TypedDict``, the
     tool declares its JSON Schema as ``output_schema`` (unless given explicitly) and each
@@ -585,6 +597,7 @@ def tool(
             replay=replay,
             mutates=mutates,
             constrained_sampling=constrained_sampling,
+            coerce_arguments=coerce_arguments,
             exposure=exposure,
             default_active=default_active,
             namespace=namespace,
