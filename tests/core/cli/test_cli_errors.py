@@ -28,7 +28,10 @@ from cli_helpers import PI, start_waiting
             ["frobnicate"],
             "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'config')",
         ),
-        ([], "a command is required: plugins, tools, call, replay, run, checkpoints, rewind or config"),
+        (
+            [],
+            "a command is required: plugins, tools, call, replay, run, checkpoints, rewind or config",
+        ),
         (["replay", "missing.jsonl"], "cannot read missing.jsonl: No such file or directory"),
         (["replay"], "the following arguments are required: FILE"),
         (["replay", "--json"], "the following arguments are required: FILE"),
