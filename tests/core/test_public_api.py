@@ -57,6 +57,7 @@ DOOR_NAMES = {
     "ToolCallOutcome",
     "ToolError",
     "build_session",
+    "CallCheck",
     "config_file",
     "current_tool_context",
     "find_config",

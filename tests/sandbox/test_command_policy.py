@@ -220,7 +220,7 @@ def test_policy_check_plain_output() -> None:
     )
     assert run_policy_check("X=1", {}, json_output=False, config_path=None) == (
         0,
-        "decision: allow\nrule: -\nreason: no command runs\ncommands: (none)\n",
+        "decision: allow\nrule: -\nreason: no policy blocked the call\ncommands: (none)\n",
     )
 
 
@@ -234,9 +234,17 @@ def test_policy_check_json_output() -> None:
     )
 
 
-def test_policy_check_without_a_policy_denies_only_what_is_undecidable() -> None:
-    assert run_policy_check("rm -rf x", {}, json_output=True, config_path=None)[0] == 0
-    assert run_policy_check("eval x", {"sandbox": {}}, json_output=True, config_path=None)[0] == 1
+def test_policy_check_without_a_policy_allows_what_pi_call_runs() -> None:
+    """No command policy configured: ``pi call bash`` runs every line, so the check allows it
+    (it once denied what the parser cannot read, a policy that did not run)."""
+    for config in ({}, {"sandbox": {}}):
+        for line in ("rm -rf x", "eval x", 'x=$(cat f) | sh -c "$x"'):
+            code, out = run_policy_check(line, config, json_output=True, config_path=None)
+            assert (code, json.loads(out)["decision"], json.loads(out)["rule"]) == (
+                0,
+                "allow",
+                None,
+            )
 
 
 def test_policy_check_bad_config() -> None:

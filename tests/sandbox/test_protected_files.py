@@ -297,3 +297,25 @@ async def test_the_checkpoint_directory_is_hidden(tmp_path: Path) -> None:
             True,
         )
     assert not target.exists()
+
+
+def test_pi_config_lists_the_files_pi_loaded(ws: Path, tmp_path: Path) -> None:
+    """``pi config`` (issue 23 point 7) shows every file in effect for the session of
+    ``--cwd``, started from elsewhere, with what it is."""
+    proc = subprocess.run(
+        [str(PI), "config", "--cwd", str(ws), "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    data = json.loads(proc.stdout)
+    assert (data["cwd"], data["config"]) == (str(ws), f"{ws}/pi.toml")
+    assert sorted((f["path"], f["what"], f["hidden"]) for f in data["files"]) == [
+        (f"{ws}/.claude/hooks/check.sh", "a Claude Code hook script pi runs", False),
+        (f"{ws}/.claude/settings.json", "a Claude Code settings file pi loaded", False),
+        (f"{ws}/audit.jsonl", "pi's audit log", True),
+        (f"{ws}/pi.toml", "pi's own configuration", False),
+        (f"{ws}/rules/default.rules", "a Codex rules file pi loaded", False),
+    ]

@@ -75,7 +75,7 @@ from pi_core._plugins.contexts import (
 from pi_core._plugins.facade import PluginHooks
 from pi_core._plugins.manager import PiPluginManager, make_plugin_manager
 from pi_core._plugins.markers import hookimpl, hookspec
-from pi_core._plugins.session import Session, build_session
+from pi_core._plugins.session import CallCheck, Session, build_session
 from pi_core._session.approval import ApprovalOutcome, ApprovalRequest
 from pi_core._session.audit import AuditLog
 from pi_core._session.context import ProtectedFile, SessionContext
@@ -125,6 +125,7 @@ __all__ = [
     "BashSpawnContext",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "CallCheck",
     "Checkpoint",
     "CheckpointError",
     "CheckpointSession",

@@ -1,9 +1,10 @@
 """The ``pi.toml`` configuration file (``docs/reference/configuration.md``).
 
-Without ``--config``, pi looks for ``pi.toml`` in the working directory and then in each parent
-directory; the first one found is used, and no file at all means the defaults. The file is TOML
-(read with :mod:`tomllib`). The core owns the ``[pi]`` and ``[checkpoints]`` tables; every other top-level
-table belongs to a plugin and is kept as is in :attr:`PiConfig.data` (the ``config`` dict hooks get)::
+Without ``--config``, pi looks for ``pi.toml`` in the session's working directory (``--cwd``, else
+the directory pi started in) and then in each parent directory; the first one found is used,
+and no file at all means the defaults. The file is TOML (read with :mod:`tomllib`). The core
+owns the ``[pi]`` and ``[checkpoints]`` tables; every other top-level table belongs to a plugin
+and is kept as is in :attr:`PiConfig.data` (the ``config`` dict hooks get)::
 
     [pi]
     tool_execution = "sequential"   # "parallel" (default) or "sequential"

@@ -11,10 +11,13 @@ from pi_core._plugins.contexts import CommandInvocation, PluginCommand
 
 def _configure(parser: Any) -> None:
     parser.add_argument("who", metavar="NAME")
+    parser.add_argument("--cwd", metavar="DIR")
 
 
 def _run(invocation: CommandInvocation) -> int:
     print(f"hello {invocation.args.who}", file=invocation.stdout)
+    if invocation.args.cwd is not None:
+        print(f"config: {invocation.config_path}", file=invocation.stdout)
     return 0
 
 

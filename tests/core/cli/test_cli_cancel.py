@@ -4,6 +4,7 @@ SIGINT with ``Operation aborted`` (the thread is abandoned), and ``pi`` exits 13
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -44,6 +45,13 @@ def test_first_ctrl_c_ends_a_blocked_sync_tool_with_operation_aborted(plugin_env
     )
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_ctrl_c_during_the_diff_of_a_large_rewrite_aborts_and_writes_nothing(
     tmp_path: Path,
 ) -> None:
@@ -65,7 +73,13 @@ def test_ctrl_c_during_the_diff_of_a_large_rewrite_aborts_and_writes_nothing(
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2.5)  # start-up, then well into the diff (tens of seconds of search)
+    # start-up (well under a second of CPU), then well into the diff (tens of seconds of
+    # search): wait on the process's own CPU time, not the clock, so a loaded machine that
+    # slows start-up does not send the signal before the call began
+    deadline = time.monotonic() + 60
+    while _cpu_seconds(proc.pid) < 2.0 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
     assert proc.poll() is None, proc.communicate()
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)

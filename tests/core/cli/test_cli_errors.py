@@ -26,9 +26,12 @@ from cli_helpers import PI, start_waiting
         (["call", "echo", "{}", "--bogus"], "unrecognized arguments: --bogus"),
         (
             ["frobnicate"],
-            "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind')",
+            "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'config')",
         ),
-        ([], "a command is required: plugins, tools, call, replay, run, checkpoints or rewind"),
+        (
+            [],
+            "a command is required: plugins, tools, call, replay, run, checkpoints, rewind or config",
+        ),
         (["replay", "missing.jsonl"], "cannot read missing.jsonl: No such file or directory"),
         (["replay"], "the following arguments are required: FILE"),
         (["replay", "--json"], "the following arguments are required: FILE"),

@@ -188,7 +188,7 @@ def test_no_command_lists_plugin_commands(pi: Callable[..., Result]) -> None:
     assert (r.status, r.out) == (2, "")
     assert (
         r.err
-        == "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind or greet\n"
+        == "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind, config or greet\n"
     )
 
 
@@ -197,7 +197,7 @@ def test_no_command_without_plugin_commands(pi: Callable[..., Result]) -> None:
     assert (r.status, r.out, r.err) == (
         2,
         "",
-        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints or rewind\n",
+        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind or config\n",
     )
 
 
@@ -208,7 +208,7 @@ def test_no_command_when_plugins_fail_to_load_lists_the_builtins(
     assert (r.status, r.out, r.err) == (
         2,
         "",
-        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints or rewind\n",
+        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind or config\n",
     )
 
 
@@ -225,6 +225,7 @@ def test_help_lists_plugin_commands(pi: Callable[..., Result]) -> None:
         "run",
         "checkpoints",
         "rewind",
+        "config",
         "greet",
     ]
     assert "    greet           say hello" in lines

@@ -39,7 +39,7 @@ import traceback
 from collections.abc import Sequence
 from typing import IO, cast
 
-from pi_core._cli.commands import cmd_call, cmd_plugins, cmd_tools
+from pi_core._cli.commands import cmd_call, cmd_config, cmd_plugins, cmd_tools
 from pi_core._cli.context import CommandContext
 from pi_core._cli.interrupt import exit_now
 from pi_core._cli.parser import (
@@ -68,6 +68,8 @@ def run_command(ctx: CommandContext) -> int:
         return cmd_plugins(ctx)
     if ctx.args.command == "tools":
         return cmd_tools(ctx)
+    if ctx.args.command == "config":
+        return cmd_config(ctx)
     if ctx.args.command == "call":
         return cmd_call(ctx)
     if ctx.args.command == "replay":
@@ -150,8 +152,9 @@ def run(
             except Exception:
                 extra = {}
         elif word not in BUILTIN_COMMANDS:
-            # not one of ours: a plugin may provide it (pi_register_commands)
-            extra = PluginHooks(ctx.plugin_manager).register_commands(BUILTIN_COMMANDS)
+            # not one of ours: a plugin may provide it (pi_register_commands); the config is
+            # loaded after the full parse, from the command's --cwd
+            extra = PluginHooks(ctx.unchecked_plugin_manager()).register_commands(BUILTIN_COMMANDS)
         args = build_parser(stdout=out, extra_commands=extra.values()).parse_args(list(argv))
         if args.command is None:
             names = [*BUILTIN_COMMANDS, *extra]

@@ -9,10 +9,13 @@ import sys
 from typing import IO, TYPE_CHECKING, Any
 
 from pi_core._abort import Abort
+from pi_core._checkpoints.store import checkpoint_dir
 from pi_core._cli.context import CommandContext
 from pi_core._cli.interrupt import run_in_session
 from pi_core._cli.output import write_json, write_json_line
 from pi_core._cli.parser import UsageError
+from pi_core._cli.terminal import sanitise
+from pi_core._config import checkpoint_settings
 from pi_core._pipeline.config import AgentContext
 from pi_core._plugins.manager import list_plugins
 from pi_core._tools.definition import AgentTool
@@ -88,6 +91,56 @@ def cmd_tools(ctx: CommandContext) -> int:
         write_json(ctx.stdout, infos)
     else:
         ctx.renderer.tools(infos)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# pi config
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_config(ctx: CommandContext) -> int:
+    """``pi config [--cwd DIR] [--json]``: the configuration in effect for a session in DIR: the
+    session's working directory, the config file (found from DIR, or ``--config``), whether
+    checkpoints are recorded and where, and every file pi loaded for the session (the
+    session's :attr:`~pi_core.SessionContext.protected_files`: the config file, the policy
+    files and hook scripts a plugin loaded, the audit log), each with what it is.
+
+    ``--json``: ``{"cwd", "config" (null: none), "checkpoints": {"enabled", "dir"},
+    "files": [{"path", "what", "hidden"}]}``.
+    """
+    cwd = ctx.cwd()
+    session = ctx.session(cwd, "tools")
+
+    async def nothing(abort: Abort) -> None:
+        pass
+
+    run_in_session(session, nothing)  # the backends may hold something to release
+    path = ctx.config.path
+    settings = checkpoint_settings(ctx.config.data)
+    protected = session.session_context.protected_files.values()
+    files = [{"path": p.path, "what": p.what, "hidden": p.hidden} for p in protected]
+    if ctx.args.json:
+        write_json(
+            ctx.stdout,
+            {
+                "cwd": cwd,
+                "config": str(path) if path else None,
+                "checkpoints": {"enabled": settings.enabled, "dir": checkpoint_dir(settings)},
+                "files": files,
+            },
+        )
+        return 0
+    lines = [f"cwd: {cwd}", f"config: {path if path else 'none (the defaults)'}"]
+    if settings.enabled:
+        lines.append(f"checkpoints: on, in {checkpoint_dir(settings)}")
+    else:
+        lines.append("checkpoints: off ([checkpoints] enabled = false)")
+    lines.append("files pi loaded:" if files else "files pi loaded: (none)")
+    for file in files:
+        hidden = " (hidden from the agent)" if file["hidden"] else ""
+        lines.append(f"  {file['path']}: {file['what']}{hidden}")
+    ctx.stdout.write(sanitise("\n".join(lines) + "\n"))
     return 0
 
 

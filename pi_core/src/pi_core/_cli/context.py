@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from pi_core._cli.parser import UsageError
 from pi_core._config import PiConfig, load_config
@@ -39,13 +39,26 @@ class CommandContext:
 
     @cached_property
     def config(self) -> PiConfig:
-        """``--config FILE``, else ``pi.toml`` from the working directory upward."""
-        return load_config(self.args.config)
+        """``--config FILE``, else the ``pi.toml`` found from the session's working directory
+        upward: the command's ``--cwd DIR`` when it has one (a client that starts pi elsewhere
+        still gets the project's config), else the directory pi was started in."""
+        return load_config(self.args.config, cwd=getattr(self.args, "cwd", None) or None)
 
     @cached_property
     def plugin_manager(self) -> PiPluginManager:
         """Installed plugins minus ``--no-plugin``, plus ``-p MODULE``."""
         self.config  # noqa: B018 - load (and validate) the config before importing plugins
+        return self.unchecked_plugin_manager()
+
+    def unchecked_plugin_manager(self) -> PiPluginManager:
+        """:attr:`plugin_manager` before the config is loaded, for a plugin's command: its
+        arguments (``--cwd``, which decides the ``pi.toml``) are known only once the plugins
+        have added them. Kept as :attr:`plugin_manager`."""
+        if "plugin_manager" not in self.__dict__:
+            self.__dict__["plugin_manager"] = self._make_plugin_manager()
+        return cast(PiPluginManager, self.__dict__["plugin_manager"])
+
+    def _make_plugin_manager(self) -> PiPluginManager:
         return make_plugin_manager(
             block=self.args.no_plugin,
             plugins=self.args.plugins,

@@ -74,7 +74,16 @@ EPILOG = (
 )
 
 
-BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run", "checkpoints", "rewind")
+BUILTIN_COMMANDS = (
+    "plugins",
+    "tools",
+    "call",
+    "replay",
+    "run",
+    "checkpoints",
+    "rewind",
+    "config",
+)
 """The commands of the core; plugins add others through ``pi_register_commands``."""
 
 
@@ -354,6 +363,12 @@ def build_parser(
         help="the workspace (default: ., or the folder above it that has checkpoints)",
     )
     rewind.add_argument("--json", action="store_true", help="print the result as JSON")
+    config = command(
+        "config", "show the configuration in effect: the config file and every file pi loaded"
+    )
+    config.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
+    config.add_argument("--json", action="store_true", help="print a JSON object")
+
     for extra in extra_commands:
         extra.configure(command(extra.name, extra.help))
     return parser

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pluggy
 import trio
@@ -31,6 +31,8 @@ from pi_core._errors import ConfigError
 from pi_core._loop.config import LoopConfig
 from pi_core._plugins.contexts import BackendContext, RegisterToolsContext
 from pi_core._plugins.facade import PluginHooks
+from pi_core._session.approval import ApprovalRequest
+from pi_core._session.audit import AuditLog
 from pi_core._session.context import CHECKPOINTS, CONFIGURATION, SessionContext
 from pi_core._tools.definition import AgentTool
 from pi_core._tools.exposure import ToolSet, exposures_from_config
@@ -175,6 +177,52 @@ class Session:
         agent.subscribe(self.hooks.on_event)
         return agent
 
+    async def check_call(
+        self, name: str, arguments: Any, *, tool_call_id: str = "check"
+    ) -> CallCheck:
+        """What this session's hooks decide about a call of tool ``name`` with ``arguments``,
+        without running it: the steps of a real call up to ``pi_before_tool_call`` and
+        ``pi_approve_tool_call`` (look-up, ``prepare_arguments``, validation, the hooks), with
+        an approver that records the question and answers no (``decision`` ``"ask"``). Nothing
+        goes to the session's audit log: a check is not a call."""
+        from pi_core._pipeline.config import AgentContext
+        from pi_core._pipeline.pipeline import PreparedCall, prepare_call
+        from pi_core._wire.messages import AssistantMessage, ToolCall
+
+        context = self.session_context
+        asked: list[ApprovalRequest] = []
+        recorder = _DecisionRecorder()
+
+        def ask(request: ApprovalRequest) -> Literal["deny"]:
+            asked.append(request)
+            return "deny"
+
+        saved = context.approvals.approver, context.audit
+        context.approvals.approver = ask
+        context.audit = cast(AuditLog, recorder)
+        try:
+            tool_call = ToolCall(id=tool_call_id, name=name, arguments=arguments)
+            prepared = await prepare_call(
+                tool_call,
+                AgentContext(tools=self.tools),
+                AssistantMessage(content=[tool_call], stop_reason="toolUse"),
+                self.loop_config(),
+                None,
+            )
+        finally:
+            context.approvals.approver, context.audit = saved
+        entry = recorder.entries[-1] if recorder.entries else None
+        if isinstance(prepared, PreparedCall):
+            if entry is None:
+                return CallCheck("allow", None, "no policy blocked the call")
+            return CallCheck("allow", entry["source"], entry["reason"], entry.get("detail"))
+        text = "".join(getattr(block, "text", "") for block in prepared.result.content)
+        if asked:
+            return CallCheck("ask", asked[0].source, asked[0].reason, entry and entry.get("detail"))
+        if entry is None:  # not a decision: the call failed before the hooks (look-up, schema)
+            return CallCheck("deny", None, text)
+        return CallCheck("deny", entry["source"], entry["reason"] or text, entry.get("detail"))
+
     def loop_config(self, **options: Any) -> LoopConfig:
         """A :class:`~pi_core._loop.config.LoopConfig` with ``options`` and this session's hook
         callbacks (``prepare_arguments``, ``before_tool_call``, ``after_tool_call``), its
@@ -183,6 +231,43 @@ class Session:
         options.setdefault("declare_tool_changes", True)
         options.setdefault("checkpoints", self.recorder)
         return self.hooks.apply_to(LoopConfig(**options))
+
+
+@dataclass(frozen=True)
+class CallCheck:
+    """What :meth:`Session.check_call` found: ``decision`` (``"allow"``, ``"deny"`` or
+    ``"ask"``), ``source`` (the policy or plugin that decided, ``None`` when none did),
+    ``reason`` and the deciding source's ``detail`` (what its audit line carries)."""
+
+    decision: str
+    source: str | None
+    reason: str
+    detail: dict[str, Any] | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision,
+            "source": self.source,
+            "reason": self.reason,
+            "detail": self.detail,
+        }
+
+
+class _DecisionRecorder:
+    """Stands in for the audit log during :meth:`Session.check_call`: keeps the lines the hook
+    facade would write (the decision, its source and detail), writes nothing."""
+
+    on_error = "allow"
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    async def record(self, entry: dict[str, Any]) -> str | None:
+        self.entries.append(entry)
+        return None
+
+    def refusal(self, reason: str, what: str) -> str:  # never called: record never fails
+        return reason
 
 
 def build_session(
@@ -305,4 +390,4 @@ def _checkpoints(
     return Checkpoints(recorder)
 
 
-__all__ = ["CHECKPOINT_HOSTS", "Session", "build_session", "end_reason"]
+__all__ = ["CHECKPOINT_HOSTS", "CallCheck", "Session", "build_session", "end_reason"]

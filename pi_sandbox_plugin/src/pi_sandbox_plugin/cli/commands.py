@@ -4,8 +4,9 @@ added to the ``pi`` command line through ``pi_register_commands``."""
 from __future__ import annotations
 
 import argparse
+import os
 
-from pi_core import CommandInvocation, PluginCommand
+from pi_core import CommandInvocation, PiError, PluginCommand, make_plugin_manager
 from pi_sandbox_plugin.cli.policy_check import run_policy_check
 
 
@@ -13,9 +14,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="policy_action", metavar="ACTION", required=True)
     check = actions.add_parser(
         "check",
-        help="decide a command line under the configured command policy",
-        description="Print the decision, the rule and the simple commands the parser found; "
-        "exit 0 for allow, 1 for deny.",
+        help="decide a bash call of a command line as pi call would, under every policy",
+        description="Ask every policy (the sandbox's sources and every plugin's hooks) about a "
+        "bash call running COMMAND, as pi call would, without running it. Print the decision, "
+        "who decided, the rule and the simple commands the parser found; exit 0 for allow, 1 "
+        "for deny, 4 for ask.",
     )
     check.add_argument("policy_command", metavar="COMMAND", help="the command line to check")
     check.add_argument(
@@ -24,15 +27,32 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         dest="policy_json",
         help='print {"decision", "rule", "reason", "commands"}',
     )
+    check.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="the session's working directory, where its pi.toml is found (default: .)",
+    )
 
 
 def _run(invocation: CommandInvocation) -> int:
     args = invocation.args
+    cwd = args.cwd
+    if cwd is not None and not os.path.isdir(cwd):
+        reason = "not a directory" if os.path.exists(cwd) else "no such directory"
+        raise PiError(f"--cwd {cwd}: {reason}")
+    plugins = make_plugin_manager(
+        block=getattr(args, "no_plugin", ()) or (),
+        plugins=getattr(args, "plugins", ()) or (),
+        trace_hooks=bool(getattr(args, "trace_hooks", False)),
+        trace_stream=invocation.stderr,
+    )
     status, text = run_policy_check(
         args.policy_command,
         invocation.config,
         json_output=args.policy_json,
         config_path=invocation.config_path,
+        cwd=cwd,
+        plugin_manager=plugins,
     )
     invocation.stdout.write(text if text.endswith("\n") else text + "\n")
     return status

@@ -24,7 +24,6 @@ Exit status 0 for allow, 1 for deny, 4 for ask.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import uuid
@@ -33,7 +32,7 @@ from typing import Any
 
 import trio
 
-from pi_core import config_file
+from pi_core import CallCheck, ToolDefinition, build_session, hookimpl
 from pi_sandbox_plugin.interop.policy_sources import (
     CallVerdict,
     LoadedPolicies,
@@ -106,11 +105,11 @@ async def judge_command(
     return verdict
 
 
-def _plain_sources(verdict: CallVerdict) -> list[str]:
-    lines = [f"decided by: {verdict.decided_by.source if verdict.decided_by else '-'}", "sources:"]
-    for source in verdict.sources:
-        lines.append(f"  {source.source}: {source.decision}: {source.reason}")
-        for run in source.detail.get("hooks", ()):
+def _plain_sources(decided_by: str | None, sources: list[dict[str, Any]]) -> list[str]:
+    lines = [f"decided by: {decided_by or '-'}", "sources:"]
+    for source in sources:
+        lines.append(f"  {source['source']}: {source['decision']}: {source['reason']}")
+        for run in (source.get("detail") or {}).get("hooks", ()):
             shown = json.dumps(run.get("stdout_json"), ensure_ascii=False)
             lines.append(
                 f"    hook {run.get('command')}: exit {run.get('exit_code')}, JSON {shown}"
@@ -128,48 +127,113 @@ def run_policy_check(
     *,
     json_output: bool,
     config_path: str | os.PathLike[str] | None,
+    cwd: str | os.PathLike[str] | None = None,
+    plugin_manager: Any = None,
 ) -> tuple[int, str]:
-    """Decide ``command`` under every source ``config`` configures; returns ``(exit_code,
-    stdout)``: 0 for allow, 1 for deny, 4 for ask. ``config_path`` names the file in errors.
-    Raises :class:`~pi_core._errors.ConfigError` for a bad ``[sandbox]`` table (including a
-    failing ``[sandbox.policy.tests]`` line, a rule file that does not load, a bad hook).
+    """Decide a ``bash`` call running ``command`` as ``pi call`` would, through the same hooks
+    (:meth:`pi_core.Session.check_call`): every policy source of the sandbox and every other
+    plugin's ``pi_before_tool_call``/``pi_approve_tool_call``. Returns ``(exit_code, stdout)``:
+    0 for allow, 1 for deny, 4 for ask. ``plugin_manager``: the plugins of the session
+    (default: the sandbox plugin alone); ``cwd``: the session's working directory (default: the
+    process's). ``config_path`` names the file in errors. Raises
+    :class:`~pi_core._errors.ConfigError` for a bad ``[sandbox]`` table (including a failing
+    ``[sandbox.policy.tests]`` line, a rule file that does not load, a bad hook).
 
     The output keeps the command policy's fields (``decision``, ``rule``, ``reason``,
-    ``commands``; ``decision`` is the overall one) and adds ``decided_by`` (the deciding
-    source, ``null`` when none) and ``sources`` (each source's decision, reason and detail:
-    a hook's exit code and the JSON it printed, the Codex rule that matched)."""
-    sandbox = load_sandbox_config(config, config_path)
-    policy = policy_for(config, config_path)
-    decision = policy.check(command)
-    if sandbox is None:
-        sandbox = SandboxConfig()
-    file = os.fspath(config_path) if config_path is not None else config_file(config)
-    verdict = trio.run(
-        functools.partial(judge_command, command, sandbox, cwd=os.getcwd(), config_file=file)
+    ``commands``: the rule and the simple commands the parser found; ``decision`` and
+    ``reason`` are the overall ones) and, when a source other than the command policy took
+    part, adds ``decided_by`` (the deciding source or plugin, ``null`` when none) and
+    ``sources`` (each of the sandbox's sources: decision, reason and detail, a hook's exit code
+    and the JSON it printed, the Codex rule that matched)."""
+    sandbox = load_sandbox_config(config, config_path)  # a bad table is reported first
+    has_policy = sandbox is not None and sandbox.policy is not None
+    decision = policy_for(config, config_path).check(command)
+    where = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
+    pm = plugin_manager if plugin_manager is not None else _sandbox_plugin_only()
+    check = trio.run(_check_bash_call, pm, command, dict(config), where)
+    status = EXIT_STATUS[check.decision]
+    sources = (check.detail or {}).get("sources", [])
+    compact = check.source in (None, "command policy") and all(
+        s["source"] == "command policy" for s in sources
     )
-    overall = verdict.decision
-    decided = verdict.decided_by
-    reason = decision.reason
-    if decided is not None and decided.source != "command policy":
-        reason = decided.reason
-    status = EXIT_STATUS[overall]
-    only_command_policy = [s.source for s in verdict.sources] == ["command policy"]
+    data = decision.to_json_dict()
+    own = check.source == "command policy" or (check.source is None and has_policy)
+    if not own:  # another source decided, or none (no policy: pi call runs the line)
+        data["reason"] = check.reason
+        if check.source is None:
+            data["rule"] = None
+    data["decision"] = check.decision
     if json_output:
-        data = decision.to_json_dict()
-        if only_command_policy:  # the command policy's own output, unchanged
-            return status, json.dumps(data, ensure_ascii=False) + "\n"
-        data["decision"] = overall
-        data["reason"] = reason
-        data["decided_by"] = decided.source if decided is not None else None
-        data["sources"] = [s.to_json_dict() for s in verdict.sources]
+        if not compact:
+            data["decided_by"] = check.source
+            data["sources"] = sources
         return status, json.dumps(data, ensure_ascii=False) + "\n"
-    text = format_decision(decision, json_output=False)
-    if only_command_policy:
-        return status, text
-    lines = text.splitlines()
-    lines[0] = f"decision: {overall}"
-    lines[2] = f"reason: {reason}"
-    return status, "\n".join([*lines, *_plain_sources(verdict)]) + "\n"
+    lines = _plain_fields(data)
+    if not compact:
+        lines += _plain_sources(check.source, sources)
+    return status, "\n".join(lines) + "\n"
+
+
+def _plain_fields(data: dict[str, Any]) -> list[str]:
+    rule = data["rule"]
+    lines = [
+        f"decision: {data['decision']}",
+        f"rule: {format_rule(rule) if rule is not None else '-'}",
+        f"reason: {data['reason']}",
+        "commands:" if data["commands"] else "commands: (none)",
+    ]
+    lines.extend(f"  {json.dumps(argv, ensure_ascii=False)}" for argv in data["commands"])
+    return lines
+
+
+def _sandbox_plugin_only() -> Any:
+    import pi_sandbox_plugin.plugin as sandbox_plugin
+    from pi_core import make_plugin_manager
+
+    pm = make_plugin_manager(autoload=False)
+    pm.register(sandbox_plugin, name="sandbox")
+    return pm
+
+
+class _StandInBash:
+    """The session's ``bash`` when no plugin registers one (pi's built-in tools not loaded):
+    declared as the built-in one is (a ``command`` argument holding a shell command), never
+    run."""
+
+    @hookimpl
+    def pi_register_tools(self, register: Any) -> None:
+        register(
+            ToolDefinition(
+                name="bash",
+                label="bash",
+                description="a shell command (pi policy check's stand-in)",
+                parameters={
+                    "type": "object",
+                    "properties": {"command": {"type": "string"}},
+                    "required": ["command"],
+                },
+                execute=_never_run,
+                command_argument="command",
+            )
+        )
+
+
+async def _never_run(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("pi policy check never runs a call")
+
+
+async def _check_bash_call(pm: Any, command: str, config: dict[str, Any], cwd: str) -> CallCheck:
+    session = build_session(pm, cwd, config, host="tools")
+    if "bash" not in session.tools_by_name:
+        if pm.get_plugin("pi-policy-check-bash") is None:
+            pm.register(_StandInBash(), name="pi-policy-check-bash")
+        session = build_session(pm, cwd, config, host="tools")
+    try:
+        return await session.check_call("bash", {"command": command}, tool_call_id="policy-check")
+    finally:
+        audit = session.session_context.audit
+        if audit is not None:
+            await audit.aclose()
 
 
 __all__ = ["EXIT_STATUS", "format_decision", "judge_command", "policy_for", "run_policy_check"]
