@@ -1,4 +1,4 @@
-"""Workloads P1-P8 of the performance goals, run side by side with the reference Pi as whole
+"""Workloads P1-P9 of the performance goals, run side by side with the reference Pi as whole
 processes, and next to the physical limit where there is one.
 
 Usage::
@@ -39,6 +39,8 @@ Workloads (sizes at ``--scale 1``):
 * P6 ``edit`` of one line of a 50 MB file
 * P7 cold start: ``read`` of a 6-byte file
 * P8 ``grep`` of a 100 MB file that is one line
+* P9 a ``codemode`` script making 1,000 nested ``read`` calls one after another (files of 100
+  lines); both sides run with ``--codemode``
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class Workload:
     check: Callable[[Path], str | None] = lambda ws: None
     """After a pi run: ``None`` or what is wrong with the workspace."""
     limits: list[tuple[str, list[str]]] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    """Extra options of both ``pi replay`` and the reference's ``replay.mjs``."""
 
 
 def _batch(calls: list[tuple[str, dict]]) -> list[dict]:
@@ -215,6 +219,26 @@ def build(name: str, ws: Path, scale: float) -> Workload:
             _batch([("grep", {"pattern": "needle", "path": "one-line.txt"})]),
             1,
         )
+    if name == "P9":
+        count = n(1000)
+        body = b"".join(LINE % i for i in range(100))
+        for i in range(count):
+            (ws / f"f{i:05d}.txt").write_bytes(body)
+        code = (
+            "let n = 0;\n"
+            f"for (let i = 0; i < {count}; i++) {{\n"
+            "  const t = await tools.read({ path: `f${String(i).padStart(5, '0')}.txt` });\n"
+            "  n += t.length;\n"
+            "}\n"
+            "return n;"
+        )
+        return Workload(
+            name,
+            f"codemode, {count:,} nested reads",
+            _batch([("codemode", {"code": code})]),
+            1,
+            flags=["--codemode"],
+        )
     raise SystemExit(f"unknown workload {name}")
 
 
@@ -317,7 +341,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--workloads", default="P1,P2,P3,P4,P5,P6,P7,P8")
+    parser.add_argument("--workloads", default="P1,P2,P3,P4,P5,P6,P7,P8,P9")
     parser.add_argument("--ref", default="ref", help="ref (0.73.1), ref16 (1.6.0), both: ref,ref16")
     parser.add_argument("--no-limits", action="store_true")
     parser.add_argument("--timeout", type=float, default=900.0)
@@ -353,16 +377,13 @@ def main() -> int:
         )
         messages = base / f"{name}.jsonl"
         messages.write_text("".join(json.dumps(m) + "\n" for m in wl.messages))
-        commands: list[tuple[str, list[str]]] = [
-            ("pi", [args.pi, "replay", str(messages), "--cwd", str(ws), "--json"])
-        ]
+        pi_args = ["replay", str(messages), "--cwd", str(ws), "--json", *wl.flags]
+        commands: list[tuple[str, list[str]]] = [("pi", [args.pi, *pi_args])]
         if args.pi_before:
-            commands.append(
-                ("pi before", [args.pi_before, "replay", str(messages), "--cwd", str(ws), "--json"])
-            )
+            commands.append(("pi before", [args.pi_before, *pi_args]))
         for ref in refs:
             script = str(conformance_dir() / ref / "replay.mjs")
-            commands.append((ref, ["node", script, str(messages), str(ws)]))
+            commands.append((ref, ["node", script, str(messages), str(ws), *wl.flags]))
         if not args.no_limits:
             commands += wl.limits
         runs: dict[str, list[Run]] = {label: [] for label, _ in commands}
