@@ -294,3 +294,24 @@ def test_call_read_imports_nothing_on_the_deny_list(tmp_path: Path) -> None:
     report = [line for line in proc.stderr.splitlines() if line.startswith("OFFENDING ")]
     offending = report[-1].removeprefix("OFFENDING ")
     assert offending == "[]", f"pi call read imported modules on the deny list: {offending}"
+
+
+def test_the_whole_command_line_imports_no_policy_module(tmp_path: Path) -> None:
+    """A plugin command (``pi mcp serve``) makes ``pi`` build its whole command line, ``pi
+    policy`` included: the sandbox's policy modules and ``[sandbox]`` models are imported when
+    ``pi policy check`` runs, not when it is registered."""
+    modules = (
+        "pi_sandbox_plugin.cli.policy_check",
+        "pi_sandbox_plugin.settings.config",
+        "pi_sandbox_plugin.interop.policy_sources",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=modules), "mcp", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: pi mcp serve")
+    assert proc.stderr.splitlines()[-1] == "[]"

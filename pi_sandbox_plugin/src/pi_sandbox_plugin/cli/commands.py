@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 from pi_core import CommandInvocation, PluginCommand
-from pi_sandbox_plugin.cli.policy_check import run_policy_check
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +26,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(invocation: CommandInvocation) -> int:
+    # the policy modules and the pydantic models of [sandbox], only when the command runs:
+    # registering it happens whenever ``pi`` builds its whole command line (``pi mcp serve``)
+    from pi_sandbox_plugin.cli.policy_check import run_policy_check
+
     args = invocation.args
     status, text = run_policy_check(
         args.policy_command,
