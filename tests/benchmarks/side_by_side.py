@@ -20,8 +20,8 @@ the full-output files of P3's runs (1 GiB each, pi's and the reference's) are le
 are between runs, as a timer that knows nothing of them leaves them.
 
 Per workload the table has the MEDIAN wall seconds of each command, the median of the ratios
-taken pair by pair (pi / other, so the machine's drift during the call cancels) and the median
-peak resident memory of each whole process (``/usr/bin/time -f %M``, else ``ru_maxrss`` from
+taken pair by pair (pi / other, so the machine's drift during the call cancels; with their range,
+``[min-max]``) and the median peak resident memory of each whole process (``/usr/bin/time -f %M``, else ``ru_maxrss`` from
 ``wait4``: the largest single process among the command and the children it waited for; the
 ``wall`` figure includes GNU time's own start, about a millisecond). Every pi run's output is
 checked:
@@ -325,11 +325,12 @@ def check_output(out: Path, calls: int) -> str | None:
 
 
 def ratio(runs: dict[str, list[Run]], a: str, b: str) -> str:
-    """The median of ``a``'s wall time over ``b``'s, pair by pair (runs taken in turn)."""
+    """The median of ``a``'s wall time over ``b``'s, pair by pair (runs taken in turn), and
+    ``[min-max]`` of those ratios."""
     if a not in runs or a == b:
         return ""
-    pairs = zip(runs[a], runs[b], strict=True)
-    return f"{statistics.median(x.wall / y.wall for x, y in pairs):.2f}"
+    ratios = [x.wall / y.wall for x, y in zip(runs[a], runs[b], strict=True)]
+    return f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
 
 
 def conformance_dir() -> Path:
