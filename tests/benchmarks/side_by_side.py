@@ -21,8 +21,8 @@ are between runs, as a timer that knows nothing of them leaves them.
 
 Per workload the table has the MEDIAN wall seconds of each command, the median of the ratios
 taken pair by pair (pi / other, so the machine's drift during the call cancels; with their range,
-``[min-max]``) and the median peak resident memory of each whole process (``/usr/bin/time -f %M``, else ``ru_maxrss`` from
-``wait4``: the largest single process among the command and the children it waited for; the
+``[min-max]``) and the median peak resident memory of each whole process (``/usr/bin/time -f
+%M``, else ``ru_maxrss`` from ``wait4``: the largest single process among the command and the children it waited for; the
 ``wall`` figure includes GNU time's own start, about a millisecond). Every pi run's output is
 checked:
 the number of tool results and, for P5, that none of the edits was lost; a failure prints
