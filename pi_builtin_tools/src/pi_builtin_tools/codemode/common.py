@@ -247,8 +247,8 @@ class CallRow:
     started: float = field(default_factory=time.monotonic)
     duration_ms: int | None = None
     error: str | None = None
-    _rows: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
-    _index: int = field(default=-1, repr=False, compare=False)
+    _rows: list[dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)
+    _index: int = field(default=-1, init=False, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -275,7 +275,7 @@ class ScriptRun:
     output: list[OutputItem] = field(default_factory=list)
     calls: list[CallRow] = field(default_factory=list)
     output_chars: int = 0
-    _rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    _rows: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
     """The JSON row of each of :attr:`calls` (kept by the rows themselves)."""
 
     def add(self, item: OutputItem) -> None:
