@@ -1,4 +1,4 @@
-"""Workloads P1-P8 of the performance goals, run side by side with the reference Pi as whole
+"""Workloads P1-P9 of the performance goals, run side by side with the reference Pi as whole
 processes, and next to the physical limit where there is one.
 
 Usage::
@@ -20,9 +20,9 @@ the full-output files of P3's runs (1 GiB each, pi's and the reference's) are le
 are between runs, as a timer that knows nothing of them leaves them.
 
 Per workload the table has the MEDIAN wall seconds of each command, the median of the ratios
-taken pair by pair (pi / other, so the machine's drift during the call cancels) and the median
-peak resident memory of each whole process (``/usr/bin/time -f %M``, else ``ru_maxrss`` from
-``wait4``: the largest single process among the command and the children it waited for; the
+taken pair by pair (pi / other, so the machine's drift during the call cancels; with their range,
+``[min-max]``) and the median peak resident memory of each whole process (``/usr/bin/time -f
+%M``, else ``ru_maxrss`` from ``wait4``: the largest single process among the command and the children it waited for; the
 ``wall`` figure includes GNU time's own start, about a millisecond). Every pi run's output is
 checked:
 the number of tool results and, for P5, that none of the edits was lost; a failure prints
@@ -39,6 +39,8 @@ Workloads (sizes at ``--scale 1``):
 * P6 ``edit`` of one line of a 50 MB file
 * P7 cold start: ``read`` of a 6-byte file
 * P8 ``grep`` of a 100 MB file that is one line
+* P9 a ``codemode`` script making 1,000 nested ``read`` calls one after another (files of 100
+  lines); both sides run with ``--codemode``
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class Workload:
     check: Callable[[Path], str | None] = lambda ws: None
     """After a pi run: ``None`` or what is wrong with the workspace."""
     limits: list[tuple[str, list[str]]] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    """Extra options of both ``pi replay`` and the reference's ``replay.mjs``."""
 
 
 def _batch(calls: list[tuple[str, dict]]) -> list[dict]:
@@ -215,6 +219,26 @@ def build(name: str, ws: Path, scale: float) -> Workload:
             _batch([("grep", {"pattern": "needle", "path": "one-line.txt"})]),
             1,
         )
+    if name == "P9":
+        count = n(1000)
+        body = b"".join(LINE % i for i in range(100))
+        for i in range(count):
+            (ws / f"f{i:05d}.txt").write_bytes(body)
+        code = (
+            "let n = 0;\n"
+            f"for (let i = 0; i < {count}; i++) {{\n"
+            "  const t = await tools.read({ path: `f${String(i).padStart(5, '0')}.txt` });\n"
+            "  n += t.length;\n"
+            "}\n"
+            "return n;"
+        )
+        return Workload(
+            name,
+            f"codemode, {count:,} nested reads",
+            _batch([("codemode", {"code": code})]),
+            1,
+            flags=["--codemode"],
+        )
     raise SystemExit(f"unknown workload {name}")
 
 
@@ -301,11 +325,12 @@ def check_output(out: Path, calls: int) -> str | None:
 
 
 def ratio(runs: dict[str, list[Run]], a: str, b: str) -> str:
-    """The median of ``a``'s wall time over ``b``'s, pair by pair (runs taken in turn)."""
+    """The median of ``a``'s wall time over ``b``'s, pair by pair (runs taken in turn), and
+    ``[min-max]`` of those ratios."""
     if a not in runs or a == b:
         return ""
-    pairs = zip(runs[a], runs[b], strict=True)
-    return f"{statistics.median(x.wall / y.wall for x, y in pairs):.2f}"
+    ratios = [x.wall / y.wall for x, y in zip(runs[a], runs[b], strict=True)]
+    return f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
 
 
 def conformance_dir() -> Path:
@@ -317,7 +342,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--workloads", default="P1,P2,P3,P4,P5,P6,P7,P8")
+    parser.add_argument("--workloads", default="P1,P2,P3,P4,P5,P6,P7,P8,P9")
     parser.add_argument("--ref", default="ref", help="ref (0.73.1), ref16 (1.6.0), both: ref,ref16")
     parser.add_argument("--no-limits", action="store_true")
     parser.add_argument("--timeout", type=float, default=900.0)
@@ -353,16 +378,13 @@ def main() -> int:
         )
         messages = base / f"{name}.jsonl"
         messages.write_text("".join(json.dumps(m) + "\n" for m in wl.messages))
-        commands: list[tuple[str, list[str]]] = [
-            ("pi", [args.pi, "replay", str(messages), "--cwd", str(ws), "--json"])
-        ]
+        pi_args = ["replay", str(messages), "--cwd", str(ws), "--json", *wl.flags]
+        commands: list[tuple[str, list[str]]] = [("pi", [args.pi, *pi_args])]
         if args.pi_before:
-            commands.append(
-                ("pi before", [args.pi_before, "replay", str(messages), "--cwd", str(ws), "--json"])
-            )
+            commands.append(("pi before", [args.pi_before, *pi_args]))
         for ref in refs:
             script = str(conformance_dir() / ref / "replay.mjs")
-            commands.append((ref, ["node", script, str(messages), str(ws)]))
+            commands.append((ref, ["node", script, str(messages), str(ws), *wl.flags]))
         if not args.no_limits:
             commands += wl.limits
         runs: dict[str, list[Run]] = {label: [] for label, _ in commands}

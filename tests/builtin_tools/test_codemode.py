@@ -672,3 +672,35 @@ def test_a_killed_pi_leaves_no_busy_worker(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_progress_details_are_snapshots_of_the_rows() -> None:
+    """``ScriptRun.details()`` (each progress update's ``details``) copies the list of rows the
+    rows keep up to date: a snapshot keeps what it showed while later calls start, finish, fail
+    or are cancelled, and the last one equals the rows built afresh."""
+    from pi_builtin_tools.codemode.common import ScriptRun
+
+    run = ScriptRun("c1")
+    first = run.start_call("read", {"path": "a.txt"})
+    before = run.details()
+    second = run.start_call("bash", {"command": "ls"})
+    ScriptRun.finish_call(first, "c1/1", "ok", None)
+    middle = run.details()
+    ScriptRun.finish_call(second, "c1/2", "error", "boom")
+    second.duration_ms = 7
+    first.args = '{"path":"b.txt"}'
+    after = run.details()
+    assert before == {
+        "calls": [{"id": "c1/?", "name": "read", "args": '{"path":"a.txt"}', "status": "running"}]
+    }
+    assert [row["status"] for row in middle["calls"]] == ["ok", "running"]
+    assert after["calls"][1] == {
+        "id": "c1/2",
+        "name": "bash",
+        "args": '{"command":"ls"}',
+        "status": "error",
+        "durationMs": 7,
+        "error": "boom",
+    }
+    assert after["calls"][0]["args"] == '{"path":"b.txt"}'
+    assert after == {"calls": [row.to_json() for row in run.calls]}

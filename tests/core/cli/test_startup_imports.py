@@ -229,3 +229,89 @@ def test_the_console_script_keeps_the_heap_for_output_chunks() -> None:
         faults[mode] = int(proc.stdout)
     assert faults["tuned"] < 2_000, faults
     assert faults["default"] > 3 * faults["tuned"], faults
+
+
+DENY_LIST = (
+    # terminal and HTTP libraries: only a model provider (``--model``) needs them
+    "rich",
+    "click",
+    "httpx",
+    "httpx_sse",
+    "httpx2",
+    # argument validation beyond flat schemas: the read tool's schema is flat
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    # the MCP client and server, and what they run on
+    "mcp",
+    "mcp_types",
+    "anyio",
+    "starlette",
+    "uvicorn",
+    # tracing, browsers, clusters, images, interpreters, parsers: other tools' and plugins'
+    "opentelemetry",
+    "playwright",
+    "ray",
+    "PIL",
+    "pydantic_monty",
+    "tree_sitter",
+    "tree_sitter_bash",
+    "pathspec",
+    "yaml",
+    "asyncio",
+)
+"""Top-level packages that ``pi call read`` of a small file must not import: none of them is
+needed to read a file, and each costs start-up (docs/explanation/performance.md, P7)."""
+
+DENY_PROBE = """
+import sys
+deny = set(sys.argv.pop(1).split(","))
+sys.argv = ["pi", *sys.argv[1:]]
+import _pi_entry
+try:
+    _pi_entry.main()
+finally:
+    offending = sorted(m for m in list(sys.modules) if m.partition(".")[0] in deny)
+    print("OFFENDING", offending, file=sys.stderr)
+"""
+
+
+def test_call_read_imports_nothing_on_the_deny_list(tmp_path: Path) -> None:
+    """The import guard: ``pi call read`` (through the console script's entry point, as a user
+    runs it) imports no module of a package on :data:`DENY_LIST`; a failure names every module
+    that was imported."""
+    (tmp_path / "six.txt").write_bytes(b"hello\n")
+    argv = ["call", "read", '{"path": "six.txt"}', "--cwd", str(tmp_path)]
+    proc = subprocess.run(
+        [sys.executable, "-c", DENY_PROBE, ",".join(DENY_LIST), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "hello\n"
+    report = [line for line in proc.stderr.splitlines() if line.startswith("OFFENDING ")]
+    offending = report[-1].removeprefix("OFFENDING ")
+    assert offending == "[]", f"pi call read imported modules on the deny list: {offending}"
+
+
+def test_the_whole_command_line_imports_no_policy_module(tmp_path: Path) -> None:
+    """A plugin command (``pi mcp serve``) makes ``pi`` build its whole command line, ``pi
+    policy`` included: the sandbox's policy modules and ``[sandbox]`` models are imported when
+    ``pi policy check`` runs, not when it is registered."""
+    modules = (
+        "pi_sandbox_plugin.cli.policy_check",
+        "pi_sandbox_plugin.settings.config",
+        "pi_sandbox_plugin.interop.policy_sources",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=modules), "mcp", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: pi mcp serve")
+    assert proc.stderr.splitlines()[-1] == "[]"

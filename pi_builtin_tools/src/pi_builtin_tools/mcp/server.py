@@ -409,11 +409,13 @@ class ServedSession:
         self._running.add(abort)
         self._calls.start_soon(run_call)
         try:
-            async with trio.open_nursery() as nursery:
-                if updates is not None and report_progress is not None:
+            if updates is None or report_progress is None:
+                await done.wait()  # no progress to forward: no nursery (a cost per message)
+            else:
+                async with trio.open_nursery() as nursery:
                     nursery.start_soon(_forward_progress, updates, report_progress)
-                await done.wait()
-                nursery.cancel_scope.cancel()
+                    await done.wait()
+                    nursery.cancel_scope.cancel()
         finally:
             if not done.is_set():
                 abort.abort()

@@ -1,4 +1,4 @@
-"""``pi policy check "COMMAND" [--json]``: the sandbox plugin's subcommand,
+"""``pi policy check "COMMAND" [--cwd DIR] [--json]``: the sandbox plugin's subcommand,
 added to the ``pi`` command line through ``pi_register_commands``."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ import argparse
 import os
 
 from pi_core import CommandInvocation, PiError, PluginCommand, make_plugin_manager
-from pi_sandbox_plugin.cli.policy_check import run_policy_check
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +34,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(invocation: CommandInvocation) -> int:
+    # the policy modules and the pydantic models of [sandbox], only when the command runs:
+    # registering it happens whenever ``pi`` builds its whole command line (``pi mcp serve``)
+    from pi_sandbox_plugin.cli.policy_check import run_policy_check
+
     args = invocation.args
     cwd = args.cwd
     if cwd is not None and not os.path.isdir(cwd):
@@ -60,7 +63,7 @@ def _run(invocation: CommandInvocation) -> int:
 
 POLICY_COMMAND = PluginCommand(
     name="policy",
-    help="check command lines against the sandbox's command policy",
+    help="check command lines against every policy, as pi call would decide them",
     configure=_configure,
     run=_run,
 )
