@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from test_audit_log import Policy
 
 from pi_core import (
     AgentContext,
-    BeforeToolCallContext,
-    BeforeToolCallResult,
     CallCheck,
     ToolCall,
     build_session,
@@ -30,27 +29,6 @@ def shout(text: str) -> str:
     """Shout the text."""
     RAN.append(text)
     return text.upper()
-
-
-class Policy:
-    """Blocks ``quiet``, allows ``hello`` naming itself, asks about ``maybe``."""
-
-    @hookimpl
-    def pi_before_tool_call(self, context: BeforeToolCallContext) -> BeforeToolCallResult | None:
-        text = context.args["text"]
-        if text == "quiet":
-            return BeforeToolCallResult(
-                block=True, reason="no whispering", source="rules.txt:3", detail={"rule": 3}
-            )
-        if text == "hello":
-            return BeforeToolCallResult(
-                block=False, reason="greetings are fine", source="rules.txt:1"
-            )
-        return None
-
-    @hookimpl
-    def pi_approve_tool_call(self, context: BeforeToolCallContext) -> str | None:
-        return "maybe needs a person" if context.args["text"] == "maybe" else None
 
 
 class Register:
