@@ -1,4 +1,4 @@
-"""Shared test support: system components that tests need.
+"""Shared test support: system components that tests need; no third-party plugin autoloads.
 
 A test that needs a system program (node, rg, sshd, bwrap, podman, ...) asks for it with
 ``require_program("node")``: it skips with the reason when the program is absent, except under
@@ -13,6 +13,11 @@ import shutil
 from collections.abc import Callable
 
 import pytest
+
+# Plugins installed in this environment besides pi's own (a tutorial plugin, a plugin being
+# written) are not autoloaded by any pi this suite starts, in process or as a subprocess: a test
+# sees pi's plugins and the ones it names (issue 31). Tests of autoloading itself unset it.
+os.environ["PI_DISABLE_THIRD_PARTY_AUTOLOAD"] = "1"
 
 
 def _require_program(name: str) -> str:

@@ -47,8 +47,13 @@ DOCS = ROOT / "docs"
 def pi(
     *args: str, cwd: Path = ROOT, pythonpath: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the ``pi`` command with no config file in reach of ``cwd`` unless one is named."""
-    env = {"PATH": f"{PI.parent}:/usr/bin:/bin", "HOME": str(Path.home())}
+    """Run the ``pi`` command with no config file in reach of ``cwd`` unless one is named, and
+    pi's own plugins plus those named (``-p``)."""
+    env = {
+        "PATH": f"{PI.parent}:/usr/bin:/bin",
+        "HOME": str(Path.home()),
+        "PI_DISABLE_THIRD_PARTY_AUTOLOAD": "1",  # the examples' plugins, not the environment's
+    }
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run(

@@ -48,6 +48,12 @@ ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_DISABLE_AUTOLOAD = "PI_DISABLE_PLUGIN_AUTOLOAD"
 """Any non-empty value switches entry-point autoloading off (like ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``)."""
 
+ENV_DISABLE_THIRD_PARTY_AUTOLOAD = "PI_DISABLE_THIRD_PARTY_AUTOLOAD"
+"""Any non-empty value: autoloading loads only the plugins of pi's own distributions
+(:data:`PI_DISTRIBUTIONS`); other installed plugins load only when named (``-p NAME``,
+``PI_PLUGINS``). pi's own test suite sets it, so installed third-party plugins change nothing
+it checks."""
+
 ENV_ALLOW = "PI_PLUGINS"
 """Comma-separated entry-point names: the only installed plugins that load."""
 
@@ -367,22 +373,33 @@ class _EntryPointOrigin(PluginOrigin):
         return found
 
 
+def disable_hint(name: str) -> str:
+    """The ways out of a broken installed plugin ``name``, appended to its load error:
+    ``disable it with --no-plugin NAME or PI_DISABLED_PLUGINS=NAME, or uninstall it with pi
+    plugins uninstall NAME``."""
+    return (
+        f"disable it with --no-plugin {name} or {ENV_BLOCK}={name}, "
+        f"or uninstall it with pi plugins uninstall {name}"
+    )
+
+
 def _load_entry_point(pm: PiPluginManager, ep: importlib.metadata.EntryPoint) -> None:
     origin = _EntryPointOrigin(ep)
     try:
         plugin = ep.load()
     except Exception as exc:
         raise PluginError(
-            f"{origin.describe(ep.name)} failed to load: {type(exc).__name__}: {exc}"
+            f"{origin.describe(ep.name)} failed to load: {type(exc).__name__}: {exc}; "
+            f"{disable_hint(ep.name)}"
         ) from exc
     if pm.is_registered(plugin):
         return
     pm.origins[ep.name] = origin
     try:
         pm.register(plugin, name=ep.name)
-    except PluginError:
+    except PluginError as exc:
         pm.origins.pop(ep.name, None)
-        raise
+        raise PluginError(f"{exc}; {disable_hint(ep.name)}") from exc
 
 
 def _load_module(pm: PiPluginManager, module_path: str) -> None:
@@ -407,6 +424,7 @@ def make_plugin_manager(
     block: Iterable[str] = (),
     plugins: Iterable[str] = (),
     *,
+    third_party_autoload: bool | None = None,
     trace_hooks: bool = False,
     trace_stream: IO[str] | None = None,
 ) -> PiPluginManager:
@@ -419,6 +437,11 @@ def make_plugin_manager(
       after the autoloaded ones, in the given order, even with autoload off. A name is an
       entry-point name or else a module import path (registered under that path).
       With autoload off, the names in ``PI_PLUGINS`` are explicit names too.
+    * ``third_party_autoload`` false (``pi_core.testing.run_pi``; ``None``: false when
+      ``PI_DISABLE_THIRD_PARTY_AUTOLOAD`` is set and not empty): autoloading loads only the
+      plugins of pi's own distributions (:data:`PI_DISTRIBUTIONS`: ``builtin_tools``, ``mcp``,
+      ``sandbox``); another installed plugin loads only when named (``plugins``,
+      ``PI_PLUGINS``), so a test sees the same plugins whatever else the environment holds.
     * ``block`` (the CLI's ``--no-plugin NAME``) and ``PI_DISABLED_PLUGINS=a,b`` block names:
       a blocked plugin never loads, whatever else names it. A blocked name must be one pi knows
       (an installed entry point, a core plugin, a name in ``plugins`` or ``PI_PLUGINS``): a
@@ -443,6 +466,8 @@ def make_plugin_manager(
     env_block = _names(os.environ.get(ENV_BLOCK))
     blocked = {*block, *env_block}
     autoload = autoload and not os.environ.get(ENV_DISABLE_AUTOLOAD)
+    if third_party_autoload is None:
+        third_party_autoload = not os.environ.get(ENV_DISABLE_THIRD_PARTY_AUTOLOAD)
     allow = _names(os.environ.get(ENV_ALLOW))
     available = _entry_points()
 
@@ -462,10 +487,12 @@ def make_plugin_manager(
         for name, ep in available.items():
             if allow and name not in allow:
                 continue
+            if not third_party_autoload and _distribution_name(ep) not in PI_DISTRIBUTIONS:
+                continue
             if not pm.is_blocked(name) and not pm.has_plugin(name):
                 _load_entry_point(pm, ep)
 
-    explicit = list(plugins) if autoload else [*allow, *plugins]
+    explicit = list(plugins) if autoload and third_party_autoload else [*allow, *plugins]
     for name in explicit:
         if pm.is_blocked(name) or pm.has_plugin(name):
             continue
@@ -476,6 +503,40 @@ def make_plugin_manager(
 
     check_pending(pm)
     return pm
+
+
+PI_DISTRIBUTIONS = ("pi-tool-core", "pi-builtin-tools", "pi-sandbox-plugin")
+"""pi's own distributions: ``pi --version`` names them, ``pi plugins uninstall`` keeps them, and
+without third-party autoloading only their plugins autoload."""
+
+
+def _distribution_name(ep: importlib.metadata.EntryPoint) -> str | None:
+    """The distribution of ``ep``, as its metadata names it (``None`` when unknown)."""
+    return ep.dist.name if ep.dist is not None else None
+
+
+def installed_plugins() -> list[tuple[str, str | None, str | None]]:
+    """``(name, distribution, version)`` of each installed plugin (entry point of group
+    ``pi``), sorted by name, read from the metadata without importing any plugin."""
+    return [
+        (name, ep.dist.name, ep.dist.version) if ep.dist is not None else (name, None, None)
+        for name, ep in _entry_points().items()
+    ]
+
+
+def version_lines() -> list[str]:
+    """What ``pi --version`` prints: ``DISTRIBUTION VERSION`` for each of pi's distributions
+    (``not installed`` when missing), then ``plugin NAME: DISTRIBUTION VERSION`` for each
+    installed plugin (nothing imported)."""
+    lines = []
+    for dist in PI_DISTRIBUTIONS:
+        try:
+            lines.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            lines.append(f"{dist} not installed")
+    for name, dist, version in installed_plugins():
+        lines.append(f"plugin {name}: {dist or '?'} {version or '?'}")
+    return lines
 
 
 INTERNAL_PLUGINS: dict[str, str] = {"builtin_providers": "pi_core._plugins.builtin_providers"}
@@ -525,10 +586,15 @@ __all__ = [
     "ENV_ALLOW",
     "ENV_BLOCK",
     "ENV_DISABLE_AUTOLOAD",
+    "ENV_DISABLE_THIRD_PARTY_AUTOLOAD",
+    "PI_DISTRIBUTIONS",
     "PiPluginManager",
     "PluginInfo",
     "PluginOrigin",
     "check_pending",
+    "disable_hint",
+    "installed_plugins",
     "list_plugins",
     "make_plugin_manager",
+    "version_lines",
 ]
