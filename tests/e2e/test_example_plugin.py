@@ -122,6 +122,15 @@ def test_pi_call_validation_error_exits_1(venv: Path, tmp_path: Path) -> None:
     ]
 
 
+def test_pi_plugins_new_works_from_an_installed_wheel(venv: Path, tmp_path: Path) -> None:
+    """The templates of ``pi plugins new`` are part of the pi-tool-core wheel."""
+    proc = run_pi(venv, "plugins", "new", "hello", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "pi-hello" / "src" / "pi_hello" / "plugin.py").read_text().startswith(
+        '"""The hello plugin: the ``hello`` tool and a policy on every tool call."""\n'
+    )
+
+
 def test_core_alone_has_no_plugins(tmp_path: Path) -> None:
     path = tmp_path / "core-only"
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)

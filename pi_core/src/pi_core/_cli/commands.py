@@ -30,11 +30,20 @@ if TYPE_CHECKING:
 
 
 def cmd_plugins(ctx: CommandContext) -> int:
-    """``pi plugins [--json]``: every loaded plugin, in registration order.
+    """``pi plugins [--json]``: every loaded plugin, in registration order; ``pi plugins
+    install|uninstall|new ...``: :mod:`~pi_core._cli.plugin_admin`.
 
     ``--json``: a JSON list of ``{"name", "distribution", "version", "module", "hooks"}``
     (``null`` for an unknown distribution or version).
     """
+    action = getattr(ctx.args, "plugins_action", None)
+    if action is not None:  # these load no plugin: a broken one can be uninstalled
+        from pi_core._cli.plugin_admin import cmd_install, cmd_new, cmd_uninstall
+
+        if ctx.args.json:
+            raise UsageError(f"pi plugins {action}: --json lists the plugins; it takes no action")
+        run = {"install": cmd_install, "uninstall": cmd_uninstall, "new": cmd_new}[action]
+        return run(ctx)
     infos = [info.to_json_dict() for info in list_plugins(ctx.plugin_manager)]
     if ctx.args.json:
         write_json(ctx.stdout, infos)

@@ -227,7 +227,7 @@ def check_pending(pm: pluggy.PluginManager) -> None:
         raise PluginError(f"{described}: {exc}") from exc
 
 
-def _unknown_plugin(where: str, name: str, available: Iterable[str]) -> str:
+def unknown_plugin(where: str, name: str, available: Iterable[str]) -> str:
     """``WHERE: no plugin named 'NAME' (did you mean 'CLOSE'?)``, or ``(installed: a, b)``
     when no installed name is close."""
     import difflib  # only for an error message (start-up)
@@ -373,14 +373,12 @@ class _EntryPointOrigin(PluginOrigin):
         return found
 
 
-def disable_hint(name: str) -> str:
+def disable_hint(name: str, *, uninstall: bool = True) -> str:
     """The ways out of a broken installed plugin ``name``, appended to its load error:
     ``disable it with --no-plugin NAME or PI_DISABLED_PLUGINS=NAME, or uninstall it with pi
-    plugins uninstall NAME``."""
-    return (
-        f"disable it with --no-plugin {name} or {ENV_BLOCK}={name}, "
-        f"or uninstall it with pi plugins uninstall {name}"
-    )
+    plugins uninstall NAME`` (without the last part when not ``uninstall``)."""
+    hint = f"disable it with --no-plugin {name} or {ENV_BLOCK}={name}"
+    return f"{hint}, or uninstall it with pi plugins uninstall {name}" if uninstall else hint
 
 
 def _load_entry_point(pm: PiPluginManager, ep: importlib.metadata.EntryPoint) -> None:
@@ -476,10 +474,10 @@ def make_plugin_manager(
         for name in names:
             if name not in known:
                 where = source or f"--no-plugin {name}"
-                raise PluginError(_unknown_plugin(where, name, available))
+                raise PluginError(unknown_plugin(where, name, available))
     for name in allow:
         if name not in available and name not in blocked:
-            raise PluginError(_unknown_plugin(ENV_ALLOW, name, available))
+            raise PluginError(unknown_plugin(ENV_ALLOW, name, available))
     for name in sorted(blocked):
         pm.set_blocked(name)
 
@@ -529,11 +527,11 @@ def version_lines() -> list[str]:
     (``not installed`` when missing), then ``plugin NAME: DISTRIBUTION VERSION`` for each
     installed plugin (nothing imported)."""
     lines = []
-    for dist in PI_DISTRIBUTIONS:
+    for own in PI_DISTRIBUTIONS:
         try:
-            lines.append(f"{dist} {importlib.metadata.version(dist)}")
+            lines.append(f"{own} {importlib.metadata.version(own)}")
         except importlib.metadata.PackageNotFoundError:
-            lines.append(f"{dist} not installed")
+            lines.append(f"{own} not installed")
     for name, dist, version in installed_plugins():
         lines.append(f"plugin {name}: {dist or '?'} {version or '?'}")
     return lines
@@ -596,5 +594,6 @@ __all__ = [
     "installed_plugins",
     "list_plugins",
     "make_plugin_manager",
+    "unknown_plugin",
     "version_lines",
 ]
