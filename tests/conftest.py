@@ -18,6 +18,8 @@ import pytest
 # written) are not autoloaded by any pi this suite starts, in process or as a subprocess: a test
 # sees pi's plugins and the ones it names (issue 31). Tests of autoloading itself unset it.
 os.environ["PI_DISABLE_THIRD_PARTY_AUTOLOAD"] = "1"
+# Tests assert the exact bytes of piped output: a FORCE_COLOR of the caller's shell would style it.
+os.environ.pop("FORCE_COLOR", None)
 
 
 def _require_program(name: str) -> str:

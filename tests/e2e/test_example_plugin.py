@@ -126,8 +126,10 @@ def test_pi_plugins_new_works_from_an_installed_wheel(venv: Path, tmp_path: Path
     """The templates of ``pi plugins new`` are part of the pi-tool-core wheel."""
     proc = run_pi(venv, "plugins", "new", "hello", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "pi-hello" / "src" / "pi_hello" / "plugin.py").read_text().startswith(
-        '"""The hello plugin: the ``hello`` tool and a policy on every tool call."""\n'
+    assert (
+        (tmp_path / "pi-hello" / "src" / "pi_hello" / "plugin.py")
+        .read_text()
+        .startswith('"""The hello plugin: the ``hello`` tool and a policy on every tool call."""\n')
     )
 
 

@@ -180,7 +180,7 @@ def test_pi_tools_lists_mcp_tools_named_labelled_and_exposed_as_pi_1_6(
     assert "namespace" not in infos["read"]
     plain = pi.run("tools").stdout
     assert plain.split("mcp__everything__echo ", 1)[1].split("\n")[:3] == [
-        "[parallel] deferred, inactive, callable",
+        "[parallel] deferred, inactive, callable by nested calls and pi call",
         "  namespace: mcp__everything",
         "  Echoes back the input string",
     ]

@@ -57,11 +57,28 @@ def cmd_plugins(ctx: CommandContext) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+CALLERS = ("model", "nested calls", "pi call")
+"""Where a call can come from, as ``pi tools`` names it (``callableBy``)."""
+
+
+def callers(tool_set: ToolSet, name: str) -> list[str]:
+    """Where the registered tool ``name`` can be called from: ``model`` while it is active
+    (declared), ``nested calls`` while it is in the callable set (a codemode script,
+    ``ctx.execute_tool``), ``pi call`` always (it reaches every registered tool)."""
+    found = {
+        "model": tool_set.is_active(name),
+        "nested calls": tool_set.is_callable(name),
+        "pi call": True,
+    }
+    return [caller for caller in CALLERS if found[caller]]
+
+
 def tool_info(tool: AgentTool, tool_set: ToolSet | None = None) -> dict[str, Any]:
     """``{"name", "label", "description", "parameters", "executionMode", "exposure",
-    "active", "callable", "namespace"?}``: what the model sees of a tool (name, description,
-    JSON Schema) plus its label, execution mode, exposure and whether it is in the session's active and
-    callable sets (``tool_set``; without one: active and callable unless hidden/model-only);
+    "active", "callable", "callableBy", "namespace"?}``: what the model sees of a tool (name,
+    description, JSON Schema) plus its label, execution mode, exposure, whether it is in the
+    session's active and callable (by nested calls) sets (``tool_set``; without one: active
+    and callable unless hidden/model-only), where it can be called from (:func:`callers`);
     ``namespace`` only for a tool that has one (an MCP server's tools: ``mcp__<server>``)."""
     if tool_set is None:
         tool_set = ToolSet([tool])
@@ -74,6 +91,7 @@ def tool_info(tool: AgentTool, tool_set: ToolSet | None = None) -> dict[str, Any
         "exposure": tool_set.exposure(tool.name),
         "active": tool_set.is_active(tool.name),
         "callable": tool_set.is_callable(tool.name),
+        "callableBy": callers(tool_set, tool.name),
     }
     if tool.namespace is not None:  # the group the tool comes from, e.g. an MCP server's
         info["namespace"] = tool.namespace.name
@@ -216,6 +234,8 @@ def cmd_call(ctx: CommandContext) -> int:
 
 
 __all__ = [
+    "CALLERS",
+    "callers",
     "cmd_call",
     "cmd_plugins",
     "cmd_tools",
