@@ -739,7 +739,7 @@ async def test_missing_remote_cwd_is_named_and_never_created(
     missing = f"Remote working directory does not exist on 127.0.0.1: {remote}"
     assert texts == {
         **dict.fromkeys(TOOL_CALLS, missing),
-        "bash": f"Working directory does not exist: {remote}\nCannot execute bash commands.",
+        "bash": f"{missing}\nCannot execute bash commands.",
     }
     assert not remote.exists()
 

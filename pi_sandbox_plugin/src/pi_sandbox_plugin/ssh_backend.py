@@ -62,8 +62,9 @@ tools' ``LC_ALL=C`` messages.
 
 Connection and authentication failures raise :class:`SshConnectionError`, a ``ToolError``
 reading ``cannot connect to HOST: <ssh's reason>`` in every tool. A missing ``remote_cwd`` is
-named as the remote path (``Remote working directory does not exist on HOST: PATH``) and never
-created: every file operation below it checks it first.
+named as the remote path (``Remote working directory does not exist on HOST: PATH``, in bash
+followed by ``Cannot execute bash commands.``) and never created: every file operation below
+it checks it first.
 
 **Known limits.** Each session starts the remote user's login shell, so its startup files
 (bash reads ``~/.bashrc`` under sshd) must not print; without ``python3`` on the remote, a
@@ -641,10 +642,16 @@ class RemotePathMap:
         root = self.local_root.rstrip("/") or "/"
         return path == root or path.startswith(root if root.endswith("/") else root + "/")
 
-    def missing_root_error(self, host: str) -> ToolError:
+    def missing_root_error(self, host: str, then: str = "") -> ToolError:
         """The error when ``remote_root`` does not exist on ``host`` (named as the remote path;
-        never created implicitly)."""
-        return ToolError(f"Remote working directory does not exist on {host}: {self.remote_root}")
+        never created implicitly), followed by the line ``then`` when given."""
+        text = f"Remote working directory does not exist on {host}: {self.remote_root}"
+        return ToolError(f"{text}\n{then}" if then else text)
+
+    def is_root(self, path: str) -> bool:
+        """``path`` is ``local_root`` itself (the session cwd: ``remote_root`` remotely)."""
+        root = (self.remote_root or "").rstrip("/") or "/"
+        return self.maps(path) and self.to_remote(path).rstrip("/") == root.rstrip("/")
 
     def to_remote(self, path: str) -> str:
         """The remote path of the session path ``path``."""
@@ -1017,7 +1024,9 @@ class SshBashOperations:
         :class:`pi_core.BashOperations`.
 
         Errors: ``ToolError`` ``Working directory does not exist: {remote cwd}\\nCannot
-        execute bash commands.`` (the remote path); :class:`SshConnectionError` (``cannot
+        execute bash commands.`` (the remote path), or ``Remote working directory does not exist
+        on HOST: {remote_cwd}\\nCannot execute bash commands.`` when ``cwd`` is the session's
+        and the connection's ``remote_cwd`` is missing; :class:`SshConnectionError` (``cannot
         connect to HOST: ...``) when ssh cannot connect, ``ssh: lost the connection ...`` when
         it drops; :class:`~pi_core.CommandTimeout` past ``timeout`` seconds (tree killed).
         """
@@ -1031,6 +1040,10 @@ class SshBashOperations:
                 timeout=timeout,
             )
         except _NoCwd:
+            if self.paths.is_root(cwd):  # remote_cwd is missing: named with its host
+                raise self.paths.missing_root_error(
+                    self.connection.host, "Cannot execute bash commands."
+                ) from None
             raise missing_cwd_error(self.paths.to_remote(cwd)) from None
         return result.exit_code
 
@@ -1180,8 +1193,7 @@ class SshFileOperations:
                 timeout=None,
             )
         except _NoCwd:
-            root = (self.paths.remote_root or "").rstrip("/") or "/"
-            if self.paths.maps(cwd) and self.paths.to_remote(cwd).rstrip("/") == root.rstrip("/"):
+            if self.paths.is_root(cwd):
                 raise self.paths.missing_root_error(self.connection.host) from None
             raise _os_error(errno.ENOENT, cwd) from None
         code = result.exit_code if result.exit_code is not None else 2
