@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 
 import pytest
@@ -20,6 +21,58 @@ import pytest
 os.environ["PI_DISABLE_THIRD_PARTY_AUTOLOAD"] = "1"
 # Tests assert the exact bytes of piped output: a FORCE_COLOR of the caller's shell would style it.
 os.environ.pop("FORCE_COLOR", None)
+
+
+# -- the dependency groups only tests need -------------------------------------------------
+# `docs` (the mkdocs toolchain) and `ray` are not default groups, so `uv run pi ...` in a clone
+# never installs them. Under `uv run pytest` (uv sets UV) the suite adds the ones that are
+# missing to the environment it runs in, once, before collection: the README's `uv run pytest`
+# has everything. Elsewhere the tests that need them skip with the reason (fail under CI).
+
+TEST_GROUPS = {"docs": "mkdocs-material", "ray": "ray"}
+"""Each group only tests need, and a distribution that shows it is installed."""
+
+
+def _missing_groups() -> list[str]:
+    import importlib.metadata
+
+    missing = []
+    for group, distribution in TEST_GROUPS.items():
+        try:
+            importlib.metadata.distribution(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(group)
+    return missing
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    uv = os.environ.get("UV")
+    if not uv or hasattr(config, "workerinput"):  # not under uv run, or an xdist worker
+        return
+    missing = _missing_groups()
+    if not missing:
+        return
+    groups = [word for group in missing for word in ("--group", group)]
+    command = [uv, "sync", "--inexact", *groups]
+    print(f"tests: adding the groups {', '.join(missing)}: {' '.join(command[1:])}", flush=True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if subprocess.run(command, cwd=root, check=False).returncode != 0:
+        print("tests: could not add them; the tests that need them skip", flush=True)
+
+
+def _require_group(group: str) -> None:
+    if group in _missing_groups():
+        reason = f"the dependency group {group} is not installed (uv sync --group {group})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}, and CI must install it (.ci/run)")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def require_group() -> Callable[[str], None]:
+    """``require_group("docs")``: skip (fail under CI) unless that group of
+    :data:`TEST_GROUPS` is installed."""
+    return _require_group
 
 
 def _require_program(name: str) -> str:

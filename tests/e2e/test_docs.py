@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def test_docs_build_strict(tmp_path: Path) -> None:
+def test_docs_build_strict(tmp_path: Path, require_group) -> None:
+    require_group("docs")
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
         cwd=ROOT,
