@@ -35,6 +35,26 @@ def test_docs_build_strict(tmp_path: Path, require_group) -> None:
     tutorial = (tmp_path / "site" / "tutorial" / "first-plugin" / "index.html").read_text()
     assert "pi_before_tool_call" in tutorial
 
+    # Sphinx roles of the docstrings are references (docs/sphinx_roles.py), never raw text: a
+    # link where the site documents the object, its name as code otherwise.
+    raw = {
+        f"{path.relative_to(tmp_path / 'site')}: {found}"
+        for path in (tmp_path / "site").rglob("*.html")
+        for found in RAW_ROLE.findall(path.read_text())
+    }
+    assert sorted(raw) == []
+    link = (
+        '<a class="autorefs autorefs-internal" title="PluginError (pi_core.PluginError)" '
+        'href="../api/#pi_core.PluginError"><code>PluginError</code></a>'
+    )
+    assert link in page  # :class:`~pi_core._errors.PluginError` in a hook's docstring
+    api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text()
+    assert api.count('class="autorefs autorefs-internal"') > 100
+
+
+RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|data|attr|exc|obj|const):(?:`|<code>)")
+"""A Sphinx role as it shows when nothing renders it: ``:class:<code>X</code>``."""
+
 
 # ---------------------------------------------------------------------------------------------
 # The documentation's examples run, and its reference pages cover what the code has.
