@@ -293,8 +293,30 @@ def test_sandbox_config_snippets_are_valid(path: Path) -> None:
     config = load_config(path)
     sandbox = load_sandbox_config(config.data, path)  # runs [sandbox.policy.tests] too
     assert sandbox is not None
-    backends = {"deny": "local", "allow": "local", "container-exec": "container"}
+    backends = {
+        "deny": "local",
+        "allow": "local",
+        "container-exec": "container",
+        "container-local": "container",
+    }
     assert sandbox.backend == backends.get(path.stem, path.stem)
+
+
+def test_container_how_to_flags_are_the_container_tests() -> None:
+    """The how-to's machine without a registry (container-local.toml) uses the flags pi's own
+    container tests run with, on an image that is never pulled."""
+    from container_support import PODMAN_CLI_ARGS, PODMAN_RUN_ARGS
+
+    from pi_core._config import load_config
+    from pi_sandbox_plugin import load_sandbox_config
+
+    path = SNIPPETS / "sandbox" / "container-local.toml"
+    sandbox = load_sandbox_config(load_config(path).data, path)
+    assert sandbox is not None
+    container = sandbox.container
+    assert container.cli_args == PODMAN_CLI_ARGS
+    assert container.run_args == ["--pull", "never", *PODMAN_RUN_ARGS, "--network", "none"]
+    assert container.image.startswith("localhost/")
 
 
 def test_sandbox_how_to_decisions(tmp_path: Path) -> None:
