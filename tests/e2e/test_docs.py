@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -124,6 +125,23 @@ def test_cli_reference_names_every_command_and_option() -> None:
     missing = [o for o in options if f"`{o}" not in page and f"[{o}" not in page]
     assert missing == []
     assert "## `pi policy check`" in page
+
+
+def test_cli_reference_version_example() -> None:
+    """``pi --version`` as the reference shows it (the plugins of pi's own distributions; a
+    plugin installed besides them adds its line)."""
+    page = (DOCS / "reference" / "cli.md").read_text()
+    block = page.split("  $ pi --version\n", 1)[1].split("```", 1)[0]
+    shown = [line.strip() for line in block.splitlines() if line.strip()]
+    proc = pi("--version")
+    assert proc.returncode == 0, proc.stderr
+    own = ("pi-builtin-tools", "pi-sandbox-plugin")
+    lines = [
+        line
+        for line in proc.stdout.splitlines()
+        if not line.startswith("plugin ") or line.split(": ", 1)[1].split(" ")[0] in own
+    ]
+    assert lines == shown
 
 
 def test_configuration_reference_names_every_key() -> None:
@@ -467,6 +485,35 @@ def test_tutorial_loop_examples(tmp_path: Path) -> None:
         cwd=tmp_path, pythonpath=weather,
     )  # fmt: skip
     assert (curl.returncode, curl.stdout) == (1, "network access is not allowed\n")
+
+
+def console_examples(page: str, marker: str) -> list[tuple[list[str], str]]:
+    """The ``$ COMMAND`` lines of the console block that starts with ``marker``, each with the
+    output shown under it."""
+    block = page.split(marker, 1)[1].split("```", 1)[0]
+    examples: list[tuple[list[str], str]] = []
+    for line in (marker + block).splitlines(keepends=True):
+        if line.startswith("$ "):
+            examples.append((shlex.split(line[2:]), ""))
+        else:
+            examples[-1] = (examples[-1][0], examples[-1][1] + line)
+    return examples
+
+
+def test_tutorial_typed_parameters(tmp_path: Path) -> None:
+    page = (DOCS / "tutorial" / "first-plugin.md").read_text()
+    examples = console_examples(page, "$ PYTHONPATH=docs/snippets pi -p typed_tool")
+    assert len(examples) == 2
+    for words, shown in examples:
+        assert words[:2] == ["PYTHONPATH=docs/snippets", "pi"]
+        proc = pi(*words[2:], cwd=tmp_path, pythonpath=SNIPPETS)
+        assert proc.stdout == shown, proc.stderr
+    days = json.loads(
+        page.split("The parameter `days` becomes:", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    )
+    tools = pi("-p", "typed_tool", "tools", "--json", cwd=tmp_path, pythonpath=SNIPPETS)
+    (forecast,) = [t for t in json.loads(tools.stdout) if t["name"] == "forecast"]
+    assert forecast["parameters"]["properties"]["days"] == days
 
 
 def test_every_snippet_marker_is_intact() -> None:

@@ -71,6 +71,12 @@ def pi(environment: Path, *args: str, cwd: Path, **extra: str) -> subprocess.Com
     )
 
 
+def shown_in_tutorial(command: str) -> str:
+    """The output the tutorial shows under the console line ``command``."""
+    page = (ROOT / "docs" / "tutorial" / "first-plugin.md").read_text()
+    return page.split(command, 1)[1].split("```", 1)[0].split("$ ", 1)[0]
+
+
 def plugin_names(environment: Path, cwd: Path) -> list[str]:
     proc = pi(environment, "plugins", "--json", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
@@ -87,7 +93,7 @@ def test_new_plugin_installs_with_uv_passes_its_tests_and_uninstalls(
 
     new = pi(environment, "plugins", "new", "hello", cwd=work)
     assert new.returncode == 0, new.stderr
-    assert new.stdout.startswith("created pi-hello (plugin hello, distribution pi-hello):\n")
+    assert new.stdout == shown_in_tutorial("$ pi plugins new hello\n")
 
     install = pi(environment, "plugins", "install", "-e", "pi-hello", cwd=work)
     assert (install.returncode, install.stdout) == (
@@ -158,7 +164,7 @@ def test_install_with_pip_where_pip_made_the_environment(uv: str, tmp_path: Path
     )
     assert (install.returncode, install.stdout) == (
         0,
-        "installed plugin weather (pi-weather 0.1.0)\n",
+        shown_in_tutorial("$ uv run pi plugins install ./docs/examples/pi_weather\n"),
     ), install.stderr
     assert install.stderr.startswith(f"pi: {python} -m pip install {WEATHER}\n")
     assert plugin_names(environment, tmp_path) == ["weather"]
@@ -171,10 +177,10 @@ def test_install_with_pip_where_pip_made_the_environment(uv: str, tmp_path: Path
     assert (again.returncode, again.stdout) == (0, ""), again.stderr
     assert again.stderr.endswith("pi: no plugin was installed or changed\n")
 
-    uninstall = pi(environment, "plugins", "uninstall", "pi-weather", cwd=tmp_path)
+    uninstall = pi(environment, "plugins", "uninstall", "weather", cwd=tmp_path)
     assert (uninstall.returncode, uninstall.stdout) == (
         0,
-        "uninstalled plugin weather (pi-weather 0.1.0)\n",
+        shown_in_tutorial("$ uv run pi plugins uninstall weather\n"),
     ), uninstall.stderr
     assert uninstall.stderr.startswith(f"pi: {python} -m pip uninstall -y pi-weather\n")
     assert plugin_names(environment, tmp_path) == []
