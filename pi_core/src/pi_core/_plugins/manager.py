@@ -485,7 +485,7 @@ def make_plugin_manager(
         for name, ep in available.items():
             if allow and name not in allow:
                 continue
-            if not third_party_autoload and _distribution_name(ep) not in PI_DISTRIBUTIONS:
+            if not third_party_autoload and not _is_pi_distribution(ep):
                 continue
             if not pm.is_blocked(name) and not pm.has_plugin(name):
                 _load_entry_point(pm, ep)
@@ -508,9 +508,17 @@ PI_DISTRIBUTIONS = ("pi-tool-core", "pi-builtin-tools", "pi-sandbox-plugin")
 without third-party autoloading only their plugins autoload."""
 
 
-def _distribution_name(ep: importlib.metadata.EntryPoint) -> str | None:
-    """The distribution of ``ep``, as its metadata names it (``None`` when unknown)."""
-    return ep.dist.name if ep.dist is not None else None
+_PI_NORMALIZED = frozenset(_normalize(name) for name in PI_DISTRIBUTIONS)
+
+
+def _is_pi_distribution(ep: importlib.metadata.EntryPoint) -> bool:
+    """Whether ``ep`` belongs to one of :data:`PI_DISTRIBUTIONS`, told by the normalised name
+    of its ``.dist-info`` folder (importlib's own ``_normalized_name``): reading the metadata's
+    ``Name`` would import the ``email`` parser at start-up."""
+    if ep.dist is None:
+        return False
+    name = getattr(ep.dist, "_normalized_name", None) or ep.dist.name
+    return _normalize(name) in _PI_NORMALIZED
 
 
 def installed_plugins() -> list[tuple[str, str | None, str | None]]:
