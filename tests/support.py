@@ -20,6 +20,17 @@ def text(result: AgentToolResult) -> str:
     return result.content[0].text  # type: ignore[union-attr]
 
 
+def install_plugin(site: Path, name: str, module: str, source: str) -> None:
+    """An installed plugin on ``site`` (a folder on ``sys.path`` or ``PYTHONPATH``): the module
+    ``MODULE`` with ``source``, and the distribution ``pi-NAME`` 1.0 declaring the entry point
+    ``NAME = MODULE``."""
+    (site / f"{module}.py").write_text(source)
+    dist_info = site / f"pi_{name}-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: pi-{name}\nVersion: 1.0\n")
+    (dist_info / "entry_points.txt").write_text(f"[pi]\n{name} = {module}\n")
+
+
 def make(root: Path, *files: str | Iterable[str] | Mapping[str, str | bytes]) -> None:
     """Create files below ``root``. Each argument is a name, a list of names (each file holds
     ``x\\n``) or a mapping of name to content (``str`` written as UTF-8, ``bytes`` as they are);

@@ -16,6 +16,7 @@ import pytest
 
 from pi_core._plugins.manager import installed_plugins
 from pi_core.testing import run_pi
+from support import install_plugin
 
 PI_PLUGINS = ["builtin_tools", "mcp", "sandbox"]
 
@@ -31,15 +32,6 @@ def third(x: int) -> str:
 def pi_register_tools(register):
     register(third)
 '''
-
-
-def install(site: Path, name: str, module: str, source: str) -> None:
-    """A distribution ``pi-NAME`` 1.0 with the entry point ``NAME = MODULE`` on ``site``."""
-    (site / f"{module}.py").write_text(source)
-    dist_info = site / f"pi_{name}-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: pi-{name}\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(f"[pi]\n{name} = {module}\n")
 
 
 @pytest.fixture
@@ -68,7 +60,7 @@ def plugin_names(capsys: pytest.CaptureFixture[str], status: int) -> list[str]:
 def test_run_pi_loads_pi_s_plugins_and_the_named_ones(
     site: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    install(site, "third", "pi_test_third", THIRD_PARTY)
+    install_plugin(site, "third", "pi_test_third", THIRD_PARTY)
     assert plugin_names(capsys, run_pi(["plugins", "--json"])) == PI_PLUGINS
     named = run_pi(["plugins", "--json"], plugins=["third"])
     assert plugin_names(capsys, named) == [*PI_PLUGINS, "third"]
@@ -83,7 +75,7 @@ def test_run_pi_loads_pi_s_plugins_and_the_named_ones(
 def test_run_pi_loads_the_environment_s_plugins_when_asked(
     site: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    install(site, "third", "pi_test_third", THIRD_PARTY)
+    install_plugin(site, "third", "pi_test_third", THIRD_PARTY)
     everything = [name for name, _, _ in installed_plugins()]
     assert "third" in everything
     status = run_pi(["plugins", "--json"], environment_plugins=True)
@@ -93,7 +85,7 @@ def test_run_pi_loads_the_environment_s_plugins_when_asked(
 def test_a_broken_installed_plugin_does_not_break_run_pi(
     site: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    install(site, "broken", "pi_test_broken", "import not_installed_anywhere\n")
+    install_plugin(site, "broken", "pi_test_broken", "import not_installed_anywhere\n")
     assert run_pi(["call", "ls", "{}"]) == 0
     capsys.readouterr()
     assert run_pi(["call", "ls", "{}"], environment_plugins=True) == 2

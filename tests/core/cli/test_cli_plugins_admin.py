@@ -13,17 +13,9 @@ import pytest
 from cli_helpers import PI
 
 from pi_core._plugins.manager import installed_plugins
+from support import install_plugin
 
 OWN = ("pi-tool-core", "pi-builtin-tools", "pi-sandbox-plugin")
-
-
-def write_distribution(site: Path, name: str, module: str, source: str) -> None:
-    """``pi-NAME`` 1.0 with the entry point ``NAME = MODULE`` on ``site``."""
-    (site / f"{module}.py").write_text(source)
-    dist_info = site / f"pi_{name}-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: pi-{name}\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(f"[pi]\n{name} = {module}\n")
 
 
 def run(*args: str, site: Path) -> subprocess.CompletedProcess[str]:
@@ -64,7 +56,7 @@ def test_version_names_pi_s_distributions_and_every_installed_plugin(pi) -> None
 def test_a_broken_installed_plugin_stops_every_command_but_says_the_way_out(
     tmp_path: Path,
 ) -> None:
-    write_distribution(tmp_path, "broken", "pi_test_broken", "import not_installed_anywhere\n")
+    install_plugin(tmp_path, "broken", "pi_test_broken", "import not_installed_anywhere\n")
     for command in (["tools"], ["call", "ls", "{}"], ["plugins"]):
         proc = run(*command, site=tmp_path)
         assert (proc.returncode, proc.stdout, proc.stderr) == (
