@@ -222,7 +222,7 @@ def test_help_lists_plugin_commands(pi: Callable[..., Result]) -> None:
 def test_help_when_plugins_fail_to_load(pi: Callable[..., Result]) -> None:
     r = pi("-p", "no_such_module_xyz", "--help")
     assert (r.status, r.err) == (0, "")
-    assert "    plugins         list the loaded plugins\n" in r.out
+    assert "    plugins         list the loaded plugins; install, uninstall or create a\n" in r.out
 
 
 # -- 6. long arguments are shortened in the human rendering ------------------------------------
