@@ -29,6 +29,10 @@ os.environ.pop("FORCE_COLOR", None)
 # missing to the environment it runs in, once, before collection: the README's `uv run pytest`
 # has everything. Elsewhere the tests that need them skip with the reason (fail under CI).
 
+# Under `uv run`, Ray would start the test cluster's workers with `uv run` again, which syncs the
+# default groups only (no Ray); they run in this environment as it is.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
 TEST_GROUPS = {"docs": "mkdocs-material", "ray": "ray"}
 """Each group only tests need, and a distribution that shows it is installed."""
 
