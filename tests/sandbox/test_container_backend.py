@@ -20,6 +20,8 @@ from pi_core.testing.file_contract import FileOperationsContract, FileShell
 from pi_sandbox_plugin.backend_errors import SandboxUnavailable
 from pi_sandbox_plugin.container_backend import ContainerBackend
 
+pytestmark = pytest.mark.slow  # real podman containers
+
 
 @pytest.fixture
 def running(podman: PodmanSession) -> ContainerBackend:

@@ -27,6 +27,8 @@ from pi_sandbox_plugin.container_backend import ContainerBackend
 from pi_sandbox_plugin.guarded_files import GuardedFileOperations
 from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshFileOperations
 
+pytestmark = pytest.mark.slow  # sshd and podman
+
 SECRET = "TOP-SECRET-42"
 
 

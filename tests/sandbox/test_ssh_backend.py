@@ -37,6 +37,8 @@ from pi_sandbox_plugin.ssh_backend import (
     SshFileOperations,
 )
 
+pytestmark = pytest.mark.slow  # a real sshd
+
 
 @pytest.fixture
 def ssh_connection(ssh_server: SshServer) -> Iterator[SshConnection]:
@@ -333,6 +335,10 @@ async def test_session_paths_map_to_remote_cwd(ssh_server: SshServer, tmp_path: 
 
 UNIQUE = "pi-ssh-tree-test"
 
+REMOTE_PS = pytest.mark.xdist_group("ssh-remote-ps")
+"""The tests that look for their leftovers with ``ps`` on the remote side (this machine) run in
+one test process (``pytest -n``): each would see the others' processes."""
+
 
 async def remote_processes_matching(bash: BashOperations, needle: str) -> bytes:
     """Remote ``ps`` lines whose command line contains ``needle`` (the ps itself excluded)."""
@@ -340,6 +346,7 @@ async def remote_processes_matching(bash: BashOperations, needle: str) -> bytes:
     return await remote_sh(bash, script)
 
 
+@REMOTE_PS
 async def test_timeout_kills_the_remote_tree_seen_by_remote_ps(
     ssh_connection: SshConnection,
 ) -> None:
@@ -435,6 +442,7 @@ async def test_frozen_connection_ends_within_the_timeout(fresh_ssh_server: SshSe
         connection.close()
 
 
+@REMOTE_PS
 async def test_cancelled_rg_is_killed_remotely(ssh_connection: SshConnection, tmp_path: Path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -752,6 +760,7 @@ ESCAPERS = (
 )
 
 
+@REMOTE_PS
 async def test_timeout_kills_processes_that_left_the_session_and_cleared_their_environment(
     ssh_connection: SshConnection,
 ) -> None:
@@ -768,6 +777,7 @@ async def test_timeout_kills_processes_that_left_the_session_and_cleared_their_e
     assert left == b""
 
 
+@REMOTE_PS
 async def test_abort_kills_processes_that_cleared_their_environment(
     ssh_connection: SshConnection,
 ) -> None:
