@@ -43,10 +43,13 @@ def require_program() -> Callable[[str], str]:
 # itself (support.descendants(os.getpid())), never among the machine's.
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """Workers of ``-n auto``: twice the cores this process may use (at most 8); many tests wait
     on a subprocess, a timeout or a server, so a core runs two workers.
-    ``PYTEST_XDIST_AUTO_NUM_WORKERS=N`` overrides it; ``-n0`` runs the tests in this process."""
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS=N`` overrides it (xdist reads it: ``None`` passes on);
+    ``-n0`` runs the tests in this process."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
     return min(8, 2 * len(os.sched_getaffinity(0)))
 
 

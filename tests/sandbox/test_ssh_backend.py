@@ -459,6 +459,7 @@ async def test_cancelled_rg_is_killed_remotely(ssh_connection: SshConnection, tm
 async def test_on_timeout_output_before_it_is_kept_exactly(ssh_connection: SshConnection):
     bash = SshBashOperations(ssh_connection)
     recorder = Recorder()
+    await ssh_connection.ensure_master()  # the 1 s below is the command's, not the handshake's
     t0 = time.monotonic()
     with pytest.raises(CommandTimeout) as info:
         await bash.exec(

@@ -157,7 +157,10 @@ def test_ctrl_c_soon_after_start_never_shows_a_traceback_in_pi(
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode in (130, -signal.SIGINT), err
+    # a loaded machine (pytest -n) may still be in the interpreter's start-up at 0.02 s: then
+    # Python's own start-up failure (exit 1), named by the interpreter, not by pi
+    in_startup = proc.returncode == 1 and err.startswith("Fatal Python error: init_import_site")
+    assert proc.returncode in (130, -signal.SIGINT) or in_startup, err
     assert "pi_core" not in err
     if proc.returncode == 130:
         assert err == ""
