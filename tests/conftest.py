@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +69,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         suffix = "@" + "_".join(names)
         if names and not item.nodeid.endswith(suffix):
             item._id = type(item._id).parse(item.nodeid + suffix)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Callable[[int], Path]]:
+    """``small_filesystem(size) -> directory``: a real file system of ``size`` bytes (a tmpfs
+    mounted below ``tmp_path``, unmounted after the test), to fill up: a full disk is then a
+    real ``ENOSPC`` from the kernel, with its short writes. Mounting needs root
+    (``CAP_SYS_ADMIN``): skip with the reason without it, fail under CI (which runs as root)."""
+    mounted: list[Path] = []
+
+    def mount(size: int) -> Path:
+        target = tmp_path / f"small-fs-{len(mounted)}"
+        target.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(target)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            reason = f"cannot mount a tmpfs (needs root): {done.stderr.strip()}"
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"{reason}; CI runs the tests as root")
+            pytest.skip(reason)
+        mounted.append(target)
+        return target
+
+    yield mount
+    for target in reversed(mounted):
+        subprocess.run(["umount", "--lazy", str(target)], check=False)
 
 
 # -- no process outlives the test session --------------------------------------------------

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -76,6 +77,18 @@ def command_line(pid: int) -> bytes:
             return f.read()
     except OSError:
         return b""
+
+
+def fill_up(directory: Path) -> None:
+    """Fill ``directory``'s file system to the last byte with a file ``filler`` (big writes,
+    then single bytes, each until the kernel says ``ENOSPC``)."""
+    with open(directory / "filler", "ab", buffering=0) as filler:
+        for size in (65536, 4096, 1):
+            try:
+                while True:
+                    filler.write(b"\0" * size)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
 
 
 # -- model providers --------------------------------------------------------------------------

@@ -22,8 +22,8 @@ import tempfile
 import pytest
 import trio
 
-from pi_builtin_tools.bash import create_bash_tool_definition
-from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.shell.bash import create_bash_tool_definition
+from pi_builtin_tools.shell.local import LocalBashOperations
 
 SIZE = int(os.environ.get("PI_BENCHMARK_BYTES", str(1 << 30)))
 BLOCK = b"".join(b"%07d some build log output, a typical line of text\n" % i for i in range(18000))

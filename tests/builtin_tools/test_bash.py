@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.bash import (
+from pi_builtin_tools.shell.bash import (
     DESCRIPTION,
     PARAMETERS,
     BashToolOptions,
@@ -26,7 +26,7 @@ from pi_builtin_tools.bash import (
     js_number,
     strip_ansi,
 )
-from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.shell.local import LocalBashOperations
 from pi_core._errors import CommandTimeout, ConfigError, ToolAborted, ToolError
 from pi_core._plugins.contexts import BashSpawnContext
 from pi_core._wire.messages import AgentToolResult
@@ -911,8 +911,8 @@ async def test_stale_session_variables_are_replaced(workdir, monkeypatch) -> Non
 
 
 async def test_abort_through_the_loop_reports_output_then_command_aborted(workdir) -> None:
+    from pi_core import AgentContext, LoopConfig
     from pi_core._abort import Abort
-    from pi_core._pipeline.config import AgentContext, LoopConfig
     from pi_core._pipeline.pipeline import run_tool_call
     from pi_core._tools.definition import wrap_tool_definition
     from pi_core._wire.messages import ToolCall

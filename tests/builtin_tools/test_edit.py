@@ -18,16 +18,16 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.edit import (
+from pi_builtin_tools.files.edit import (
     EDIT_PARAMETERS,
     compute_edits_diff,
     create_edit_tool_definition,
     prepare_edit_arguments,
 )
-from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_core import AgentContext, LoopConfig
 from pi_core._abort import Abort
 from pi_core._errors import ToolError
-from pi_core._pipeline.config import AgentContext, LoopConfig
 from pi_core._pipeline.pipeline import run_tool_call
 from pi_core._tools.definition import wrap_tool_definition
 from pi_core._wire.messages import AgentToolResult, ToolCall

@@ -13,18 +13,17 @@ from pathlib import Path
 import pytest
 
 import pi_builtin_tools.plugin as builtin_plugin
-from pi_builtin_tools.bash import BASH_OUTPUT_SCHEMA, PARAMETERS, file_exploration_guidelines
-from pi_builtin_tools.powershell import (
+from pi_builtin_tools.shell.bash import BASH_OUTPUT_SCHEMA, PARAMETERS, file_exploration_guidelines
+from pi_builtin_tools.shell.powershell import (
     NOT_FOUND_TEXT,
     LocalPowerShellOperations,
     PowerShellLocator,
     create_powershell_tool_definition,
     powershell_argv,
 )
-from pi_core import AgentToolResult, ToolError, wrap_tool_definition
+from pi_core import AgentContext, AgentToolResult, LoopConfig, ToolError, wrap_tool_definition
 from pi_core._cli.system_prompt import build_system_prompt
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
 from pi_core._plugins.session import build_session
 from pi_core._providers.base import ScriptedProvider
 from pi_core._wire.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage

@@ -17,7 +17,7 @@ from test_loop_support import (
 )
 
 from pi_core import Agent, tool
-from pi_core._pipeline.config import LoopConfig
+from pi_core._loop.config import LoopConfig
 from pi_core._pipeline.contexts import BeforeToolCallResult
 from pi_core._providers.base import ScriptedProvider
 from pi_core._wire.messages import AgentToolResult, TextContent

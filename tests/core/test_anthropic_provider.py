@@ -18,8 +18,9 @@ from protocol_servers import (
 )
 
 from pi_core._abort import Abort
+from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.config import AgentContext
 from pi_core._providers.anthropic import (
     AnthropicProvider,
     convert_messages,

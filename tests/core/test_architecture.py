@@ -2,6 +2,10 @@
 
 Each rule is a function over a static import graph, so the tests that guard the real tree can be
 shown to fail on a small tree that breaks the rule. None of these tests skips.
+
+The graph holds every import of a module: at the top, inside a function (deferred, to keep start-up
+cheap) and under ``if TYPE_CHECKING:`` (for annotations). A deferred or type-only import hides a
+dependency from the interpreter; it does not remove it, so the rules count it like any other.
 """
 
 from __future__ import annotations
@@ -30,10 +34,52 @@ PUBLIC_MODULES = (
     "pi_core.testing.bash_contract",
     "pi_core.testing.file_contract",
 )
-#: Layers whose modules must never reach pluggy, even through other modules of the core.
-PLUGGY_FREE = ("pi_core._wire", "pi_core._tools", "pi_core._pipeline", "pi_core._loop")
 #: Top layers: the command line, and the testing plugin that may run it.
 ABOVE_CLI = ("pi_core._cli", "pi_core.testing", "_pi_entry")
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("pi_core._wire", "pi_core._errors", "pi_core._abort", "pi_core._lazy_door"),
+    ("pi_core._config",),
+    ("pi_core._backend_kit",),
+    ("pi_core._tools",),
+    ("pi_core._session",),
+    ("pi_core._pipeline",),
+    ("pi_core._providers",),
+    ("pi_core._loop",),
+    ("pi_core._plugins", "pi_core.hookspecs"),
+    ("pi_core._cli",),
+    ("pi_core", "pi_core.backends", "pi_core.providers", "pi_core.testing", "_pi_entry"),
+)
+"""The floors of ``pi_core``, lowest first: a module imports only modules of its own floor or of
+a floor below (and its own floor without a cycle). Each entry names a module or a package of
+``pi_core``; a module is on the floor of the longest entry that names it or a package holding it.
+A top-level name (``pi_core``, ``_pi_entry``) names that module alone, so a new sub-package is on
+no floor (and fails the test) until it is given one here.
+
+0. the vocabulary: wire types (messages, events, session files), the errors, the abort signal,
+   and ``_lazy_door`` (lazy public names and moved-module aliases for any package's door);
+1. ``_config``: reading ``pi.toml`` (the ``[pi]`` table and the error format plugins share);
+2. ``_backend_kit``: what backends are made of (operation protocols, local files, atomic writes,
+   the mutation queue, process streams);
+3. ``_tools``: what a tool is (``AgentTool``, ``@tool``, exposure and loadout types), a
+   session's tool sets (``ToolSet``) and argument validation;
+4. ``_session``: one session's state (``SessionContext``), its approvals and its audit log;
+5. ``_pipeline``: one tool call (hook contexts, prepare, execute, finalize), nested calls and
+   the callbacks a call reads (``AgentContext``, ``PipelineConfig``);
+6. ``_providers``: the models (the ``ModelProvider`` protocol, HTTP, OpenAI, Anthropic);
+7. ``_loop``: turns and batches (``LoopConfig``, ``run_agent_loop``, ``Agent``);
+8. ``_plugins`` and ``hookspecs``: pluggy: the manager, the typed facade that turns hook
+   implementations into the loop's plain callbacks, ``build_session``, the built-in providers
+   plugin;
+9. ``_cli``: the ``pi`` command;
+10. the public doors (``pi_core``, ``pi_core.backends``, ``pi_core.providers``), the testing
+    plugin (which runs ``pi``) and the console script.
+"""
+
+_PLUGIN_FLOOR = next(n for n, floor in enumerate(LAYERS) if "pi_core._plugins" in floor)
+PLUGGY_FREE = tuple(entry for floor in LAYERS[:_PLUGIN_FLOOR] for entry in floor)
+"""The floors below the plugin layer: their modules never reach pluggy, even through other
+modules of the core (the plugin layer hands the loop plain callbacks)."""
 
 
 @dataclass(frozen=True)
@@ -43,14 +89,19 @@ class Import:
     names: tuple[str, ...]
     line: int
     path: Path
+    kind: str = "top-level"
+    """``top-level``, ``deferred`` (inside a function) or ``type-only`` (``if TYPE_CHECKING``)."""
 
 
-def _in_type_checking(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+def _kind(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
+    kind = "top-level"
     while node in parents:
         node = parents[node]
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return True
-    return False
+            return "type-only"
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            kind = "deferred"
+    return kind
 
 
 def _module_name(path: Path, src: Path) -> str:
@@ -61,17 +112,17 @@ def _module_name(path: Path, src: Path) -> str:
 
 
 def imports_of(path: Path, module: str) -> list[Import]:
-    """Every import in ``path`` (at any depth, outside ``if TYPE_CHECKING``), resolved."""
+    """Every import in ``path`` (at any depth, ``if TYPE_CHECKING`` included), resolved."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[Import] = []
     for node in ast.walk(tree):
-        if _in_type_checking(node, parents):
-            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
-                found.append(Import(module, alias.name, (), node.lineno, path))
+                found.append(
+                    Import(module, alias.name, (), node.lineno, path, _kind(node, parents))
+                )
         elif isinstance(node, ast.ImportFrom):
             target = node.module or ""
             if node.level:
@@ -79,7 +130,7 @@ def imports_of(path: Path, module: str) -> list[Import]:
                 base = base[: len(base) - node.level + 1]
                 target = ".".join([*base, target] if target else base)
             names = tuple(alias.name for alias in node.names)
-            found.append(Import(module, target, names, node.lineno, path))
+            found.append(Import(module, target, names, node.lineno, path, _kind(node, parents)))
     return found
 
 
@@ -91,41 +142,88 @@ def graph_of(src: Path) -> dict[str, list[Import]]:
     }
 
 
+def _targets(imp: Import, graph: dict[str, list[Import]]) -> list[str]:
+    """The modules of the tree ``imp`` names (``from pkg import mod`` names ``pkg.mod``)."""
+    found = [imp.module] if imp.module in graph else []
+    found += [f"{imp.module}.{m}" for m in imp.names if f"{imp.module}.{m}" in graph]
+    return found
+
+
 def _edges(graph: dict[str, list[Import]]) -> dict[str, set[str]]:
-    """Module → modules of the same tree it imports (``from pkg import mod`` names ``pkg.mod``)."""
-    edges: dict[str, set[str]] = {name: set() for name in graph}
-    for name, found in graph.items():
-        for imp in found:
-            if imp.module in graph:
-                edges[name].add(imp.module)
-            for member in imp.names:
-                if f"{imp.module}.{member}" in graph:
-                    edges[name].add(f"{imp.module}.{member}")
-    return edges
+    """Module → modules of the same tree it imports."""
+    return {
+        name: {t for imp in found for t in _targets(imp, graph)} for name, found in graph.items()
+    }
 
 
-def find_cycles(graph: dict[str, list[Import]]) -> list[list[str]]:
-    """Import cycles between modules (each as the list of modules around it)."""
+def import_cycles(graph: dict[str, list[Import]]) -> list[list[str]]:
+    """The import cycles, as the strongly connected components of the graph that hold a cycle
+    (two modules or more, or a module importing itself), each sorted, in sorted order."""
     edges = _edges(graph)
-    cycles: list[list[str]] = []
-    state: dict[str, int] = {}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
     stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
 
-    def visit(node: str) -> None:
-        state[node] = 1
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
         stack.append(node)
+        on_stack.add(node)
         for nxt in sorted(edges[node]):
-            if state.get(nxt) == 1:
-                cycles.append([*stack[stack.index(nxt) :], nxt])
-            elif nxt not in state:
+            if nxt not in index:
                 visit(nxt)
-        stack.pop()
-        state[node] = 2
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in edges[node]:
+                cycles.append(sorted(component))
 
     for node in sorted(edges):
-        if node not in state:
+        if node not in index:
             visit(node)
-    return cycles
+    return sorted(cycles)
+
+
+def floor_of(module: str, layers: tuple[tuple[str, ...], ...]) -> int | None:
+    """The floor (index in ``layers``) of the longest entry naming ``module`` or a package
+    holding it (a top-level name only names itself); ``None`` when no entry does."""
+    best: tuple[int, int] | None = None
+    for number, floor in enumerate(layers):
+        for entry in floor:
+            if module == entry or ("." in entry and module.startswith(entry + ".")):
+                if best is None or len(entry) > best[1]:
+                    best = (number, len(entry))
+    return None if best is None else best[0]
+
+
+def upward_imports(
+    graph: dict[str, list[Import]], layers: tuple[tuple[str, ...], ...] = LAYERS
+) -> list[str]:
+    """Imports from a module to a module of a higher floor, and modules on no floor."""
+    problems = []
+    for name in sorted(graph):
+        here = floor_of(name, layers)
+        if here is None:
+            problems.append(f"{name}: on no floor of the layer order")
+            continue
+        for imp in sorted(graph[name], key=lambda i: i.line):
+            for target in _targets(imp, graph):
+                there = floor_of(target, layers)
+                if there is not None and there > here:
+                    problems.append(
+                        f"{name}:{imp.line}: {imp.kind} import of {target} "
+                        f"(floor {there} above floor {here})"
+                    )
+    return problems
 
 
 def reaches(graph: dict[str, list[Import]], start: str, external: str) -> list[str] | None:
@@ -219,11 +317,18 @@ CORE_GRAPH = graph_of(CORE_SRC)
 
 
 def test_the_core_has_no_import_cycle() -> None:
-    assert find_cycles(CORE_GRAPH) == []
+    """Deferred and type-only imports included."""
+    assert import_cycles(CORE_GRAPH) == []
+
+
+def test_no_core_module_imports_a_higher_floor() -> None:
+    """Every module of ``pi_core`` is on a floor of :data:`LAYERS` and imports nothing above it
+    (deferred and type-only imports included)."""
+    assert upward_imports(CORE_GRAPH) == []
 
 
 @pytest.mark.parametrize("layer", PLUGGY_FREE)
-def test_pipeline_loop_tools_and_wire_do_not_reach_pluggy(layer: str) -> None:
+def test_no_floor_below_the_plugins_reaches_pluggy(layer: str) -> None:
     modules = [name for name in CORE_GRAPH if name == layer or name.startswith(layer + ".")]
     assert modules
     assert {name: reaches(CORE_GRAPH, name, "pluggy") for name in modules} == dict.fromkeys(modules)
@@ -257,7 +362,7 @@ def test_no_shared_module_names_a_builtin_tool() -> None:
     which runs shell commands live on the tool (its declarations), never in ``if name ==
     "bash"`` in the core or in the sandbox's policy hooks."""
     sandbox = PLUGIN_SOURCES["pi_sandbox_plugin"]
-    shared = [CORE_SRC / "pi_core", sandbox / "plugin.py", sandbox / "path_policy.py"]
+    shared = [CORE_SRC / "pi_core", sandbox / "plugin.py", sandbox / "policies" / "path_policy.py"]
     assert tool_name_literals(shared, ROOT) == []
 
 
@@ -284,28 +389,59 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     return tmp_path
 
 
-def test_a_cycle_is_found(tmp_path: Path) -> None:
+def test_a_cycle_is_found_through_deferred_and_type_only_imports(tmp_path: Path) -> None:
     src = _tree(
         tmp_path,
         {
             "pkg/__init__.py": "",
             "pkg/a.py": "from pkg.b import x\n",
             "pkg/b.py": "def f():\n    from pkg import a\n",
+            "pkg/c.py": "from pkg import d\n",
+            "pkg/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.c import y\n",
+            "pkg/e.py": "import pkg.e\n",
+            "pkg/f.py": "from pkg.a import x\n",
         },
     )
-    assert find_cycles(graph_of(src)) == [["pkg.a", "pkg.b", "pkg.a"]]
+    graph = graph_of(src)
+    kinds = [i.kind for i in graph["pkg.b"] + graph["pkg.d"]]
+    assert kinds == ["deferred", "top-level", "type-only"]
+    assert import_cycles(graph) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.e"]]
 
 
-def test_type_checking_imports_make_no_cycle(tmp_path: Path) -> None:
+def test_an_upward_import_is_found(tmp_path: Path) -> None:
     src = _tree(
         tmp_path,
         {
-            "pkg/__init__.py": "",
-            "pkg/a.py": "from pkg.b import x\n",
-            "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import y\n",
+            "pi_core/__init__.py": "from pi_core._loop.loop import run\n",
+            "pi_core/_wire/__init__.py": "",
+            "pi_core/_wire/messages.py": "",
+            "pi_core/_pipeline/__init__.py": "",
+            "pi_core/_pipeline/config.py": (
+                "from typing import TYPE_CHECKING\n"
+                "from pi_core._wire import messages\n"
+                "if TYPE_CHECKING:\n"
+                "    from pi_core._loop.loop import Provider\n"
+            ),
+            "pi_core/_pipeline/pipeline.py": "from pi_core._pipeline.config import A\n",
+            "pi_core/_loop/__init__.py": "",
+            "pi_core/_loop/loop.py": "def run():\n    from pi_core import door\n",
+            "pi_core/_loop/special.py": "from pi_core._loop.loop import run\n",
+            "pi_core/_extra.py": "",
         },
     )
-    assert find_cycles(graph_of(src)) == []
+    layers = (
+        ("pi_core._wire",),
+        ("pi_core._pipeline", "pi_core._loop.special"),
+        ("pi_core._loop",),
+        ("pi_core",),
+    )
+    assert [floor_of(m, layers) for m in ("pi_core", "pi_core._loop.special", "x")] == [3, 1, None]
+    assert upward_imports(graph_of(src), layers) == [
+        "pi_core._extra: on no floor of the layer order",
+        "pi_core._loop.loop:2: deferred import of pi_core (floor 3 above floor 2)",
+        "pi_core._loop.special:1: top-level import of pi_core._loop.loop (floor 2 above floor 1)",
+        "pi_core._pipeline.config:4: type-only import of pi_core._loop.loop (floor 2 above floor 1)",
+    ]
 
 
 def test_pluggy_reached_through_another_module_is_found(tmp_path: Path) -> None:

@@ -16,18 +16,19 @@ from protocol_servers import (
 )
 
 from pi_core._errors import ConfigError, PluginError
+from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.config import AgentContext
+from pi_core._plugins import builtin_providers
+from pi_core._plugins.builtin_providers import builtin_provider_factories, resolve_model
 from pi_core._plugins.facade import PluginHooks
 from pi_core._plugins.manager import PiPluginManager
 from pi_core._plugins.markers import hookimpl
-from pi_core._providers import plugin as builtin_providers
 from pi_core._providers.anthropic import AnthropicProvider
 from pi_core._providers.base import ScriptedProvider
 from pi_core._providers.http import HttpSettings, RetryPolicy
 from pi_core._providers.openai import OpenAIProvider
 from pi_core._providers.options import http_settings
-from pi_core._providers.plugin import builtin_provider_factories, resolve_model
 from pi_core._tools.definition import to_agent_tool, tool
 
 

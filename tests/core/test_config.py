@@ -11,7 +11,7 @@ import pytest
 from pi_core import format_config_error
 from pi_core._config import CoreSettings, PiConfig, find_config, load_config, parse_config
 from pi_core._errors import ConfigError
-from pi_core._pipeline.config import LoopConfig
+from pi_core._loop.config import LoopConfig
 
 FILE = Path("/cfg/pi.toml")
 

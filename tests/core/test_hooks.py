@@ -36,7 +36,7 @@ from pi_core import (
 )
 from pi_core._backend_kit.operations import CommandOutput, FileStat
 from pi_core._errors import PluginError
-from pi_core._pipeline.config import LoopConfig
+from pi_core._loop.config import LoopConfig
 from pi_core._pipeline.contexts import (
     AfterToolCallContext,
     BeforeToolCallContext,
@@ -48,10 +48,10 @@ from pi_core._plugins.contexts import (
     BashSpawnContext,
     PluginCommand,
     RegisterToolsContext,
-    SessionContext,
 )
 from pi_core._plugins.facade import PluginHooks
 from pi_core._plugins.manager import PiPluginManager
+from pi_core._session.context import SessionContext
 from pi_core._wire.events import AgentEndEvent, AgentStartEvent, TurnStartEvent
 
 Register = Callable[..., str]
@@ -1431,7 +1431,9 @@ async def test_apply_to_sets_the_loop_callbacks(
     )
 
 
-@pytest.mark.parametrize("module", ["pi_core._pipeline.config", "pi_core._loop.loop"])
+@pytest.mark.parametrize(
+    "module", ["pi_core._pipeline.config", "pi_core._loop.config", "pi_core._loop.loop"]
+)
 def test_loop_modules_do_not_import_pluggy(module: str) -> None:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:

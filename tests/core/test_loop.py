@@ -24,10 +24,12 @@ from test_loop_support import (
     user,
 )
 
+from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import LENGTH_GUARD_TEXT, run_agent_loop, run_agent_loop_continue
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.config import AgentContext
 from pi_core._pipeline.contexts import AfterToolCallResult, BeforeToolCallResult
-from pi_core._pipeline.pipeline import run_nested_tool_call, run_tool_call, tool_result_message
+from pi_core._pipeline.outcome import tool_result_message
+from pi_core._pipeline.pipeline import run_nested_tool_call, run_tool_call
 from pi_core._providers.base import ScriptedProvider
 from pi_core._wire.messages import (
     AgentToolResult,

@@ -20,8 +20,9 @@ from test_loop_support import (
 
 from pi_core._abort import Abort
 from pi_core._errors import ToolAborted
+from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.config import AgentContext
 from pi_core._pipeline.contexts import BeforeToolCallResult
 from pi_core._pipeline.pipeline import run_tool_call
 from pi_core._providers.base import ScriptedProvider

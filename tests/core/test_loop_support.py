@@ -8,8 +8,9 @@ from typing import Any
 
 import trio
 
+from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.config import AgentContext
 from pi_core._providers.base import ScriptedProvider
 from pi_core._tools.definition import AgentTool, OnUpdate
 from pi_core._wire.events import AgentEvent

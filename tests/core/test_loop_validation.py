@@ -22,8 +22,9 @@ from test_loop_support import (
     user,
 )
 
+from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.config import AgentContext
 from pi_core._providers.base import ScriptedProvider
 from pi_core._wire.messages import AgentToolResult, TextContent, ToolCall
 

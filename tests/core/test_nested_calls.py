@@ -29,7 +29,8 @@ from pi_core import (
     run_tool_call,
 )
 from pi_core._abort import Abort
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._loop.config import LoopConfig
+from pi_core._pipeline.config import AgentContext
 from pi_core._pipeline.nested import (
     MAX_CALLS,
     NestedCallRecorder,

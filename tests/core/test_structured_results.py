@@ -21,7 +21,7 @@ from pi_core import (
     tool,
     wrap_tool_definition,
 )
-from pi_core._pipeline.config import LoopConfig
+from pi_core._loop.config import LoopConfig
 from pi_core._providers.base import ScriptedProvider
 
 

@@ -15,7 +15,8 @@ import trio.lowlevel
 
 from pi_core import Agent, AgentToolResult, TextContent, ToolDefinition, tool
 from pi_core._abort import Abort
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._loop.config import LoopConfig
+from pi_core._pipeline.config import AgentContext
 from pi_core._pipeline.pipeline import run_tool_call
 from pi_core._providers.base import ScriptedProvider
 from pi_core._tools.definition import to_agent_tool

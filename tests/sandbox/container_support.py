@@ -230,7 +230,7 @@ class PodmanSession:
         return self.image_name
 
     def container(self) -> str:
-        from pi_sandbox_plugin.container_backend import PID1_LOOP
+        from pi_sandbox_plugin.backends.container import PID1_LOOP
 
         image = self.image()
         if not self._container_ready:

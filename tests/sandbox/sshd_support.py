@@ -3,7 +3,7 @@
 :func:`start_sshd` starts ``sshd -D -e -f CONFIG`` on 127.0.0.1 on a free port, as the current
 user, with a generated host key and user key (``ssh-keygen``) and a ``known_hosts`` file in a
 private directory; :meth:`SshServer.connection` gives an
-:class:`~pi_sandbox_plugin.ssh_backend.SshConnection` to it. :meth:`SshServer.stop` kills the
+:class:`~pi_sandbox_plugin.backends.ssh.SshConnection` to it. :meth:`SshServer.stop` kills the
 listener and every process it started (per-connection ``sshd`` processes and the sessions'
 processes, found through ``/proc``), so nothing outlives the test.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pi_sandbox_plugin.ssh_backend import SshConnection
+from pi_sandbox_plugin.backends.ssh import SshConnection
 from support import descendants
 
 

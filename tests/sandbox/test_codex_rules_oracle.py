@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_sandbox_plugin.codex_rules import CodexRulesError, load_codex_rules
+from pi_sandbox_plugin.interop.codex_rules import CodexRulesError, load_codex_rules
 
 pytestmark = pytest.mark.slow  # the Codex CLI (npm), once per case
 

@@ -14,16 +14,16 @@ import pytest
 from replay_support import call
 
 import pi_builtin_tools.plugin as builtin_plugin
+from pi_core import AgentContext, LoopConfig
 from pi_core._backend_kit.local_files import LocalFileOperations
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.config import AgentContext, LoopConfig
 from pi_core._plugins.contexts import BackendContext
 from pi_core._plugins.markers import hookimpl
 from pi_core._plugins.session import Session, build_session
 from pi_core._providers.base import ScriptedProvider
 from pi_core._wire.messages import AssistantMessage, ToolCall
-from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
-from pi_sandbox_plugin.path_policy import PathPolicy
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations, PathDenied
+from pi_sandbox_plugin.policies.path_policy import PathPolicy
 
 SECRET = "TOP-SECRET-42"
 

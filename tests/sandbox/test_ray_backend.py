@@ -212,7 +212,7 @@ def worker_backend(
 ) -> Iterator[Any]:
     """One :class:`RayBackend` (an actor on the worker node) shared by the contract tests;
     paths are the node's (no session cwd to map)."""
-    from pi_sandbox_plugin.ray_backend import RayBackend
+    from pi_sandbox_plugin.backends.ray import RayBackend
 
     backend = RayBackend(
         address=ray_cluster.address,

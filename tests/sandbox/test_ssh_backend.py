@@ -29,7 +29,7 @@ from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._errors import CommandTimeout, ToolError
 from pi_core.testing.bash_contract import BashOperationsContract, Recorder, pids_in
 from pi_core.testing.file_contract import FileOperationsContract, FileShell
-from pi_sandbox_plugin.ssh_backend import (
+from pi_sandbox_plugin.backends.ssh import (
     RemotePathMap,
     SshBashOperations,
     SshConnection,
@@ -504,12 +504,12 @@ async def test_on_timeout_output_still_in_flight_is_kept(ssh_connection: SshConn
 async def _tool_session(ops: FileOperations, cwd: str) -> list[str]:
     """A recorded session of read, write, edit, ls, find and grep calls: each call's text (or
     error text) with ``cwd`` replaced by ``<cwd>``."""
-    from pi_builtin_tools.edit import edit_file
-    from pi_builtin_tools.find import find_files
-    from pi_builtin_tools.grep import grep_files
-    from pi_builtin_tools.ls import list_directory
-    from pi_builtin_tools.read import read_file
-    from pi_builtin_tools.write import write_file
+    from pi_builtin_tools.files.edit import edit_file
+    from pi_builtin_tools.files.read import read_file
+    from pi_builtin_tools.files.write import write_file
+    from pi_builtin_tools.search.find import find_files
+    from pi_builtin_tools.search.grep import grep_files
+    from pi_builtin_tools.search.ls import list_directory
 
     calls = [
         lambda: write_file("src/app.py", "import os\n\ndef main():\n    return 1\n", cwd, ops),
@@ -545,7 +545,7 @@ async def _tool_session(ops: FileOperations, cwd: str) -> list[str]:
 
 
 async def test_file_tools_give_the_local_results(ssh_server: SshServer, tmp_path: Path) -> None:
-    from pi_builtin_tools.local_files import LocalFileOperations
+    from pi_builtin_tools.files.local import LocalFileOperations
 
     local = tmp_path / "local"
     remote = tmp_path / "remote"
@@ -570,7 +570,7 @@ async def test_incomplete_upload_never_replaces_the_file(
 ) -> None:
     """The remote side checks the size it received before the rename (what a connection that
     drops mid-upload produces: end of input too early)."""
-    from pi_sandbox_plugin import ssh_backend
+    from pi_sandbox_plugin.backends import ssh as ssh_backend
 
     target = tmp_path / "f.txt"
     target.write_bytes(b"original")
@@ -664,13 +664,13 @@ async def test_missing_ssh_client_is_an_error() -> None:
 
 
 def _tools(cwd: str, connection: SshConnection) -> dict[str, Any]:
-    from pi_builtin_tools.bash import create_bash_tool_definition
-    from pi_builtin_tools.edit import create_edit_tool_definition
-    from pi_builtin_tools.find import create_find_tool_definition
-    from pi_builtin_tools.grep import create_grep_tool_definition
-    from pi_builtin_tools.ls import create_ls_tool_definition
-    from pi_builtin_tools.read import create_read_tool_definition
-    from pi_builtin_tools.write import create_write_tool_definition
+    from pi_builtin_tools.files.edit import create_edit_tool_definition
+    from pi_builtin_tools.files.read import create_read_tool_definition
+    from pi_builtin_tools.files.write import create_write_tool_definition
+    from pi_builtin_tools.search.find import create_find_tool_definition
+    from pi_builtin_tools.search.grep import create_grep_tool_definition
+    from pi_builtin_tools.search.ls import create_ls_tool_definition
+    from pi_builtin_tools.shell.bash import create_bash_tool_definition
 
     files = SshFileOperations(connection, local_root=cwd)
     bash = SshBashOperations(connection, local_root=cwd)

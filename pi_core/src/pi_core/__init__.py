@@ -30,10 +30,12 @@ from pi_core._errors import (
     ToolAborted,
     ToolError,
 )
+from pi_core._lazy_door import lazy_door
 from pi_core._loop.agent import Agent
+from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import run_agent_loop
-from pi_core._pipeline.approval import ApprovalOutcome, ApprovalRequest, request_approval
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.approval import request_approval
+from pi_core._pipeline.config import AgentContext
 from pi_core._pipeline.contexts import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -41,37 +43,37 @@ from pi_core._pipeline.contexts import (
     BeforeToolCallResult,
 )
 from pi_core._pipeline.nested import nested_calls_context
-from pi_core._pipeline.pipeline import ToolCallOutcome, run_tool_call
+from pi_core._pipeline.outcome import ToolCallOutcome
+from pi_core._pipeline.pipeline import run_tool_call
 from pi_core._pipeline.tool_context import ToolCallContext, current_tool_context
-from pi_core._plugins.audit import AuditLog
 from pi_core._plugins.contexts import (
     BackendContext,
     BashSpawnContext,
     CommandInvocation,
     PluginCommand,
     RegisterToolsContext,
-    SessionContext,
 )
 from pi_core._plugins.facade import PluginHooks
 from pi_core._plugins.manager import PiPluginManager, make_plugin_manager
 from pi_core._plugins.markers import hookimpl, hookspec
 from pi_core._plugins.session import Session, build_session
+from pi_core._session.approval import ApprovalOutcome, ApprovalRequest
+from pi_core._session.audit import AuditLog
+from pi_core._session.context import SessionContext
 from pi_core._tools.definition import (
     AgentTool,
     ConstrainedSampling,
+    LoadoutChanges,
     OnUpdate,
     PathArgument,
     ToolDefinition,
-    tool,
-    wrap_tool_definition,
-)
-from pi_core._tools.exposure import (
-    LoadoutChanges,
     ToolExposure,
     ToolLoadout,
     ToolNamespace,
-    ToolSet,
+    tool,
+    wrap_tool_definition,
 )
+from pi_core._tools.exposure import ToolSet
 from pi_core._tools.format import format_size
 from pi_core._tools.validation import js_number_to_string
 from pi_core._wire.json_parse import parse_json
@@ -145,6 +147,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "js_number_to_string",
+    "lazy_door",
     "load_config",
     "make_plugin_manager",
     "nested_calls_context",

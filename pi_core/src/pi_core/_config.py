@@ -24,12 +24,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 import pydantic
 
 from pi_core._errors import ConfigError
-from pi_core._pipeline.config import LoopConfig
 
 CONFIG_FILENAME = "pi.toml"
 CORE_TABLE = "pi"
@@ -69,6 +68,17 @@ def config_file(config: Mapping[str, Any] | None) -> str:
     return os.fspath(path) if path is not None else CONFIG_FILENAME
 
 
+class LoopSettings(Protocol):
+    """What :meth:`PiConfig.apply_to` sets (a :class:`~pi_core.LoopConfig` has both): this
+    module reads the file and knows nothing of the loop."""
+
+    tool_execution: Literal["parallel", "sequential"]
+    max_parallel_tools: int | None
+
+
+_Settings = TypeVar("_Settings", bound=LoopSettings)
+
+
 @dataclass(frozen=True)
 class PiConfig:
     """A loaded configuration.
@@ -88,7 +98,7 @@ class PiConfig:
         table = self.data.get(name)
         return table if isinstance(table, dict) else {}
 
-    def apply_to(self, config: LoopConfig) -> LoopConfig:
+    def apply_to(self, config: _Settings) -> _Settings:
         """Set the loop settings of ``[pi]`` on ``config`` (mutated and returned)."""
         config.tool_execution = self.core.tool_execution
         config.max_parallel_tools = self.core.max_parallel_tools
@@ -219,6 +229,7 @@ __all__ = [
     "CONFIG_FILENAME",
     "ConfigData",
     "CoreSettings",
+    "LoopSettings",
     "PiConfig",
     "config_file",
     "find_config",

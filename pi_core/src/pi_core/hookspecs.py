@@ -38,8 +38,8 @@ if TYPE_CHECKING:
         BackendContext,
         BashSpawnContext,
         RegisterToolsContext,
-        SessionContext,
     )
+    from pi_core._session.context import SessionContext
 
 # ---------------------------------------------------------------------------------------------
 # Session set-up: backends, tools and model providers
@@ -129,7 +129,7 @@ def pi_session_start(context: SessionContext) -> None:
     **Call mode**: notify; sync or async. An exception is reported on stderr
     (``pi: plugin 'NAME' failed in pi_session_start: Type: message``) and stops nothing: the
     other implementations run and so does the session.
-    **Params**: ``context``: :class:`~pi_core._plugins.contexts.SessionContext` (``session_id``,
+    **Params**: ``context``: :class:`~pi_core._session.context.SessionContext` (``session_id``,
     ``cwd``, ``config``, ``host``, ``state``: a dict for per-session state, kept under the
     plugin's name). The same object is ``context.session`` of the session's backend,
     registration and tool-call contexts, and is passed to ``pi_session_end``.
@@ -148,7 +148,7 @@ def pi_session_end(context: SessionContext) -> None:
     **Call mode**: notify; sync or async. An exception is reported on stderr
     (``pi: plugin 'NAME' failed in pi_session_end: Type: message``) and stops nothing: every
     other implementation still runs.
-    **Params**: ``context``: the :class:`~pi_core._plugins.contexts.SessionContext` given to
+    **Params**: ``context``: the :class:`~pi_core._session.context.SessionContext` given to
     ``pi_session_start``, with ``reason`` set: ``"completed"``, ``"error"`` (``context.error``
     holds the exception when one ended the session), ``"aborted"`` or ``"interrupted"``.
     **Returns**: ignored.

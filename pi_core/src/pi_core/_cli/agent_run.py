@@ -37,7 +37,8 @@ from pi_core._cli.output import write_json_line
 from pi_core._cli.parser import UsageError
 from pi_core._cli.session_writer import SessionWriter, open_session_file
 from pi_core._cli.system_prompt import build_system_prompt
-from pi_core._pipeline.config import AgentContext, TurnInfo
+from pi_core._loop.config import TurnInfo
+from pi_core._pipeline.config import AgentContext
 from pi_core._wire.messages import TextContent, UserMessage
 
 if TYPE_CHECKING:
@@ -67,13 +68,13 @@ def select_tools(tools: list[AgentTool], names: str | None) -> list[AgentTool]:
 def resolve_provider(ctx: CommandContext, spec: str) -> ModelProvider:
     """The provider of ``--model`` from the plugins' ``pi_register_providers`` (the built-in
     providers are registered first when no plugin did)."""
+    from pi_core._plugins import builtin_providers
+    from pi_core._plugins.builtin_providers import resolve_model
     from pi_core._plugins.facade import PluginHooks
-    from pi_core._providers import plugin as builtin_providers
-    from pi_core._providers.plugin import resolve_model
 
     pm = ctx.plugin_manager
     if not pm.is_registered(builtin_providers):
-        pm.register(builtin_providers, name="pi_core._providers.plugin")
+        pm.register(builtin_providers, name=builtin_providers.__name__)
     name, _, model = spec.partition(":")
     if name == "scripted" and model and not os.path.isabs(os.path.expanduser(model)):
         spec = f"scripted:{os.path.abspath(model)}"  # relative to where pi was started

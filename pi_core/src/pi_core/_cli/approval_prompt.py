@@ -21,7 +21,7 @@ from typing import IO, Any
 import trio
 
 from pi_core._cli.terminal import is_terminal, sanitise
-from pi_core._pipeline.approval import ApprovalRequest
+from pi_core._session.approval import ApprovalRequest
 
 ANSWERS = {
     "y": "allow",

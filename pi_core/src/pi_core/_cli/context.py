@@ -13,9 +13,9 @@ from typing import IO, TYPE_CHECKING, Any
 from pi_core._cli.parser import UsageError
 from pi_core._config import PiConfig, load_config
 from pi_core._errors import PiError, PluginError
-from pi_core._pipeline.config import LoopConfig
-from pi_core._plugins.audit import AuditLog
+from pi_core._loop.config import LoopConfig
 from pi_core._plugins.manager import PiPluginManager, make_plugin_manager
+from pi_core._session.audit import AuditLog
 
 if TYPE_CHECKING:
     from pi_core._cli.render import Renderer

@@ -5,7 +5,7 @@ It owns the transcript (``messages``), tracks ``pending_tool_calls``, ``is_strea
 every event to its listeners in subscription order.
 
 ``continue_()`` is Pi's ``continue()`` (a Python keyword). Hooks come in as the callbacks of a
-:class:`~pi_core._pipeline.config.LoopConfig` (the plugin layer builds them from plugins); the
+:class:`~pi_core._loop.config.LoopConfig` (the plugin layer builds them from plugins); the
 agent supplies the config's ``provider``, ``get_steering_messages`` and
 ``get_follow_up_messages`` itself.
 
@@ -26,8 +26,9 @@ from typing import Any, Literal, Protocol
 import trio
 
 from pi_core._abort import Abort
+from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import run_agent_loop, run_agent_loop_continue
-from pi_core._pipeline.config import AgentContext, LoopConfig
+from pi_core._pipeline.config import AgentContext
 from pi_core._providers.base import error_message
 from pi_core._tools.definition import AgentTool, ToolDefinition, to_agent_tool
 from pi_core._wire.events import (

@@ -30,7 +30,7 @@ an abort) with ``errorMessage`` the exception text, and the run ends as for any 
 (``turn_end`` with no tool results, ``agent_end``).
 
 This module knows nothing of pluggy: hooks reach it as the plain callbacks of
-:class:`~pi_core._pipeline.config.LoopConfig`.
+:class:`~pi_core._loop.config.LoopConfig`.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ from typing import Any
 import trio
 
 from pi_core._abort import Abort, linked_scope
-from pi_core._pipeline.config import AgentContext, EventSink, LoopConfig, TurnInfo
+from pi_core._loop.config import LoopConfig, TurnInfo
+from pi_core._pipeline.config import AgentContext, EventSink
 from pi_core._pipeline.nested import NestedCallRunner, combine_usage
+from pi_core._pipeline.outcome import ToolCallOutcome
 from pi_core._pipeline.pipeline import (
     PreparedCall,
-    ToolCallOutcome,
     error_outcome,
     error_text,
     execute_call,

@@ -1,122 +1,13 @@
-"""Asking a person: the approval of a tool call that a policy will neither allow nor deny.
+"""Asking a person about a tool call: :func:`request_approval`, for policies.
 
-A policy that needs a person (a Claude Code hook answering ``ask``, a Codex rule deciding
-``prompt``, a plugin's ``pi_approve_tool_call``) calls :func:`request_approval` with the call's
-context and a reason. The answer comes from the session's **approver**, set by its host:
-
-* ``pi run`` and ``pi call`` with a terminal on stdin: a prompt on the terminal showing the call
-  and the reason (``y`` yes, ``n`` no, ``a`` always: yes, and remembered for the session);
-* :class:`~pi_core.Agent` (``approval=``) and :meth:`~pi_core.Session.agent`: the program's
-  callback;
-* a plugin, at session set-up, when the host set none (the sandbox's ``[sandbox] ask``).
-
-Without an approver the call is denied, with the reason. An approver is any callable, sync or
-async, taking an :class:`ApprovalRequest` and answering ``"allow"``, ``"deny"`` or ``"always"``
-(``True`` and ``False`` mean allow and deny); an exception or another answer denies. Requests are
-answered one at a time per session (a batch's parallel calls never prompt at once), and an
-``"always"`` answer allows every later request with the same :attr:`ApprovalRequest.key` in that
-session without asking again.
-
-This module knows nothing of pluggy: it reads ``context.session`` (set by the plugin layer) and
-nothing else.
+The request, its answers and the session's approver are the session's
+(:mod:`pi_core._session.approval`); this module builds the request from the call's context.
 """
 
 from __future__ import annotations
 
-import inspect
-import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-import trio
-
-if TYPE_CHECKING:
-    from pi_core._pipeline.contexts import BeforeToolCallContext
-
-Answer = Literal["allow", "deny", "always"]
-Approver = Callable[["ApprovalRequest"], "Answer | bool | Awaitable[Answer | bool]"]
-"""What a session's approver is: ``approver(request)`` returns (or awaits to) an answer."""
-
-NO_APPROVER_TEXT = (
-    "Blocked: this call needs a person's approval and there is no one to ask "
-    "(no terminal, no approval callback). {source}: {reason}"
-)
-"""The error result of a call that needed approval in a session without an approver."""
-
-DENIED_TEXT = "Blocked: the user denied this call. {source}: {reason}"
-"""The error result of a call the approver answered ``deny``."""
-
-APPROVER_FAILED_TEXT = "Blocked: the approval failed ({error}). {source}: {reason}"
-"""The error result of a call whose approver raised or gave an answer that is not one."""
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """One call waiting for a person.
-
-    * ``tool_name``, ``arguments`` (validated), ``tool_call_id``, ``parent_tool_call_id`` (a
-      nested call's caller; ``None`` for the model's calls);
-    * ``reason``: why a person must decide (one line, from the policy);
-    * ``source``: which policy asks (``codex rule .codex/rules/default.rules:3``, ``claude hook
-      ./check.sh``, a plugin's name);
-    * ``key``: what an ``"always"`` answer remembers (default: ``source`` and ``tool_name``).
-    """
-
-    tool_name: str
-    arguments: Any
-    tool_call_id: str
-    reason: str
-    source: str
-    parent_tool_call_id: str | None = None
-    key: str = ""
-
-    def remembered_as(self) -> str:
-        """The key an ``"always"`` answer is remembered under."""
-        return self.key or json.dumps([self.source, self.tool_name])
-
-    def describe(self) -> str:
-        """The call as one line for a prompt: ``tool {json arguments}`` (arguments over 400
-        characters are cut, with ``…``)."""
-        try:
-            text = json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
-        except (TypeError, ValueError):
-            text = repr(self.arguments)
-        if len(text) > 400:
-            text = text[:400] + "…"
-        return f"{self.tool_name} {text}"
-
-
-@dataclass(frozen=True)
-class ApprovalOutcome:
-    """What :func:`request_approval` decided: ``allowed``; ``answer`` (``"allow"``, ``"deny"``,
-    ``"always"``, ``"remembered"`` for an earlier ``always``, ``"none"`` without an approver,
-    ``"error"`` when the approver failed); ``block_reason``: the error text for the model when
-    not allowed (``""`` when allowed); ``request``: what was asked."""
-
-    allowed: bool
-    answer: str
-    block_reason: str
-    request: ApprovalRequest
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """``{"answer", "allowed", "source", "reason"}`` (for the audit log)."""
-        return {
-            "answer": self.answer,
-            "allowed": self.allowed,
-            "source": self.request.source,
-            "reason": self.request.reason,
-        }
-
-
-@dataclass
-class ApprovalState:
-    """A session's approvals: the ``approver`` (``None``: nobody to ask), the keys answered
-    ``"always"`` and the lock that keeps prompts one at a time."""
-
-    approver: Approver | None = None
-    always: set[str] = field(default_factory=set)
-    lock: trio.Lock | None = None
+from pi_core._pipeline.contexts import BeforeToolCallContext
+from pi_core._session.approval import ApprovalOutcome, ApprovalRequest, ApprovalState
 
 
 def _state_of(context: BeforeToolCallContext) -> ApprovalState:
@@ -138,8 +29,8 @@ async def request_approval(
 
     ``reason`` is why a person must decide, ``source`` the policy asking, ``key`` what an
     ``"always"`` answer remembers (default: source and tool name). Returns the
-    :class:`ApprovalOutcome`; never raises (an approver's exception denies, with its message).
-    The outcome is also kept on ``context.approval`` for the audit log.
+    :class:`~pi_core._session.approval.ApprovalOutcome`; never raises (an approver's exception
+    denies, with its message). The outcome is also kept on ``context.approval`` for the audit log.
     """
     request = ApprovalRequest(
         tool_name=context.tool.name,
@@ -150,62 +41,9 @@ async def request_approval(
         parent_tool_call_id=context.parent_tool_call_id,
         key=key,
     )
-    state = _state_of(context)
-    outcome = await _decide(state, request)
+    outcome = await _state_of(context).decide(request)
     context.approval = outcome
     return outcome
 
 
-async def _decide(state: ApprovalState, request: ApprovalRequest) -> ApprovalOutcome:
-    remembered = request.remembered_as()
-    if remembered in state.always:
-        return ApprovalOutcome(True, "remembered", "", request)
-    if state.approver is None:
-        text = NO_APPROVER_TEXT.format(source=request.source, reason=request.reason)
-        return ApprovalOutcome(False, "none", text, request)
-    if state.lock is None:
-        state.lock = trio.Lock()
-    async with state.lock:
-        if remembered in state.always:  # answered while this request waited
-            return ApprovalOutcome(True, "remembered", "", request)
-        try:
-            answer: Any = state.approver(request)
-            if inspect.isawaitable(answer):
-                answer = await answer
-        except Exception as exc:
-            error = str(exc) or type(exc).__name__
-            text = APPROVER_FAILED_TEXT.format(
-                error=error, source=request.source, reason=request.reason
-            )
-            return ApprovalOutcome(False, "error", text, request)
-    if answer is True:
-        answer = "allow"
-    elif answer is False:
-        answer = "deny"
-    if answer == "always":
-        state.always.add(remembered)
-        return ApprovalOutcome(True, "always", "", request)
-    if answer == "allow":
-        return ApprovalOutcome(True, "allow", "", request)
-    if answer == "deny":
-        text = DENIED_TEXT.format(source=request.source, reason=request.reason)
-        return ApprovalOutcome(False, "deny", text, request)
-    text = APPROVER_FAILED_TEXT.format(
-        error=f"the approver answered {answer!r}, not 'allow', 'deny' or 'always'",
-        source=request.source,
-        reason=request.reason,
-    )
-    return ApprovalOutcome(False, "error", text, request)
-
-
-__all__ = [
-    "APPROVER_FAILED_TEXT",
-    "DENIED_TEXT",
-    "NO_APPROVER_TEXT",
-    "Answer",
-    "ApprovalOutcome",
-    "ApprovalRequest",
-    "ApprovalState",
-    "Approver",
-    "request_approval",
-]
+__all__ = ["request_approval"]

@@ -1,7 +1,7 @@
 """What the pipeline's before and after callbacks receive and return.
 
 ``pi_before_tool_call`` and ``pi_after_tool_call`` implementations get these objects; a program
-that sets :class:`~pi_core._pipeline.config.LoopConfig` callbacks directly gets the same. Add fields
+that sets :class:`~pi_core._loop.config.LoopConfig` callbacks directly gets the same. Add fields
 freely: implementations read only what they use.
 """
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pi_core._pipeline.approval import ApprovalOutcome
-    from pi_core._plugins.contexts import SessionContext
+    from pi_core._session.approval import ApprovalOutcome
+    from pi_core._session.context import SessionContext
     from pi_core._tools.definition import AgentTool
     from pi_core._wire.messages import AgentToolResult, AssistantMessage, ToolCall
 

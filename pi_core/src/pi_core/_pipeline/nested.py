@@ -4,7 +4,7 @@ Inside its ``execute``, any tool reaches the call it runs for through
 :func:`~pi_core._pipeline.tool_context.current_tool_context`. Its
 :meth:`~pi_core._pipeline.tool_context.ToolCallContext.execute_tool` runs a complete pipeline
 call (``prepare_arguments``, ``pi_prepare_arguments``, validation, ``pi_before_tool_call``, ``execute``,
-``pi_after_tool_call``) and returns the :class:`~pi_core._pipeline.pipeline.ToolCallOutcome`;
+``pi_after_tool_call``) and returns the :class:`~pi_core._pipeline.outcome.ToolCallOutcome`;
 it never raises for a failure of the nested call (``docs/how-to/call-a-tool-from-a-tool.md``).
 
 The loop owns one :class:`NestedCallRunner` per run: ids ``<caller id>/<n>`` (``n`` from 1 per
@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from pi_core._pipeline.pipeline import ABORTED_TEXT, ToolCallOutcome, find_tool, run_tool_call
+from pi_core._pipeline.outcome import ToolCallOutcome
+from pi_core._pipeline.pipeline import ABORTED_TEXT, find_tool, run_tool_call
 from pi_core._pipeline.tool_context import ToolCallContext
 from pi_core._wire.events import (
     AgentEvent,
@@ -34,7 +35,7 @@ from pi_core._wire.messages import AgentToolResult, AssistantMessage, TextConten
 
 if TYPE_CHECKING:
     from pi_core._abort import Abort
-    from pi_core._pipeline.config import AgentContext, LoopConfig
+    from pi_core._pipeline.config import AgentContext, PipelineConfig
     from pi_core._tools.definition import AgentTool, OnUpdate
 
 NO_ASSISTANT_MESSAGE_TEXT = "No assistant message issued this call"
@@ -183,7 +184,7 @@ class NestedCallRunner:
     def __init__(
         self,
         context: AgentContext,
-        config: LoopConfig,
+        config: PipelineConfig,
         abort: Abort | None,
     ) -> None:
         self.context = context
@@ -309,7 +310,7 @@ class NestedCallRunner:
 
 
 def nested_calls_context(
-    tool_call: ToolCall, context: AgentContext, config: LoopConfig, abort: Abort | None = None
+    tool_call: ToolCall, context: AgentContext, config: PipelineConfig, abort: Abort | None = None
 ) -> ToolCallContext:
     """The ``tool_context`` that lets ``run_tool_call(tool_call, context, config,
     tool_context=...)`` make nested calls outside a loop run (a host running calls itself, as

@@ -10,7 +10,8 @@ tool result whose text is the exception's message; ``execute`` and the hooks nev
 The loop (:mod:`pi_core._loop.loop`) schedules these steps for a batch of calls; a tool that calls
 another tool goes through :func:`run_tool_call` or :func:`run_nested_tool_call`, so hooks and
 policies see nested calls exactly as direct ones. This module knows nothing of pluggy: hooks reach
-it as the plain callbacks of :class:`~pi_core._pipeline.config.LoopConfig`.
+it as the plain callbacks of :class:`~pi_core._loop.config.LoopConfig` (read through
+:class:`~pi_core._pipeline.config.PipelineConfig`).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ import trio
 
 from pi_core._abort import Abort, linked_scope
 from pi_core._errors import ToolAborted
-from pi_core._pipeline.config import AgentContext, EventSink, LoopConfig
+from pi_core._pipeline.config import AgentContext, EventSink, PipelineConfig
 from pi_core._pipeline.contexts import (
     AfterToolCallContext,
     BeforeToolCallContext,
     apply_after_tool_call_result,
 )
+from pi_core._pipeline.outcome import ToolCallOutcome
 from pi_core._pipeline.tool_context import (
     NOT_AVAILABLE_TEXT,
     ToolCallContext,
@@ -45,7 +47,7 @@ from pi_core._wire.events import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
-from pi_core._wire.messages import AgentToolResult, AssistantMessage, ToolCall, ToolResultMessage
+from pi_core._wire.messages import AgentToolResult, AssistantMessage, ToolCall
 
 ABORTED_TEXT = "Operation aborted"
 """Error text of a call stopped by an abort (preflight, or cancelled without a partial)."""
@@ -60,48 +62,12 @@ INVALID_ARGUMENTS_TEXT = 'Invalid arguments for tool "{name}": {error}'
 """Error text of a call whose arguments the provider could not parse (``argumentsError``)."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Outcomes
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ToolCallOutcome:
-    """A finalized call: the original ``tool_call``, the final ``result`` (after
-    ``after_tool_call``) and whether it is an error."""
-
-    tool_call: ToolCall
-    result: AgentToolResult
-    is_error: bool
-
-    def to_message(self) -> ToolResultMessage:
-        """The :class:`ToolResultMessage` of this outcome (see :func:`tool_result_message`)."""
-        return tool_result_message(self.tool_call, self.result, self.is_error)
-
-
 @dataclass
 class PreparedCall:
     tool_call: ToolCall
     tool: AgentTool
     args: Any
     parent_tool_call_id: str | None = None
-
-
-def tool_result_message(
-    tool_call: ToolCall, result: AgentToolResult, is_error: bool
-) -> ToolResultMessage:
-    """Build the ToolResultMessage of a finalized call: ``content`` (``[]`` when missing),
-    ``details`` and ``usage`` (each left out when ``None``), ``isError`` and a ``timestamp`` of
-    now (ms). ``structured_content`` is never copied onto the message (Pi 1.6.0): programs read
-    it on ``tool_execution_end.result`` or on the :class:`ToolCallOutcome`."""
-    return ToolResultMessage(
-        tool_call_id=tool_call.id,
-        tool_name=tool_call.name,
-        content=list(result.content or []),
-        details=result.details,
-        is_error=is_error,
-        usage=result.usage,
-    )
 
 
 def error_text(exc: BaseException) -> str:
@@ -162,7 +128,7 @@ async def prepare_call(
     tool_call: ToolCall,
     context: AgentContext,
     assistant_message: AssistantMessage,
-    config: LoopConfig,
+    config: PipelineConfig,
     abort: Abort | None,
     parent_tool_call_id: str | None = None,
 ) -> PreparedCall | ToolCallOutcome:
@@ -276,7 +242,7 @@ async def finalize_call(
     is_error: bool,
     context: AgentContext,
     assistant_message: AssistantMessage,
-    config: LoopConfig,
+    config: PipelineConfig,
 ) -> ToolCallOutcome:
     """``after_tool_call`` merged field by field; its exception replaces the result."""
     if config.after_tool_call is not None:
@@ -301,7 +267,7 @@ async def finalize_call(
 async def run_tool_call(
     tool_call: ToolCall,
     context: AgentContext,
-    config: LoopConfig,
+    config: PipelineConfig,
     *,
     assistant_message: AssistantMessage | None = None,
     abort: Abort | None = None,
@@ -339,7 +305,7 @@ async def run_tool_call(
 async def run_nested_tool_call(
     tool_call: ToolCall,
     context: AgentContext,
-    config: LoopConfig,
+    config: PipelineConfig,
     emit: EventSink,
     *,
     parent_tool_call_id: str,
@@ -407,7 +373,6 @@ __all__ = [
     "BLOCKED_TEXT",
     "NOT_FOUND_TEXT",
     "PreparedCall",
-    "ToolCallOutcome",
     "error_outcome",
     "error_text",
     "execute_call",
@@ -417,5 +382,4 @@ __all__ = [
     "prepare_call",
     "run_nested_tool_call",
     "run_tool_call",
-    "tool_result_message",
 ]

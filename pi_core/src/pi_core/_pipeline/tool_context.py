@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pi_core._pipeline.pipeline import ToolCallOutcome
+    from pi_core._pipeline.outcome import ToolCallOutcome
     from pi_core._tools.definition import AgentTool, OnUpdate
     from pi_core._wire.events import AgentEvent
 

@@ -1,116 +1,20 @@
-"""Objects the plugin hooks receive: the session, registration, backend, bash-spawn and command
-contexts.
+"""Objects the plugin hooks receive: the registration, backend, bash-spawn and command contexts.
 
-The contexts of a tool call (before and after hooks) belong to the pipeline
+The session (:class:`~pi_core._session.context.SessionContext`) belongs to the session's state,
+the contexts of a tool call (before and after hooks) to the pipeline
 (:mod:`pi_core._pipeline.contexts`). Add fields freely: implementations read only what they use.
 """
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pi_core._pipeline.approval import ApprovalState
+from pi_core._session.context import SessionContext
 
 if TYPE_CHECKING:
     from pi_core._backend_kit.operations import BashOperations, FileOperations
-    from pi_core._pipeline.approval import Approver
-    from pi_core._plugins.audit import AuditLog
-
-
-SESSION_HOSTS = ("call", "replay", "run", "tools", "agent", "mcp")
-"""The hosts pi itself runs sessions in: ``pi call``, ``pi replay`` (also ``--verify``),
-``pi run``, ``pi tools``, the Python API (:class:`~pi_core.Agent`, or a program's own use of
-:func:`~pi_core.build_session`) and ``pi mcp serve`` (one session per MCP session)."""
-
-SESSION_END_REASONS = ("completed", "error", "aborted", "interrupted")
-"""What ``SessionContext.reason`` says when ``pi_session_end`` fires."""
-
-
-def _new_session_id() -> str:
-    return uuid.uuid4().hex
-
-
-@dataclass
-class SessionContext:
-    """One session, from ``pi_session_start`` to ``pi_session_end`` (the same object for both,
-    and the ``session`` field of every other context of that session).
-
-    * ``cwd``: the session's working directory (absolute); ``config``: the loaded config (the
-      TOML as a dict, ``{}`` without one).
-    * ``host``: which host runs the session (:data:`SESSION_HOSTS`: ``"call"``, ``"replay"``,
-      ``"run"``, ``"tools"``, ``"agent"``, ``"mcp"``).
-    * ``session_id``: unique per session (32 hex digits).
-    * ``state``: a dict for plugins' per-session state; each plugin keeps its own entries under
-      its name (the sandbox uses ``state["sandbox"]``). It lives exactly as long as the session.
-    * ``reason``: ``None`` until the session ends; then one of :data:`SESSION_END_REASONS`:
-      ``"completed"`` (the host finished, whatever its tool results), ``"error"`` (an exception
-      ended it, or the model call failed: ``error`` holds the exception when there is one),
-      ``"aborted"`` (``Agent.abort()`` or cancellation), ``"interrupted"`` (Ctrl-C).
-    * ``tools``: the session's :class:`~pi_core.ToolSet` (registered, active and callable
-      tools; ``None`` until the tools are registered). A tool reaches it from its execute
-      context (``ctx.session.tools``): ``tool_search`` activates the tools it finds with
-      ``ctx.session.tools.activate([...])``.
-    * ``entries``: the session's custom entries (``{"type": "custom", "customType": ...,
-      "data": ...}``, as in a Pi session file), in order: those of the session it continues
-      (its host puts them here before any tool runs), then those :meth:`append_entry` added.
-    * ``entry_sink``: set by a host that writes a session file (``pi run --session``): called
-      with each entry :meth:`append_entry` adds; ``None``: the entries are kept in memory only.
-    * ``approvals``: who answers :func:`~pi_core.request_approval` (``approvals.approver``,
-      set by the host or with :meth:`set_approver`) and the answers remembered as "always".
-    * ``audit``: the session's :class:`~pi_core.AuditLog` (``None``: decisions are not
-      logged); the host sets it (``--audit``) or a plugin at set-up (:meth:`open_audit`); it is
-      closed when the session ends.
-    """
-
-    cwd: str
-    config: dict[str, Any] = field(default_factory=dict)
-    host: str = "agent"
-    session_id: str = field(default_factory=_new_session_id)
-    state: dict[str, Any] = field(default_factory=dict)
-    reason: str | None = None
-    error: BaseException | None = None
-    tools: Any = field(default=None, repr=False)
-    entries: list[dict[str, Any]] = field(default_factory=list, repr=False)
-    entry_sink: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)
-    approvals: ApprovalState = field(default_factory=ApprovalState, repr=False)
-    audit: AuditLog | None = field(default=None, repr=False)
-
-    def set_approver(self, approver: Approver | None, *, replace: bool = True) -> bool:
-        """Make ``approver`` answer this session's approval requests; with ``replace=False``
-        only when none is set (a plugin's default never overrides the host's terminal or
-        callback). Returns whether it was set."""
-        if not replace and self.approvals.approver is not None:
-            return False
-        self.approvals.approver = approver
-        return True
-
-    def open_audit(self, path: str | os.PathLike[str], *, replace: bool = False) -> bool:
-        """Open the audit log ``path`` (relative to :attr:`cwd`) for this session unless one is
-        open already (``replace=True`` closes that one first). Returns whether it was opened;
-        an ``OSError`` (a directory that does not exist, no permission) propagates."""
-        from pi_core._plugins.audit import AuditLog
-
-        if self.audit is not None:
-            if not replace:
-                return False
-            self.audit.close()
-        self.audit = AuditLog(os.path.join(self.cwd, os.path.expanduser(os.fspath(path))))
-        return True
-
-    def append_entry(self, custom_type: str, data: Any) -> None:
-        """Append a custom entry ``{"type": "custom", "customType": custom_type, "data":
-        data}`` to the session (``data``: JSON-serialisable): kept in :attr:`entries` and
-        written to the session file when the host writes one (:attr:`entry_sink`). A tool's
-        state that must outlive the process goes here (codemode's ``store()`` writes); the
-        tool reads it back from :attr:`entries` when the session is continued."""
-        entry = {"type": "custom", "customType": custom_type, "data": data}
-        self.entries.append(entry)
-        if self.entry_sink is not None:
-            self.entry_sink(dict(entry))
 
 
 @dataclass
@@ -184,12 +88,9 @@ class PluginCommand:
 
 
 __all__ = [
-    "SESSION_END_REASONS",
-    "SESSION_HOSTS",
     "BackendContext",
     "BashSpawnContext",
     "CommandInvocation",
     "PluginCommand",
     "RegisterToolsContext",
-    "SessionContext",
 ]

@@ -478,7 +478,7 @@ def make_plugin_manager(
     return pm
 
 
-INTERNAL_PLUGINS: dict[str, str] = {"builtin_providers": "pi_core._providers.plugin"}
+INTERNAL_PLUGINS: dict[str, str] = {"builtin_providers": "pi_core._plugins.builtin_providers"}
 """The core's own plugins (name → module), registered first by every manager and, like
 pytest's internal plugins, not listed by :func:`list_plugins`: the core's model providers."""
 

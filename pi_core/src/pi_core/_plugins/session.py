@@ -21,9 +21,10 @@ import pluggy
 import trio
 
 from pi_core._backend_kit.operations import BashOperations, FileOperations
-from pi_core._pipeline.config import LoopConfig
-from pi_core._plugins.contexts import BackendContext, RegisterToolsContext, SessionContext
+from pi_core._loop.config import LoopConfig
+from pi_core._plugins.contexts import BackendContext, RegisterToolsContext
 from pi_core._plugins.facade import PluginHooks
+from pi_core._session.context import SessionContext
 from pi_core._tools.definition import AgentTool
 from pi_core._tools.exposure import ToolSet, exposures_from_config
 
@@ -61,7 +62,7 @@ class Session:
     and ``file_operations`` (``None`` when no plugin provides one), ``tools`` in registration
     order and ``tools_by_name``.
 
-    ``context`` is the :class:`~pi_core._plugins.contexts.SessionContext` the lifecycle hooks
+    ``context`` is the :class:`~pi_core._session.context.SessionContext` the lifecycle hooks
     get; ``outcome`` is the reason the host wants ``pi_session_end`` to report when the session
     is left without an exception (``None``: ``"completed"``)."""
 
@@ -156,7 +157,7 @@ class Session:
         return agent
 
     def loop_config(self, **options: Any) -> LoopConfig:
-        """A :class:`~pi_core._pipeline.config.LoopConfig` with ``options`` and this session's hook
+        """A :class:`~pi_core._loop.config.LoopConfig` with ``options`` and this session's hook
         callbacks (``prepare_arguments``, ``before_tool_call``, ``after_tool_call``), its
         ``tool_set`` and ``declare_tool_changes`` on."""
         options.setdefault("tool_set", self.tool_set)
@@ -184,7 +185,7 @@ def build_session(
     a plugin propagates.
 
     ``host`` names the host in the session's
-    :class:`~pi_core._plugins.contexts.SessionContext` (``"agent"`` for the Python API), which
+    :class:`~pi_core._session.context.SessionContext` (``"agent"`` for the Python API), which
     every context of the session carries as ``session``. The lifecycle hooks are not called
     here: ``async with session:`` does that.
 

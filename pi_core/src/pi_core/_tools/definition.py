@@ -14,13 +14,12 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, get_type_hints
+from typing import Any, Literal, TypedDict, get_args, get_type_hints
 
 import pydantic
 import trio
 from typing_extensions import is_typeddict
 
-from pi_core._tools.exposure import LoadoutChanges, ToolExposure, ToolLoadout, ToolNamespace
 from pi_core._wire.messages import AgentToolResult, ImageContent, TextContent
 
 ExecutionMode = Literal["parallel", "sequential"]
@@ -68,6 +67,48 @@ VerifyMode = Literal["text", "outcome", "is_error"]
 """How ``pi replay --verify`` compares a replayed result with the recorded one: ``"text"`` the
 normalised result text and ``isError``; ``"outcome"`` only ``isError`` (success texts that
 differ between versions); ``"is_error"`` (the default) only ``isError``."""
+
+
+ToolExposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
+"""Where a tool is exposed: see the table of :mod:`pi_core._tools.exposure`."""
+
+EXPOSURE_LEVELS: tuple[str, ...] = get_args(ToolExposure)
+
+
+@dataclass(frozen=True)
+class ToolNamespace:
+    """A group of tools (Pi's ``ToolNamespace``), e.g. the tools of one MCP server
+    (``mcp__docs``): ``name``, ``aliases``, ``description`` and ``instructions``. ``tool_search``
+    ranks the namespace's words (name, description, instructions) as a weak field."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    description: str | None = None
+    instructions: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolLoadout:
+    """What a tool's ``prepare_loadout(loadout)`` sees when the active set changes:
+    ``declared`` (the active tools), ``callable``, ``registered`` and lookups of a tool's
+    exposure, namespace and prompt guidelines by name."""
+
+    declared: list[AgentTool]
+    callable: list[AgentTool]
+    registered: list[AgentTool]
+    get_exposure: Callable[[str], ToolExposure]
+    get_namespace: Callable[[str], ToolNamespace | None]
+    get_prompt_guidelines: Callable[[str], list[str]]
+
+
+@dataclass
+class LoadoutChanges:
+    """What ``prepare_loadout`` returns: ``descriptions`` (tool name → the description the
+    model sees instead) and ``hidden_declarations`` (active, callable tools whose declaration
+    every request leaves out)."""
+
+    descriptions: dict[str, str] = field(default_factory=dict)
+    hidden_declarations: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -135,7 +176,7 @@ class AgentTool:
     """How providers constrain the sampling of this tool's arguments
     (:data:`ConstrainedSampling`); ``False``: not at all."""
     exposure: ToolExposure = "direct"
-    """Where the tool is exposed (:data:`~pi_core._tools.exposure.ToolExposure`): ``direct``
+    """Where the tool is exposed (:data:`ToolExposure`): ``direct``
     (declared and callable while active), ``model-only`` (declared while active, never
     callable by nested calls), ``codemode``/``deferred`` (not active at the start, always
     callable; ``tool_search`` loads deferred ones), ``hidden`` (never declared or callable)."""
@@ -541,6 +582,7 @@ def tool(
 
 
 __all__ = [
+    "EXPOSURE_LEVELS",
     "AgentTool",
     "ConstrainedSampling",
     "ExecutionMode",
@@ -548,11 +590,15 @@ __all__ = [
     "GrammarSampling",
     "GrammarVariants",
     "JsonSchemaSampling",
+    "LoadoutChanges",
     "OnUpdate",
     "PathArgument",
     "ReplayPolicy",
     "SeedFileFn",
     "ToolDefinition",
+    "ToolExposure",
+    "ToolLoadout",
+    "ToolNamespace",
     "VerifyMode",
     "result_from_value",
     "to_agent_tool",

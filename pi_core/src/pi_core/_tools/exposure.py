@@ -8,7 +8,7 @@
 * **callable** (what a tool's nested calls may reach): registered tools whose exposure is
   ``codemode`` or ``deferred``, or ``direct`` and active; in registration order.
 
-Exposure levels (:data:`ToolExposure`, ``AgentTool.exposure``, default ``"direct"``):
+Exposure levels (:data:`~pi_core._tools.definition.ToolExposure`, ``AgentTool.exposure``, default ``"direct"``):
 
 ============  =====================  ====================  ===========================
 exposure      active at the start    declared to the model  callable by nested calls
@@ -27,57 +27,25 @@ descriptions and hide declarations).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any
 
-if TYPE_CHECKING:
-    from pi_core._tools.definition import AgentTool
+import pydantic
 
-ToolExposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
-"""Where a tool is exposed: see the module docstring's table."""
-
-EXPOSURE_LEVELS: tuple[str, ...] = get_args(ToolExposure)
+from pi_core._config import config_file, format_config_error
+from pi_core._errors import ConfigError
+from pi_core._tools.definition import (
+    EXPOSURE_LEVELS,
+    AgentTool,
+    ToolExposure,
+    ToolLoadout,
+    ToolNamespace,
+)
 
 _ACTIVE_AT_START = ("direct", "model-only")
 _ALWAYS_CALLABLE = ("codemode", "deferred")
-
-
-@dataclass(frozen=True)
-class ToolNamespace:
-    """A group of tools (Pi's ``ToolNamespace``), e.g. the tools of one MCP server
-    (``mcp__docs``): ``name``, ``aliases``, ``description`` and ``instructions``. ``tool_search``
-    ranks the namespace's words (name, description, instructions) as a weak field."""
-
-    name: str
-    aliases: tuple[str, ...] = ()
-    description: str | None = None
-    instructions: str | None = None
-
-
-@dataclass(frozen=True)
-class ToolLoadout:
-    """What a tool's ``prepare_loadout(loadout)`` sees when the active set changes:
-    ``declared`` (the active tools), ``callable``, ``registered`` and lookups of a tool's
-    exposure, namespace and prompt guidelines by name."""
-
-    declared: list[AgentTool]
-    callable: list[AgentTool]
-    registered: list[AgentTool]
-    get_exposure: Callable[[str], ToolExposure]
-    get_namespace: Callable[[str], ToolNamespace | None]
-    get_prompt_guidelines: Callable[[str], list[str]]
-
-
-@dataclass
-class LoadoutChanges:
-    """What ``prepare_loadout`` returns: ``descriptions`` (tool name → the description the
-    model sees instead) and ``hidden_declarations`` (active, callable tools whose declaration
-    every request leaves out)."""
-
-    descriptions: dict[str, str] = field(default_factory=dict)
-    hidden_declarations: list[str] = field(default_factory=list)
 
 
 def tool_declaration(tool: Any, description: str | None = None) -> dict[str, Any]:
@@ -266,8 +234,6 @@ class ToolSet:
     def model_tools(self) -> list[AgentTool]:
         """The active tools as the loop gets them: descriptions replaced by the loadout
         (copies), hidden declarations kept (the loop leaves them out of requests)."""
-        import dataclasses
-
         tools: list[AgentTool] = []
         for tool in self.active:
             text = self._descriptions.get(tool.name)
@@ -309,11 +275,6 @@ def parse_exposure_list(text: str) -> dict[str, ToolExposure]:
 
 
 __all__ = [
-    "EXPOSURE_LEVELS",
-    "LoadoutChanges",
-    "ToolExposure",
-    "ToolLoadout",
-    "ToolNamespace",
     "ToolSet",
     "exposures_from_config",
     "parse_exposure_list",
@@ -326,10 +287,6 @@ def exposures_from_config(config: Mapping[str, Any] | None) -> dict[str, ToolExp
     those tables belong to the tool's plugin). Raises :class:`~pi_core.ConfigError` naming the
     file and the key: ``FILE: tools.NAME.exposure: Input should be 'direct', 'model-only',
     'codemode', 'deferred' or 'hidden' (got "x")``."""
-    import pydantic
-
-    from pi_core._config import config_file, format_config_error
-    from pi_core._errors import ConfigError
 
     class _Exposure(pydantic.BaseModel):
         model_config = pydantic.ConfigDict(extra="ignore")
