@@ -47,7 +47,9 @@ pi waits (shielded, at most ``kill_timeout`` seconds) for that; if the ssh proce
 end in time, it runs the same kill over a fresh, unmultiplexed connection and kills the local
 ssh. A connection that drops becomes a :class:`SshConnectionError`/``ToolError`` as soon as
 ssh notices (``ServerAliveInterval``) and never outlives the command's timeout by more than
-the bounded cleanup.
+the bounded cleanup. The timeout counts from the command's start on the remote (the
+supervisor's ``SID`` record), not from the local ``ssh``'s: opening the session is not the
+command's time, and may add at most ``connect_timeout`` seconds.
 
 **File operations** are short shell scripts (one multiplexed session each, bounded by
 ``op_timeout``): ranged reads with ``tail -c``/``head -c``; writes streamed over stdin into a
@@ -786,6 +788,13 @@ class _Supervised:
         finished = trio.Event()  # EXIT or NOCWD record, or the stderr stream ended
         out_eof = trio.Event()
         last_data = trio.current_time()
+        # The timeout is the command's: it counts from the SID record (the supervisor started
+        # the command), as a local command's counts from its start; until then, opening the
+        # session (the channel, the remote's login shell, the supervisor) may take up to
+        # connect_timeout on top (on a loaded machine that alone took over a second).
+        timer = trio.CancelScope()
+        if timeout is not None and timeout > 0:
+            timer.deadline = trio.current_time() + self.connection.connect_timeout + timeout
 
         def parse() -> None:
             nonlocal scanned
@@ -805,6 +814,8 @@ class _Supervised:
                     finished.set()
                 elif kind == b"SID":
                     state["sid"] = (value or b"").decode()
+                    if timeout is not None and timeout > 0:
+                        timer.deadline = min(timer.deadline, trio.current_time() + timeout)
                 elif kind == b"SUP":
                     state["sup"] = (value or b"").decode()
 
@@ -839,10 +850,7 @@ class _Supervised:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(pump_out)
                     nursery.start_soon(pump_err)
-                    if timeout is not None and timeout > 0:
-                        with trio.move_on_after(timeout):
-                            await start_and_wait()
-                    else:
+                    with timer:
                         await start_and_wait()
                     if not finished.is_set():
                         timed_out = True
