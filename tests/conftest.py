@@ -1,4 +1,5 @@
-"""Shared test support: system components that tests need; no third-party plugin autoloads.
+"""Shared test support: system components that tests need, the parallel run, no leaked
+process, no third-party plugin autoloads.
 
 A test that needs a system program (node, rg, sshd, bwrap, podman, ...) asks for it with
 ``require_program("node")``: it skips with the reason when the program is absent, except under
@@ -11,9 +12,12 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+
+from support import descendants
 
 # Plugins installed in this environment besides pi's own (a tutorial plugin, a plugin being
 # written) are not autoloaded by any pi this suite starts, in process or as a subprocess: a test
@@ -95,30 +99,76 @@ def require_program() -> Callable[[str], str]:
     return _require_program
 
 
+# -- the parallel run (pytest-xdist) -------------------------------------------------------
+# `uv run pytest` runs `-n auto --dist loadgroup` (pyproject.toml): test processes ("workers")
+# take tests one by one; tests marked `pytest.mark.xdist_group("NAME")` all go to one worker (a
+# module-scoped cluster, a module-scoped virtual environment, tests that look for each other's
+# processes). Each worker has its own tmp_path_factory base, session fixtures (sshd, podman
+# image and container), and is a subreaper of its own (below). A test never binds a fixed port
+# (bind port 0), never writes a fixed name outside tmp_path, and looks for processes only below
+# itself (support.descendants(os.getpid())), never among the machine's.
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """Workers of ``-n auto``: twice the cores this process may use (at most 8); many tests wait
+    on a subprocess, a timeout or a server, so a core runs two workers.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS=N`` overrides it (xdist reads it: ``None`` passes on);
+    ``-n0`` runs the tests in this process."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return min(8, 2 * len(os.sched_getaffinity(0)))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give each test marked ``xdist_group("NAME")`` the node id suffix ``@NAME`` by which
+    ``--dist loadgroup`` sends a group to one worker. pytest-xdist 3.8 sets it through
+    ``item._nodeid``, which pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386): without
+    this the groups are silently spread over the workers. Does nothing once xdist sets it."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})  # fmt: skip
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            item._id = type(item._id).parse(item.nodeid + suffix)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Callable[[int], Path]]:
+    """``small_filesystem(size) -> directory``: a real file system of ``size`` bytes (a tmpfs
+    mounted below ``tmp_path``, unmounted after the test), to fill up: a full disk is then a
+    real ``ENOSPC`` from the kernel, with its short writes. Mounting needs root
+    (``CAP_SYS_ADMIN``): skip with the reason without it, fail under CI (which runs as root)."""
+    mounted: list[Path] = []
+
+    def mount(size: int) -> Path:
+        target = tmp_path / f"small-fs-{len(mounted)}"
+        target.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(target)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            reason = f"cannot mount a tmpfs (needs root): {done.stderr.strip()}"
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"{reason}; CI runs the tests as root")
+            pytest.skip(reason)
+        mounted.append(target)
+        return target
+
+    yield mount
+    for target in reversed(mounted):
+        subprocess.run(["umount", "--lazy", str(target)], check=False)
+
+
 # -- no process outlives the test session --------------------------------------------------
 # The pytest process becomes a child subreaper: every process a test starts stays its
 # descendant, even when orphaned (a background job of a finished bash command). After the last
 # test, any living descendant is a leak: it is killed and the session fails.
-
-
-def _living_descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    states: dict[int, str] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            children.setdefault(int(fields[1]), []).append(int(name))
-            states[int(name)] = fields[0].decode()
-    found, queue = [], [root]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return [pid for pid in found if states.get(pid) not in ("Z", "X")]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -132,10 +182,10 @@ def no_process_left_behind():
         ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     yield
     deadline = time.monotonic() + 5
-    leaked = _living_descendants(os.getpid())
+    leaked = descendants(os.getpid(), living=True)
     while leaked and time.monotonic() < deadline:  # let shielded cleanups finish
         time.sleep(0.05)
-        leaked = _living_descendants(os.getpid())
+        leaked = descendants(os.getpid(), living=True)
     described = []
     for pid in leaked:
         with contextlib.suppress(OSError):

@@ -114,7 +114,7 @@ def costs(address: str) -> None:
     import trio
 
     from pi_core.testing.bash_contract import Recorder
-    from pi_sandbox_plugin.ray_backend import RayBackend
+    from pi_sandbox_plugin.backends.ray import RayBackend
 
     async def measure() -> None:
         backend = RayBackend(address=address, resources={"pi_slot": 1})

@@ -22,8 +22,8 @@ import tempfile
 import pytest
 import trio
 
-from pi_builtin_tools.bash import create_bash_tool_definition
-from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.shell.bash import create_bash_tool_definition
+from pi_builtin_tools.shell.local import LocalBashOperations
 
 SIZE = int(os.environ.get("PI_BENCHMARK_BYTES", str(1 << 30)))
 BLOCK = b"".join(b"%07d some build log output, a typical line of text\n" % i for i in range(18000))
@@ -32,8 +32,10 @@ MAX_RSS_GROWTH = 16 * 1024 * 1024
 pytestmark = pytest.mark.benchmark(group="bash-1GB-output", min_rounds=1, warmup=False)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def only_when_benchmarking(request: pytest.FixtureRequest) -> None:
+    """Skips before ``big_file`` writes its gigabyte (an autouse fixture of the same scope runs
+    first)."""
     if not (request.config.getoption("benchmark_only") or os.environ.get("PI_BENCHMARK")):
         pytest.skip("benchmark: run with --benchmark-only or PI_BENCHMARK=1")
 

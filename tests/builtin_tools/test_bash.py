@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.bash import (
+from pi_builtin_tools.shell.bash import (
     DESCRIPTION,
     PARAMETERS,
     BashToolOptions,
@@ -26,7 +26,7 @@ from pi_builtin_tools.bash import (
     js_number,
     strip_ansi,
 )
-from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.shell.local import LocalBashOperations
 from pi_core._errors import CommandTimeout, ConfigError, ToolAborted, ToolError
 from pi_core._plugins.contexts import BashSpawnContext
 from pi_core._wire.messages import AgentToolResult

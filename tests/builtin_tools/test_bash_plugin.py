@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 import pytest
 
 import pi_builtin_tools.plugin as builtin_plugin
-from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.shell.local import LocalBashOperations
 from pi_core import hookimpl
 from pi_core._errors import ToolError
 from pi_core._plugins.contexts import BackendContext, BashSpawnContext

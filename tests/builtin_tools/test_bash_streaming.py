@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from pi_builtin_tools.bash import create_bash_tool_definition
-from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.shell.bash import create_bash_tool_definition
+from pi_builtin_tools.shell.local import LocalBashOperations
 
 LINE = "é€😀 ligne\n".encode()  # 16 bytes
 

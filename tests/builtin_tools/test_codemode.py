@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from pi_builtin_tools.codemode import preview_args, to_codemode_identifier
-from pi_builtin_tools.codemode_source import (
+from pi_builtin_tools.codemode.javascript import preview_args, to_codemode_identifier
+from pi_builtin_tools.codemode.source import (
     CodemodeSource,
     CodemodeSourceError,
     json_parse_error,
@@ -221,7 +221,7 @@ def without_durations(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def codemode_workers() -> list[str]:
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True)
-    return [line for line in ps.stdout.splitlines() if "_codemode_worker.py" in line]
+    return [line for line in ps.stdout.splitlines() if "codemode/_worker.py" in line]
 
 
 COMPLETED = "Script completed\nWall time <s> seconds\nOutput:\n"
@@ -590,7 +590,7 @@ async def test_cancelling_the_call_kills_the_worker() -> None:
     when the cancellation returns."""
     import trio
 
-    from pi_builtin_tools.codemode import execute_codemode
+    from pi_builtin_tools.codemode.javascript import execute_codemode
 
     before = codemode_workers()
     with trio.move_on_after(1.5) as scope:
@@ -644,7 +644,7 @@ def _workers_of(pid: int) -> list[int]:
         except OSError:
             continue
         marker = f"PI_CODEMODE_PARENT_PID={pid}".encode()
-        if b"_codemode_worker.py" in cmdline and marker in environ and state != "Z":
+        if b"codemode/_worker.py" in cmdline and marker in environ and state != "Z":
             found.append(int(entry))
     return found
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pi_builtin_tools.codemode_declarations import schema_to_type
+from pi_builtin_tools.codemode.declarations import schema_to_type
 
 
 def test_schema_types() -> None:
@@ -67,14 +67,14 @@ def test_refs_resolve_and_cycles_stop() -> None:
 
 
 def test_the_loadout_lists_script_only_tools_and_tells_what_calls_resolve_to() -> None:
-    from pi_builtin_tools.codemode import (
+    from pi_builtin_tools.codemode.javascript import (
         CODEMODE_DESCRIPTION,
         create_codemode_tool_definition,
         prepare_codemode_loadout,
     )
-    from pi_builtin_tools.local_files import LocalFileOperations
-    from pi_builtin_tools.ls import create_ls_tool_definition
-    from pi_builtin_tools.read import create_read_tool_definition
+    from pi_builtin_tools.files.local import LocalFileOperations
+    from pi_builtin_tools.files.read import create_read_tool_definition
+    from pi_builtin_tools.search.ls import create_ls_tool_definition
     from pi_core import ToolLoadout, ToolNamespace
 
     files = LocalFileOperations()

@@ -19,13 +19,13 @@ import pytest
 import trio
 from test_loop_support import call, make_tool, run, text, tool_use
 
-from pi_builtin_tools.codemode_common import (
+from pi_builtin_tools.codemode.common import (
     NoWorkerFree,
     ScriptFailure,
     Store,
     codemode_worker_slot,
 )
-from pi_builtin_tools.codemode_python import create_codemode_python_tool_definition
+from pi_builtin_tools.codemode.python import create_codemode_python_tool_definition
 from pi_core import AgentToolResult, TextContent
 from pi_core._abort import Abort
 from pi_core._tools.definition import to_agent_tool, wrap_tool_definition
@@ -521,7 +521,7 @@ def test_a_sandbox_that_cannot_start_is_a_sandbox_failure(tmp_path: Path) -> Non
 
 
 def test_the_description_lists_the_tools_only_scripts_can_call() -> None:
-    from pi_builtin_tools.codemode_python import DESCRIPTION, prepare_codemode_python_loadout
+    from pi_builtin_tools.codemode.python import DESCRIPTION, prepare_codemode_python_loadout
     from pi_core import ToolLoadout
 
     async def execute(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 from test_loop_support import call, run, text, tool_use
 
-from pi_builtin_tools.codemode import create_codemode_tool_definition
-from pi_builtin_tools.codemode_python import create_codemode_python_tool_definition
+from pi_builtin_tools.codemode.javascript import create_codemode_tool_definition
+from pi_builtin_tools.codemode.python import create_codemode_python_tool_definition
 from pi_core import AssistantMessage, SessionContext
 from pi_core._tools.definition import wrap_tool_definition
 

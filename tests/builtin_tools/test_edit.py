@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.edit import (
+from pi_builtin_tools.files.edit import (
     EDIT_PARAMETERS,
     compute_edits_diff,
     create_edit_tool_definition,
     prepare_edit_arguments,
 )
-from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.files.local import LocalFileOperations
 from pi_core import AgentContext, LoopConfig
 from pi_core._abort import Abort
 from pi_core._errors import ToolError

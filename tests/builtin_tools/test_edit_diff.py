@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pi_builtin_tools.edit_diff import (
+from pi_builtin_tools.files.edit_diff import (
     EditError,
     FuzzyView,
     LineEndingView,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_builtin_tools.edit_diff import (
+from pi_builtin_tools.files.edit_diff import (
     DiffTooLarge,
     apply_edits,
     common_prefix_length,
@@ -337,7 +337,7 @@ def test_region_diff_refuses_to_grow_past_its_limit() -> None:
     ],
 )
 def test_count_occurrences_counts_overlaps(haystack: str, needle: str, count: int) -> None:
-    from pi_builtin_tools.edit_diff import count_occurrences
+    from pi_builtin_tools.files.edit_diff import count_occurrences
 
     assert count_occurrences(haystack, needle) == count
 
@@ -345,7 +345,7 @@ def test_count_occurrences_counts_overlaps(haystack: str, needle: str, count: in
 @settings(max_examples=500, deadline=None)
 @given(st.text("ab", max_size=12), st.text("ab", min_size=1, max_size=4))
 def test_count_occurrences_is_the_overlapping_count(haystack: str, needle: str) -> None:
-    from pi_builtin_tools.edit_diff import count_occurrences
+    from pi_builtin_tools.files.edit_diff import count_occurrences
 
     expected = sum(haystack.startswith(needle, i) for i in range(len(haystack)))
     assert count_occurrences(haystack, needle) == expected
@@ -357,7 +357,7 @@ def _diff_tokens_without_shortcut(
     """The Myers search itself, with the disjoint-texts answer switched off."""
     import inspect
 
-    from pi_builtin_tools import edit_diff
+    from pi_builtin_tools.files import edit_diff
 
     source = inspect.getsource(edit_diff._diff_tokens).replace(
         "if old and new and new[0] != old[0] and set(old).isdisjoint(new):", "if False:"
@@ -374,13 +374,13 @@ def _diff_tokens_without_shortcut(
     st.lists(st.sampled_from(["A\n", "B\n", "C", "\n", "d\n"]), max_size=8),
 )
 def test_disjoint_texts_answer_is_the_searchs_answer(old: list[str], new: list[str]) -> None:
-    from pi_builtin_tools.edit_diff import _diff_tokens
+    from pi_builtin_tools.files.edit_diff import _diff_tokens
 
     assert _diff_tokens(old, new) == _diff_tokens_without_shortcut(old, new)
 
 
 def test_a_rewritten_block_of_thousands_of_lines_diffs_at_once() -> None:
-    from pi_builtin_tools.edit_diff import _diff_tokens
+    from pi_builtin_tools.files.edit_diff import _diff_tokens
 
     old = [f"line {i}\n" for i in range(20_000)]
     new = [line.upper() for line in old]

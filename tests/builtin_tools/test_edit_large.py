@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memory_support import MIB, run_pi_measured
-from pi_builtin_tools.edit import (
+from pi_builtin_tools.files.edit import (
     MAX_EDIT_FILE_BYTES,
     MAX_EDIT_LARGE_FILE_BYTES,
     _decode_text,
@@ -23,7 +23,11 @@ from pi_builtin_tools.edit import (
     _utf8_without_cr,
     create_edit_tool_definition,
 )
-from pi_builtin_tools.edit_diff import apply_edits, generate_diff_string, generate_unified_patch
+from pi_builtin_tools.files.edit_diff import (
+    apply_edits,
+    generate_diff_string,
+    generate_unified_patch,
+)
 from pi_core import AgentToolResult, ToolError
 from pi_core.backends import LocalFileOperations
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from pi_builtin_tools.edit import create_edit_tool_definition
-from pi_builtin_tools.find import create_find_tool_definition
-from pi_builtin_tools.fs_errors import show_path
-from pi_builtin_tools.grep import create_grep_tool_definition
-from pi_builtin_tools.local_files import LocalFileOperations
-from pi_builtin_tools.ls import create_ls_tool_definition
-from pi_builtin_tools.read import create_read_tool_definition
-from pi_builtin_tools.write import create_write_tool_definition
+from pi_builtin_tools.files.edit import create_edit_tool_definition
+from pi_builtin_tools.files.fs_errors import show_path
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.files.read import create_read_tool_definition
+from pi_builtin_tools.files.write import create_write_tool_definition
+from pi_builtin_tools.search.find import create_find_tool_definition
+from pi_builtin_tools.search.grep import create_grep_tool_definition
+from pi_builtin_tools.search.ls import create_ls_tool_definition
 from pi_core._errors import ToolError
 
 MAKERS: dict[str, Any] = {

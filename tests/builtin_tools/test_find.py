@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.fd_glob import GlobError, compile_fd_glob, fd_effective_pattern
-from pi_builtin_tools.find import create_find_tool_definition
-from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.search.fd_glob import GlobError, compile_fd_glob, fd_effective_pattern
+from pi_builtin_tools.search.find import create_find_tool_definition
 from pi_core._errors import ToolError
 from pi_core._wire.messages import AgentToolResult
 from support import make, text
@@ -353,7 +353,7 @@ async def test_float_limit_with_integer_value(tmp_path: Path) -> None:
     )
 
 
-# --- documented differences from fd (see the module docstring of pi_builtin_tools.find) -------
+# --- documented differences from fd (see the module docstring of pi_builtin_tools.search.find) ---
 
 
 async def test_known_difference_symlinks_and_empty_directories_are_not_listed(

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.grep import clean_rg_error, create_grep_tool_definition
-from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.search.grep import clean_rg_error, create_grep_tool_definition
 from pi_core._errors import ToolError
 from pi_core._wire.messages import AgentToolResult
 from support import make, text

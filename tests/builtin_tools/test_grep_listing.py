@@ -1,6 +1,6 @@
 """grep's result is built line by line, holding only what the 50KB cut keeps
-(:class:`pi_builtin_tools.search_output.BoundedListing`); the text and details are those of
-joining every line and cutting it (:func:`pi_builtin_tools.search_output.finish_listing`)."""
+(:class:`pi_builtin_tools.search.output.BoundedListing`); the text and details are those of
+joining every line and cutting it (:func:`pi_builtin_tools.search.output.finish_listing`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from pi_builtin_tools.grep import create_grep_tool_definition
-from pi_builtin_tools.local_files import LocalFileOperations
-from pi_builtin_tools.search_output import NO_LINE_LIMIT, BoundedListing, finish_listing
-from pi_builtin_tools.truncate import truncate_head
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.files.truncate import truncate_head
+from pi_builtin_tools.search.grep import create_grep_tool_definition
+from pi_builtin_tools.search.output import NO_LINE_LIMIT, BoundedListing, finish_listing
 
 NOTICE_LONG = "Some lines truncated to 500 chars. Use read tool to see full lines"
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from pi_builtin_tools.grep import (
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.search.grep import (
     _file_blocks,
     _first_matches,
     create_grep_tool_definition,
     path_order,
 )
-from pi_builtin_tools.local_files import LocalFileOperations
 from pi_core._errors import ToolError
 from pi_core.backends import CommandOutput, find_rg
 from support import make, text

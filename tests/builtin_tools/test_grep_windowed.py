@@ -1,6 +1,7 @@
 """grep's windowed search of a large file for fixed text (issue 13, P8): lines over
 ``WINDOW_BYTES`` go to ripgrep in overlapping pieces, and the result must be byte for byte the
-one ripgrep's search of the file itself gives (:func:`pi_builtin_tools.grep._windowed_matches`).
+one ripgrep's search of the file itself gives
+(:func:`pi_builtin_tools.search.grep._windowed_matches`).
 
 The differential test runs both paths on many generated files with the window made tiny (so
 every file has many cut lines, matches across piece edges and multibyte characters cut in two)
@@ -22,9 +23,9 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools import grep as grep_module
-from pi_builtin_tools.grep import _Cutter, _literal_reach, create_grep_tool_definition
-from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.search import grep as grep_module
+from pi_builtin_tools.search.grep import _Cutter, _literal_reach, create_grep_tool_definition
 
 MIB = 1024 * 1024
 

@@ -267,7 +267,7 @@ def test_a_batch_of_edits_of_one_file_lands_every_edit(tmp_path: Path) -> None:
 
 async def test_grouped_edits_write_fewer_times_than_they_edit(tmp_path: Path) -> None:
     """The edit tool's calls share writes when queued together (counted on the backend)."""
-    from pi_builtin_tools.edit import edit_file
+    from pi_builtin_tools.files.edit import edit_file
 
     class Counting(LocalFileOperations):
         writes = 0
@@ -307,7 +307,7 @@ async def test_a_batch_that_grows_the_file_past_the_limit_is_refused(
 ) -> None:
     """The size limit holds for content an earlier edit of the group staged, not only for
     what is read from the disk."""
-    from pi_builtin_tools import edit
+    from pi_builtin_tools.files import edit
     from pi_core import ToolError
 
     monkeypatch.setattr(edit, "MAX_EDIT_LARGE_FILE_BYTES", 100)

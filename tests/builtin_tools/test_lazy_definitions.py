@@ -1,7 +1,7 @@
 """Built-in tools registered in every session but rarely called are defined without their code
 (docs/explanation/performance.md, P7): ``codemode``, ``codemode_python`` and ``tool_search`` come
-from :mod:`pi_builtin_tools.tool_definitions`, and ``edit`` imports its matching and diff module
-(:mod:`pi_builtin_tools.edit_diff`) at its first call. Registering imports none of those
+from :mod:`pi_builtin_tools.catalog.definitions`, and ``edit`` imports its matching and diff module
+(:mod:`pi_builtin_tools.files.edit_diff`) at its first call. Registering imports none of those
 modules; the first call (or loadout) imports what it runs, and the implementation modules still
 give the same objects under their old names. Each import check runs in a fresh interpreter.
 """
@@ -12,22 +12,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pi_builtin_tools.codemode as codemode
-import pi_builtin_tools.codemode_python as codemode_python
-import pi_builtin_tools.codemode_source as codemode_source
-import pi_builtin_tools.edit as edit
-import pi_builtin_tools.edit_diff as edit_diff
-import pi_builtin_tools.tool_definitions as definitions
-import pi_builtin_tools.tool_search as tool_search
+import pi_builtin_tools.catalog.definitions as definitions
+import pi_builtin_tools.catalog.tool_search as tool_search
+import pi_builtin_tools.codemode.javascript as codemode
+import pi_builtin_tools.codemode.python as codemode_python
+import pi_builtin_tools.codemode.source as codemode_source
+import pi_builtin_tools.files.edit as edit
+import pi_builtin_tools.files.edit_diff as edit_diff
 
 LAZY = (
-    "pi_builtin_tools.codemode",
-    "pi_builtin_tools.codemode_python",
-    "pi_builtin_tools.codemode_common",
-    "pi_builtin_tools.codemode_declarations",
-    "pi_builtin_tools.codemode_source",
-    "pi_builtin_tools.tool_search",
-    "pi_builtin_tools.edit_diff",
+    "pi_builtin_tools.codemode.javascript",
+    "pi_builtin_tools.codemode.python",
+    "pi_builtin_tools.codemode.common",
+    "pi_builtin_tools.codemode.declarations",
+    "pi_builtin_tools.codemode.source",
+    "pi_builtin_tools.catalog.tool_search",
+    "pi_builtin_tools.files.edit_diff",
 )
 
 
@@ -46,13 +46,13 @@ def test_registering_the_builtin_tools_imports_no_implementation_of_these_tools(
     lines = run_probe(
         "import sys\n"
         "import pi_builtin_tools.plugin\n"
-        "from pi_builtin_tools.tool_definitions import (\n"
+        "from pi_builtin_tools.catalog.definitions import (\n"
         "    create_codemode_python_tool_definition,\n"
         "    create_codemode_tool_definition,\n"
         "    create_tool_search_tool_definition,\n"
         ")\n"
-        "from pi_builtin_tools.edit import create_edit_tool_definition\n"
-        "from pi_builtin_tools.local_files import LocalFileOperations\n"
+        "from pi_builtin_tools.files.edit import create_edit_tool_definition\n"
+        "from pi_builtin_tools.files.local import LocalFileOperations\n"
         "tools = [create_codemode_tool_definition(), create_codemode_python_tool_definition(),\n"
         "    create_tool_search_tool_definition(), create_edit_tool_definition('.', LocalFileOperations())]\n"
         "print([t.name for t in tools])\n"
@@ -64,7 +64,7 @@ def test_registering_the_builtin_tools_imports_no_implementation_of_these_tools(
 def test_the_first_call_imports_the_tool_module() -> None:
     lines = run_probe(
         "import sys, trio\n"
-        "from pi_builtin_tools.tool_definitions import create_tool_search_tool_definition\n"
+        "from pi_builtin_tools.catalog.definitions import create_tool_search_tool_definition\n"
         "from pi_core import ToolError, wrap_tool_definition\n"
         "search = wrap_tool_definition(create_tool_search_tool_definition(), None)\n"
         "print(sorted(m for m in LAZY if m in sys.modules))\n"
@@ -82,7 +82,7 @@ def test_the_first_call_imports_the_tool_module() -> None:
         "[]",
         "query must not be empty",
         "No matching tools found. {'loaded': []}",
-        "['pi_builtin_tools.tool_search']",
+        "['pi_builtin_tools.catalog.tool_search']",
     ]
 
 
@@ -91,8 +91,8 @@ def test_the_first_edit_imports_edit_diff(tmp_path: Path) -> None:
     lines = run_probe(
         f"cwd = {str(tmp_path)!r}\n"
         "import sys, trio\n"
-        "from pi_builtin_tools.edit import create_edit_tool_definition\n"
-        "from pi_builtin_tools.local_files import LocalFileOperations\n"
+        "from pi_builtin_tools.files.edit import create_edit_tool_definition\n"
+        "from pi_builtin_tools.files.local import LocalFileOperations\n"
         "from pi_core import wrap_tool_definition\n"
         "tool = wrap_tool_definition(create_edit_tool_definition(cwd, LocalFileOperations()), None)\n"
         "print(sorted(m for m in LAZY if m in sys.modules))\n"
@@ -104,7 +104,7 @@ def test_the_first_edit_imports_edit_diff(tmp_path: Path) -> None:
     assert lines == [
         "[]",
         "Successfully replaced 1 block(s) in a.txt.",
-        "['pi_builtin_tools.edit_diff']",
+        "['pi_builtin_tools.files.edit_diff']",
     ]
 
 
@@ -134,6 +134,6 @@ def test_an_unknown_name_of_edit_is_an_attribute_error() -> None:
     try:
         edit.no_such_name  # noqa: B018
     except AttributeError as error:
-        assert str(error) == "module 'pi_builtin_tools.edit' has no attribute 'no_such_name'"
+        assert str(error) == "module 'pi_builtin_tools.files.edit' has no attribute 'no_such_name'"
     else:
         raise AssertionError("no AttributeError")

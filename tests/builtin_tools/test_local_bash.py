@@ -12,7 +12,7 @@ import time
 import pytest
 import trio
 
-from pi_builtin_tools.local_bash import SUPERVISOR, LocalBashOperations, resolve_shell
+from pi_builtin_tools.shell.local import SUPERVISOR, LocalBashOperations, resolve_shell
 from pi_core._backend_kit.operations import BashOperations
 from pi_core._errors import CommandTimeout, ToolError
 from pi_core.testing.bash_contract import BashOperationsContract, Recorder, pids_in

@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.lowlevel
 
-from pi_builtin_tools.local_files import LocalFileOperations, find_rg
+from pi_builtin_tools.files.local import LocalFileOperations, find_rg
 from pi_core._backend_kit.operations import CommandOutput, FileOperations, FileStat
 
 OPS = LocalFileOperations()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.files.local import LocalFileOperations
 from pi_core._backend_kit.operations import FileOperations
 from pi_core.testing.file_contract import FileOperationsContract
 

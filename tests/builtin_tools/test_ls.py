@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pi_builtin_tools.local_files import LocalFileOperations
-from pi_builtin_tools.ls import create_ls_tool_definition
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.search.ls import create_ls_tool_definition
 from pi_core._errors import ToolError
 from pi_core._wire.messages import AgentToolResult
 from support import make, text

@@ -303,7 +303,7 @@ async def test_explicit_key(autojump_clock: trio.testing.MockClock) -> None:
 async def test_tool_path_queue_keys_on_the_backends_realpath(tmp_path: Path) -> None:
     """with_tool_path_mutation_queue: the exact name first (U+00A0 kept when such a file
     exists), space-normalised otherwise, symlinks resolved through the backend."""
-    from pi_builtin_tools.local_files import LocalFileOperations
+    from pi_builtin_tools.files.local import LocalFileOperations
     from pi_core._backend_kit.mutation_queue import with_tool_path_mutation_queue
 
     ops = LocalFileOperations()

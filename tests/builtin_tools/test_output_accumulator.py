@@ -14,9 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_builtin_tools import output_accumulator
-from pi_builtin_tools.output_accumulator import OutputAccumulator
-from pi_builtin_tools.truncate import truncate_tail
+from pi_builtin_tools.files.truncate import truncate_tail
+from pi_builtin_tools.shell import output_accumulator
+from pi_builtin_tools.shell.output_accumulator import OutputAccumulator, OutputSnapshot
+from pi_builtin_tools.shell.output_files import FullOutputFiles
+from support import fill_up
 
 
 @pytest.fixture(autouse=True)
@@ -351,19 +353,125 @@ def test_full_output_file_is_complete_once_closed(private_tmpdir) -> None:
     assert (snap.truncation.total_lines, snap.truncation.total_bytes) == (120_000, 1_320_000)
 
 
-def test_write_error_is_raised_by_append(monkeypatch) -> None:
+# -- bounded full-output files (issue 23, point 5) -------------------------------------------
+
+NUMBERED = b"".join(b"%05d\n" % i for i in range(1, 2001))
+"""2,000 lines, 12,000 bytes."""
+
+
+def feed_all(acc: OutputAccumulator, data: bytes = NUMBERED, size: int = 97) -> OutputSnapshot:
+    for start in range(0, len(data), size):
+        acc.append(data[start : start + size])
+    return acc.finish()
+
+
+def uncut_full_output(data: bytes, max_bytes: int) -> tuple[str, bool]:
     acc = OutputAccumulator(max_bytes=10)
-    acc.append(b"0123456789A")  # creates the file, written at once
+    feed_all(acc, data)
+    return acc.read_full_output(max_bytes)
 
-    def full(fd: int, data: bytes) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(output_accumulator.os, "write", full)
-    with pytest.raises(OSError, match=r"No space left on device") as info:
-        acc.append(b"BC\n")
-    assert info.value.errno == errno.ENOSPC
-    monkeypatch.undo()
-    acc.finish()
+def test_the_file_is_cut_at_its_limit_and_counting_goes_on(private_tmpdir) -> None:
+    acc = OutputAccumulator(max_bytes=10, max_file_bytes=1000)
+    snap = feed_all(acc)
+    assert (snap.full_output_cut, snap.full_output_bytes) == ("the file limit", 1000)
+    assert snap.full_output_path is not None
+    with open(snap.full_output_path, "rb") as f:
+        assert f.read() == NUMBERED[:1000]
+    t = snap.truncation
+    assert (t.total_lines, t.total_bytes, acc.raw_bytes) == (2000, 12000, 12000)
+    assert snap.content == "02000"
+    # the program-facing output is what an uncut file gives: the whole, or its head and tail
+    assert acc.read_full_output() == (NUMBERED.decode(), False)
+    for size in (400, 2000, 12000):
+        assert acc.read_full_output(size) == uncut_full_output(NUMBERED, size)
+
+
+def test_the_session_budget_cuts_then_keeps_no_file(private_tmpdir) -> None:
+    files = FullOutputFiles(max_session_bytes=1500)
+    snaps = [
+        feed_all(OutputAccumulator(max_bytes=10, max_file_bytes=1000, files=files))
+        for _ in range(3)
+    ]
+    assert [(s.full_output_cut, s.full_output_bytes) for s in snaps] == [
+        ("the file limit", 1000),
+        ("the session limit", 500),
+        ("the session limit", 0),
+    ]
+    assert [os.path.getsize(s.full_output_path) for s in snaps[:2]] == [1000, 500]
+    assert snaps[2].full_output_path is None  # not kept: no file at all
+    assert files.written == 1500
+    names = sorted(os.listdir(private_tmpdir))
+    assert names == sorted(
+        [*(os.path.basename(s.full_output_path) for s in snaps[:2]), f"pi-session-{files.tag}.lock"]
+    )
+    assert all(re.fullmatch(rf"pi-output-{files.tag}[0-9a-f]{{8}}\.log", n) for n in names[:2])
+
+
+def test_output_not_kept_still_gives_its_head_and_tail(private_tmpdir) -> None:
+    files = FullOutputFiles(max_session_bytes=1)
+    files.written = 1
+    data = b"".join(b"%07d\n" % i for i in range(400_000))  # 3.2 MB
+    acc = OutputAccumulator(max_bytes=10, files=files)
+    snap = feed_all(acc, data, 65536)
+    assert (snap.full_output_path, snap.full_output_cut) == (None, "the session limit")
+    assert snap.truncation.total_lines == 400_000
+    assert os.listdir(private_tmpdir) == []
+    assert acc.read_full_output() == uncut_full_output(
+        data, output_accumulator.STRUCTURED_MAX_BYTES
+    )
+
+
+def test_no_file_is_started_on_a_file_system_with_less_than_5_percent_free(
+    small_filesystem, monkeypatch
+) -> None:
+    disk = small_filesystem(1 << 20)
+    monkeypatch.setattr(tempfile, "tempdir", str(disk))
+    fill_up(disk)
+    os.truncate(disk / "filler", (1 << 20) - 40 * 1024)  # 40 KiB free: under 5% of 1 MiB
+    acc = OutputAccumulator(max_bytes=10)
+    snap = feed_all(acc)
+    assert (snap.full_output_path, snap.full_output_cut) == (None, f"{disk} has less than 5% free")
+    assert sorted(os.listdir(disk)) == ["filler"]
+    assert acc.read_full_output() == (NUMBERED.decode(), False)
+    os.truncate(disk / "filler", (1 << 20) - 60 * 1024)  # 60 KiB free: a file is started
+    snap = feed_all(OutputAccumulator(max_bytes=10))
+    assert (snap.full_output_cut, os.path.getsize(snap.full_output_path)) == (None, 12000)
+
+
+def test_a_full_disk_cuts_the_file_where_the_kernel_stopped(small_filesystem, monkeypatch) -> None:
+    disk = small_filesystem(1 << 20)
+    monkeypatch.setattr(tempfile, "tempdir", str(disk))
+    acc = OutputAccumulator(max_bytes=10)
+    acc.append(NUMBERED[:100])  # the file is started, the disk has room
+    fill_up(disk)
+    more = NUMBERED[100:] * 50  # 595,000 bytes more: past the disk
+    snap = feed_all(acc, more, 4096)
+    data = NUMBERED[:100] + more
+    assert snap.full_output_cut == "No space left on device"
+    assert snap.full_output_path is not None
+    size = os.path.getsize(snap.full_output_path)
+    assert size == snap.full_output_bytes and 100 <= size < len(data)
+    with open(snap.full_output_path, "rb") as f:
+        assert f.read() == data[:size]
+    assert (acc.raw_bytes, snap.truncation.total_lines) == (len(data), data.count(b"\n"))
+
+
+def test_memory_stays_bounded_past_the_cut() -> None:
+    acc = OutputAccumulator(max_file_bytes=1 << 20)
+    chunk = b"z" * 999 + b"\n"
+    tracemalloc.start()
+    try:
+        for _ in range(40_000):  # 40 MB, 39 MB of it past the cut
+            acc.append(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    snap = acc.finish()
+    assert (snap.full_output_cut, acc.total_lines) == ("the file limit", 40_000)
+    assert peak < 4 * 1024 * 1024, peak
+    text, cut = acc.read_full_output()
+    assert cut and text.endswith(("z" * 999 + "\n") * 3)
 
 
 # -- drop-behind of the full-output file ---------------------------------------------------

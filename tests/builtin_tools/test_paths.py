@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.files.local import LocalFileOperations
 from pi_core._backend_kit.paths import (
     expand_path,
     normalize_unicode_spaces,

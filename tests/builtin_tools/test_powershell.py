@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import pi_builtin_tools.plugin as builtin_plugin
-from pi_builtin_tools.bash import BASH_OUTPUT_SCHEMA, PARAMETERS, file_exploration_guidelines
-from pi_builtin_tools.powershell import (
+from pi_builtin_tools.shell.bash import BASH_OUTPUT_SCHEMA, PARAMETERS, file_exploration_guidelines
+from pi_builtin_tools.shell.powershell import (
     NOT_FOUND_TEXT,
     LocalPowerShellOperations,
     PowerShellLocator,

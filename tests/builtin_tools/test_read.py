@@ -23,16 +23,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from pi_builtin_tools.image_processing import ImageResizeOptions, detect_image_mime
-from pi_builtin_tools.local_files import LocalFileOperations
-from pi_builtin_tools.read import (
+from pi_builtin_tools.files.image_processing import ImageResizeOptions, detect_image_mime
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.files.read import (
     READ_DESCRIPTION,
     READ_PARAMETERS,
     ReadToolOptions,
     create_read_tool_definition,
     read_file,
 )
-from pi_builtin_tools.truncate import format_size, truncate_head
+from pi_builtin_tools.files.truncate import format_size, truncate_head
 from pi_core._errors import ToolError
 from pi_core._tools.definition import wrap_tool_definition
 from pi_core._wire.messages import AgentToolResult
@@ -737,8 +737,8 @@ async def test_streaming_utf16_and_latin1(tmp_path: Path) -> None:
 
 _BIG_READ = """
 import json, re, sys, time, trio
-from pi_builtin_tools.local_files import LocalFileOperations
-from pi_builtin_tools.read import read_file
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.files.read import read_file
 
 async def main():
     ops = LocalFileOperations()
@@ -844,7 +844,7 @@ async def test_utf16_without_bom_decoded(tmp_path: Path) -> None:
 )
 def test_encodings_round_trip(data: bytes, label: str) -> None:
     """What edit needs from decision 7: decode then encode gives the same bytes."""
-    from pi_builtin_tools.file_encoding import decode_text, detect_encoding, encode_text
+    from pi_builtin_tools.files.encoding import decode_text, detect_encoding, encode_text
 
     encoding = detect_encoding(data)
     assert encoding is not None and encoding.label == label

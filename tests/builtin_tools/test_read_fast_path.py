@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.local_files import LocalFileOperations
-from pi_builtin_tools.read import ReadToolOptions, read_file
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.files.read import ReadToolOptions, read_file
 from pi_core._errors import ToolError
 from pi_core.backends import CommandOutput, FileStat
 

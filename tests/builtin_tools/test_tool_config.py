@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from pi_builtin_tools.files.read import ReadToolOptions
 from pi_builtin_tools.plugin import _bash_config
-from pi_builtin_tools.read import ReadToolOptions
 from pi_core._errors import ConfigError
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pi_builtin_tools.tool_search import (
+from pi_builtin_tools.catalog.tool_search import (
     TOOL_SEARCH_DESCRIPTION,
     Bm25Ranker,
     SearchDocument,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pi_builtin_tools.truncate import (
+from pi_builtin_tools.files.truncate import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
     GREP_MAX_LINE_LENGTH,

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import trio
 
-from pi_builtin_tools.local_files import LocalFileOperations
-from pi_builtin_tools.read import create_read_tool_definition
-from pi_builtin_tools.write import (
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.files.read import create_read_tool_definition
+from pi_builtin_tools.files.write import (
     WRITE_DESCRIPTION,
     WRITE_PARAMETERS,
     create_write_tool_definition,
@@ -267,7 +267,7 @@ async def test_edit_and_write_of_nbsp_name_share_one_queue(tmp_path: Path) -> No
     """One way to key the queue: an edit and a write of a file whose name really holds U+00A0,
     started in one batch, run one after another in call order (the edit's write settles before
     the write's starts) and the file ends with the write's content."""
-    from pi_builtin_tools.edit import create_edit_tool_definition
+    from pi_builtin_tools.files.edit import create_edit_tool_definition
     from pi_core._backend_kit.mutation_queue import default_queue
 
     name = "a\u00a0b.txt"
@@ -312,7 +312,7 @@ async def test_edit_and_write_of_nbsp_name_share_one_queue(tmp_path: Path) -> No
 
 async def test_read_only_file_is_refused(tmp_path: Path) -> None:
     """A 0444 file is not replaced, even as root (the atomic rename would replace it): Node's
-    ``EACCES`` text; content and mode stay (pi_builtin_tools.file_access)."""
+    ``EACCES`` text; content and mode stay (pi_builtin_tools.files.access)."""
     target = tmp_path / "ro.txt"
     target.write_text("keep\n")
     target.chmod(0o444)
@@ -361,7 +361,7 @@ class SlowOps(LocalFileOperations):
 
 
 async def test_scenario_166_parallel_edits_of_one_file(tmp_path: Path) -> None:
-    from pi_builtin_tools.edit import create_edit_tool_definition
+    from pi_builtin_tools.files.edit import create_edit_tool_definition
 
     (tmp_path / "f.txt").write_text("alpha\nbeta\ngamma\n")
     edit = create_edit_tool_definition(str(tmp_path), SlowOps())
@@ -377,7 +377,7 @@ async def test_scenario_166_parallel_edits_of_one_file(tmp_path: Path) -> None:
 
 
 async def test_scenario_167_edit_then_write(tmp_path: Path) -> None:
-    from pi_builtin_tools.edit import create_edit_tool_definition
+    from pi_builtin_tools.files.edit import create_edit_tool_definition
 
     (tmp_path / "f.txt").write_text("original\n")
     ops = SlowOps()

@@ -38,7 +38,7 @@ PUBLIC_MODULES = (
 ABOVE_CLI = ("pi_core._cli", "pi_core.testing", "_pi_entry")
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("pi_core._wire", "pi_core._errors", "pi_core._abort"),
+    ("pi_core._wire", "pi_core._errors", "pi_core._abort", "pi_core._lazy_door"),
     ("pi_core._config",),
     ("pi_core._backend_kit",),
     ("pi_core._tools",),
@@ -56,7 +56,8 @@ a floor below (and its own floor without a cycle). Each entry names a module or 
 A top-level name (``pi_core``, ``_pi_entry``) names that module alone, so a new sub-package is on
 no floor (and fails the test) until it is given one here.
 
-0. the vocabulary: wire types (messages, events, session files), the errors, the abort signal;
+0. the vocabulary: wire types (messages, events, session files), the errors, the abort signal,
+   and ``_lazy_door`` (lazy public names and moved-module aliases for any package's door);
 1. ``_config``: reading ``pi.toml`` (the ``[pi]`` table and the error format plugins share);
 2. ``_backend_kit``: what backends are made of (operation protocols, local files, atomic writes,
    the mutation queue, process streams);
@@ -361,7 +362,7 @@ def test_no_shared_module_names_a_builtin_tool() -> None:
     which runs shell commands live on the tool (its declarations), never in ``if name ==
     "bash"`` in the core or in the sandbox's policy hooks."""
     sandbox = PLUGIN_SOURCES["pi_sandbox_plugin"]
-    shared = [CORE_SRC / "pi_core", sandbox / "plugin.py", sandbox / "path_policy.py"]
+    shared = [CORE_SRC / "pi_core", sandbox / "plugin.py", sandbox / "policies" / "path_policy.py"]
     assert tool_name_literals(shared, ROOT) == []
 
 

@@ -1,10 +1,13 @@
-"""The audit log: one JSON line per decision, capped, appended whole, written on close."""
+"""The audit log: one JSON line per decision, capped, appended whole, written before the call
+goes on; a decision that cannot be written refuses its call (``on_error``), and a torn last
+line is closed off before the next entry (issue 23, point 4)."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -13,10 +16,12 @@ import pytest
 import trio
 
 from pi_core import (
+    AfterToolCallResult,
     AgentContext,
     AuditLog,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    TextContent,
     ToolCall,
     build_session,
     hookimpl,
@@ -25,6 +30,7 @@ from pi_core import (
     tool,
 )
 from pi_core._session.audit import MAX_LINE_BYTES, cap_arguments
+from support import fill_up
 
 
 @tool
@@ -60,20 +66,37 @@ class Register:
         register(shout)
 
 
-def run_calls(tmp_path: Path, texts: list[str], **session_options: Any) -> list[dict[str, Any]]:
+def call_texts(
+    tmp_path: Path,
+    texts: list[str],
+    audit: str | Path = "audit.jsonl",
+    between: Any = None,
+    **session_options: Any,
+) -> list[tuple[str, bool]]:
+    """``(text, is_error)`` of each call of ``shout`` on ``texts``, in a session whose audit
+    log is ``audit``; ``between(n)`` runs before call ``n``."""
     pm = make_plugin_manager(autoload=False)
     pm.register(Policy(), name="policy")
     pm.register(Register(), name="register")
-    session = build_session(pm, tmp_path, {}, audit="audit.jsonl", **session_options)
+    session = build_session(pm, tmp_path, {}, audit=audit, **session_options)
 
-    async def main() -> None:
+    async def main() -> list[tuple[str, bool]]:
+        results = []
         async with session:
             context = AgentContext(tools=session.tools)
             for n, text in enumerate(texts):
+                if between is not None:
+                    between(n, session)
                 call = ToolCall(id=f"t{n}", name="shout", arguments={"text": text})
-                await run_tool_call(call, context, session.loop_config())
+                outcome = await run_tool_call(call, context, session.loop_config())
+                results.append((outcome.result.content[0].text, outcome.is_error))
+        return results
 
-    trio.run(main)
+    return trio.run(main)
+
+
+def run_calls(tmp_path: Path, texts: list[str], **session_options: Any) -> list[dict[str, Any]]:
+    call_texts(tmp_path, texts, **session_options)
     return [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
 
 
@@ -169,7 +192,7 @@ def test_a_log_that_cannot_be_opened_raises_and_close_is_once(tmp_path: Path) ->
     trio.run(log.record, {"a": 1})
     log.close()
     log.close()
-    trio.run(log.record, {"after": "close"})  # ignored
+    assert trio.run(log.record, {"after": "close"}) == "the audit log is closed"
     assert (tmp_path / "a.jsonl").read_text() == '{"a":1}\n'
 
 
@@ -208,3 +231,135 @@ def test_agent_approval_callback_answers_and_needs_a_session(tmp_path: Path) -> 
 
     assert trio.run(main) == ["MAYBE", "MAYBE"]
     assert asked == ["m0 policy: maybe needs a person"]  # "always": not asked again
+
+
+# -- fails closed, never corrupts (issue 23, point 4) ----------------------------------------
+
+
+def test_a_decision_the_full_disk_refuses_refuses_its_call(
+    tmp_path: Path, small_filesystem: Any
+) -> None:
+    disk = small_filesystem(64 * 1024)
+    log = disk / "audit.jsonl"
+    fill_up(disk)  # the empty log needs a page the disk no longer has
+
+    def free_the_disk(n: int, session: Any) -> None:
+        if n == 2:
+            (disk / "filler").unlink()
+
+    results = call_texts(tmp_path, ["hello", "quiet", "hello"], audit=log, between=free_the_disk)
+    assert results == [
+        (
+            f"Blocked: the audit log {log} could not record the decision to allow this call: "
+            "No space left on device",
+            True,
+        ),
+        ("no whispering", True),  # a denial stays a denial
+        ("HELLO", False),
+    ]
+    (entry,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert (entry["tool_call_id"], entry["decision"]) == ("t2", "allow")
+
+
+def test_on_error_allow_lets_the_call_through_and_says_so_once(
+    tmp_path: Path, small_filesystem: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    disk = small_filesystem(64 * 1024)
+    log = disk / "audit.jsonl"
+    fill_up(disk)
+
+    def allow_on_error(n: int, session: Any) -> None:
+        session.session_context.audit.on_error = "allow"
+
+    results = call_texts(tmp_path, ["hello", "other"], audit=log, between=allow_on_error)
+    assert results == [("HELLO", False), ("OTHER", False)]
+    assert log.read_text() == ""
+    assert capfd.readouterr().err == f"pi: audit log {log}: No space left on device\n"
+
+
+def test_a_short_write_is_an_error_and_the_torn_line_is_closed_off(
+    tmp_path: Path, small_filesystem: Any
+) -> None:
+    """The disk has room for only part of a line: the kernel writes that part (a short
+    write), the call is refused, and the next entry closes the torn line off."""
+    disk = small_filesystem(64 * 1024)
+    log = disk / "audit.jsonl"
+    page = os.sysconf("SC_PAGE_SIZE")
+    first = json.dumps({"pad": "p" * (page - 100 - 12)}) + "\n"  # leaves 100 bytes of its page
+    assert len(first) == page - 100
+    log.write_text(first)
+    fill_up(disk)
+
+    def free_the_disk(n: int, session: Any) -> None:
+        if n == 1:
+            (disk / "filler").unlink()
+
+    results = call_texts(tmp_path, ["hello", "other"], audit=log, between=free_the_disk)
+    (refused, _), second = results
+    assert re.fullmatch(
+        rf"Blocked: the audit log {re.escape(str(log))} could not record the decision to allow "
+        r"this call: only 100 of \d+ bytes of the line were written",
+        refused,
+    )
+    assert second == ("OTHER", False)
+    lines = log.read_bytes().split(b"\n")
+    assert lines[0] == first[:-1].encode() and lines[-1] == b""
+    assert len(lines[1]) == 100 and lines[1].startswith(b'{"time":')  # the torn line
+    entry = json.loads(lines[2])
+    assert (entry["tool_call_id"], entry["torn_line_bytes"]) == ("t1", 100)
+    assert list(entry)[-1] == "torn_line_bytes"
+    assert len(lines) == 4
+
+
+def test_a_torn_line_left_by_a_crash_is_closed_before_the_next_entry(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    path.write_bytes(b'{"a":1}\n{"time":"2026-12-01T2')  # a process died mid-line
+    log = AuditLog(path)
+    assert trio.run(log.record, {"b": 2}) is None
+    assert trio.run(log.record, {"c": 3}) is None
+    log.close()
+    assert path.read_bytes() == (
+        b'{"a":1}\n{"time":"2026-12-01T2\n{"b":2,"torn_line_bytes":21}\n{"c":3}\n'
+    )
+
+
+def test_a_decision_after_the_call_that_cannot_be_written_withholds_the_result(
+    tmp_path: Path,
+) -> None:
+    """An after-phase decision (a plugin rewrote the result, naming itself) that cannot be
+    written: the model gets the refusal, not the result (``/dev/full`` fails the write)."""
+
+    class Rewriter:
+        @hookimpl
+        def pi_after_tool_call(self, context: Any) -> AfterToolCallResult:
+            log = context.session.audit
+            full = os.open("/dev/full", os.O_WRONLY)
+            os.dup2(full, log._fd)  # from now on every write of the log fails
+            os.close(full)
+            return AfterToolCallResult(content=[TextContent(text="rewritten")], source="rw")
+
+    pm = make_plugin_manager(autoload=False)
+    pm.register(Register(), name="register")
+    pm.register(Rewriter(), name="rewriter")
+    session = build_session(pm, tmp_path, {}, audit="audit.jsonl")
+
+    async def main() -> tuple[str, bool]:
+        async with session:
+            context = AgentContext(tools=session.tools)
+            call = ToolCall(id="a1", name="shout", arguments={"text": "hi"})
+            outcome = await run_tool_call(call, context, session.loop_config())
+            return outcome.result.content[0].text, outcome.is_error
+
+    assert trio.run(main) == (
+        f"Blocked: the audit log {tmp_path / 'audit.jsonl'} could not record the decision "
+        "about this call's result: No space left on device",
+        True,
+    )
+    (before,) = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert (before["phase"], before["decision"]) == ("before", "allow")
+
+
+def test_on_error_must_be_deny_or_allow(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as info:
+        AuditLog(tmp_path / "a.jsonl", on_error="ignore")
+    assert str(info.value) == "on_error must be 'deny' or 'allow', not 'ignore'"

@@ -18,7 +18,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pi_builtin_tools.local_files import LocalFileOperations
+from pi_builtin_tools.files.local import LocalFileOperations
 from pi_core import hookimpl
 from pi_core._loop.loop import run_agent_loop
 from pi_core._pipeline.config import AgentContext

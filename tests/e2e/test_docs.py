@@ -145,9 +145,9 @@ def test_cli_reference_version_example() -> None:
 
 
 def test_configuration_reference_names_every_key() -> None:
-    from pi_builtin_tools.bash import _BACKEND_OPTION_KEYS, _OPTION_KEYS
+    from pi_builtin_tools.shell.bash import _BACKEND_OPTION_KEYS, _OPTION_KEYS
     from pi_core._config import CoreSettings
-    from pi_sandbox_plugin import config as sandbox
+    from pi_sandbox_plugin.settings import config as sandbox
 
     page = (DOCS / "reference" / "configuration.md").read_text()
     keys = [*CoreSettings.model_fields, *_OPTION_KEYS, *_BACKEND_OPTION_KEYS]

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # pi processes killed mid-way
+
 PI = str(Path(sys.executable).with_name("pi"))
 
 NOT_REGULAR = "not a regular file (a device, FIFO or socket)."
@@ -228,7 +230,7 @@ def test_permission_denied_on_an_immutable_file(tmp_path: Path) -> None:
 
 
 def test_permission_denied_on_a_file_without_write_bits(tmp_path: Path) -> None:
-    """``chmod 444`` is refused for everyone, root included (pi_builtin_tools.file_access)."""
+    """``chmod 444`` is refused for everyone, root included (pi_builtin_tools.files.access)."""
     work = tmp_path / "work"
     work.mkdir()
     target = work / "ro.txt"

@@ -27,6 +27,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 import pi_core
 from mcp import Client, types
 
+pytestmark = pytest.mark.slow  # real pi servers and the npm MCP Inspector
+
 PI = str(Path(sys.executable).with_name("pi"))
 NPM_PREFIX = Path.home() / ".cache" / "pi-mcp-npm"
 INSPECTOR_CLI = (

@@ -83,7 +83,7 @@ def fresh_ssh_server(
 @pytest.fixture
 def bwrap_ok(require_program: Callable[[str], str], tmp_path: Path) -> None:
     """Skip (fail under CI) unless bubblewrap is installed and can create its sandbox here."""
-    from pi_sandbox_plugin.bwrap_backend import BwrapBackend
+    from pi_sandbox_plugin.backends.bwrap import BwrapBackend
 
     require_program("bwrap")
     probe = [*BwrapBackend(str(tmp_path)).sandbox_args(), "--", "/bin/bash", "-c", ":"]

@@ -3,7 +3,7 @@
 :func:`start_sshd` starts ``sshd -D -e -f CONFIG`` on 127.0.0.1 on a free port, as the current
 user, with a generated host key and user key (``ssh-keygen``) and a ``known_hosts`` file in a
 private directory; :meth:`SshServer.connection` gives an
-:class:`~pi_sandbox_plugin.ssh_backend.SshConnection` to it. :meth:`SshServer.stop` kills the
+:class:`~pi_sandbox_plugin.backends.ssh.SshConnection` to it. :meth:`SshServer.stop` kills the
 listener and every process it started (per-connection ``sshd`` processes and the sessions'
 processes, found through ``/proc``), so nothing outlives the test.
 """
@@ -20,26 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pi_sandbox_plugin.ssh_backend import SshConnection
-
-
-def descendants(root: int) -> list[int]:
-    """Every process below ``root`` (through ``/proc``), zombies included."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            children.setdefault(int(fields[1]), []).append(int(name))
-    found, queue = [], [root]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
+from pi_sandbox_plugin.backends.ssh import SshConnection
+from support import descendants
 
 
 def _free_port() -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pi_sandbox_plugin.bash_parser import (
+from pi_sandbox_plugin.policies.bash_parser import (
     SimpleCommand,
     Undecidable,
     Word,

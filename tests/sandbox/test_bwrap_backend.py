@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import trio
 
-from pi_builtin_tools.write import write_file
+from pi_builtin_tools.files.write import write_file
 from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._errors import CommandTimeout, ToolError
 from pi_core.testing.bash_contract import BashOperationsContract, Recorder, pids_in
 from pi_core.testing.file_contract import FileOperationsContract
-from pi_sandbox_plugin.bwrap_backend import BwrapBackend, SandboxUnavailable
+from pi_sandbox_plugin.backends.bwrap import BwrapBackend, SandboxUnavailable
 
 _probed: list[str] = []
 

@@ -1,5 +1,5 @@
-"""The Claude Code hooks engine (:mod:`pi_sandbox_plugin.claude_hooks`): configuration, matchers,
-tool mapping, and real hook scripts (tests/sandbox/claude_hooks/) run as subprocesses."""
+"""The Claude Code hooks engine (:mod:`pi_sandbox_plugin.interop.claude_hooks`): configuration,
+matchers, tool mapping, and real hook scripts (tests/sandbox/claude_hooks/) run as subprocesses."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from pi_core import ConfigError
-from pi_sandbox_plugin.claude_hooks import (
+from pi_sandbox_plugin.interop.claude_hooks import (
     ClaudeHookCommand,
     ClaudeHookSet,
     ClaudeInputError,

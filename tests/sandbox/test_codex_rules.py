@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pi_core import ConfigError
-from pi_sandbox_plugin.codex_rules import (
+from pi_sandbox_plugin.interop.codex_rules import (
     CodexRules,
     CodexRulesError,
     CodexRulesLimits,

@@ -17,8 +17,8 @@ from pi_core._pipeline.config import AgentContext
 from pi_core._pipeline.pipeline import run_tool_call
 from pi_core._plugins.session import build_session
 from pi_core._wire.messages import ToolCall
-from pi_sandbox_plugin.command_policy import CommandPolicy, Decision
-from pi_sandbox_plugin.policy_cli import run_policy_check
+from pi_sandbox_plugin.cli.policy_check import run_policy_check
+from pi_sandbox_plugin.policies.command_policy import CommandPolicy, Decision
 
 SHARED = Path("/work/shared/policy")
 OWN_CORPUS = Path(__file__).parent / "policy_corpus.jsonl"

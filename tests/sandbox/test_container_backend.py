@@ -12,13 +12,15 @@ import pytest
 import trio
 from container_support import PodmanSession, container_names
 
-from pi_builtin_tools.write import write_file
+from pi_builtin_tools.files.write import write_file
 from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._errors import ToolError
 from pi_core.testing.bash_contract import BashOperationsContract, Recorder
 from pi_core.testing.file_contract import FileOperationsContract, FileShell
-from pi_sandbox_plugin.backend_errors import SandboxUnavailable
-from pi_sandbox_plugin.container_backend import ContainerBackend
+from pi_sandbox_plugin.backends.container import ContainerBackend
+from pi_sandbox_plugin.backends.errors import SandboxUnavailable
+
+pytestmark = pytest.mark.slow  # real podman containers
 
 
 @pytest.fixture

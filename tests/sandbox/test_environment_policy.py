@@ -16,19 +16,25 @@ import pytest
 from container_support import PodmanSession
 from sshd_support import SshServer
 
-from pi_builtin_tools.bash import create_bash_tool_definition
-from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.shell.bash import create_bash_tool_definition
+from pi_builtin_tools.shell.local import LocalBashOperations
 from pi_core import BashOperations
 from pi_core.backends import EnvPolicy
-from pi_sandbox_plugin.bwrap_backend import BwrapBackend
-from pi_sandbox_plugin.container_backend import ContainerBackend
-from pi_sandbox_plugin.ssh_backend import SshBashOperations
+from pi_sandbox_plugin.backends.bwrap import BwrapBackend
+from pi_sandbox_plugin.backends.container import ContainerBackend
+from pi_sandbox_plugin.backends.ssh import SshBashOperations
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-test-openai",
     "AWS_SECRET_ACCESS_KEY": "aws-test-secret",
     "GITHUB_TOKEN": "ghp-test-token",
     "MY_PASSWORD": "hunter2",
+    # by the parts of the name, and by the shape of the value (issue 23, point 6)
+    "GITHUB_PAT": "pat-test",
+    "MYSQL_PWD": "mysql-test",
+    "SENTRY_DSN": "https://key@sentry.example/1",
+    "DATABASE_URL": "postgres://u:pw@db.example/app",
+    "UPLOAD_WITH": "ghp_0123456789abcdefghijklmnopqrstuvwxyz",
 }
 PLAIN = {"PI_TEST_PLAIN": "plain-value"}
 
@@ -164,12 +170,18 @@ def test_pi_call_bash_gets_no_secret_unless_configured(tmp_path: Path) -> None:
     )
     result = _pi(["call", "bash", command], tmp_path)
     assert (result.returncode, result.stdout) == (0, "MY_PASSWORD=configured\n")
+    (tmp_path / "pi.toml").write_text('[env]\ninclude = ["DATABASE_URL", "*_pat"]\n')
+    result = _pi(["call", "bash", command], tmp_path)
+    assert (result.returncode, result.stdout) == (
+        0,
+        "DATABASE_URL=postgres://u:pw@db.example/app\nGITHUB_PAT=pat-test\n"
+        "PI_TEST_PLAIN=plain-value\n",
+    )
     (tmp_path / "pi.toml").write_text("[env]\nignore_default_excludes = true\n")
     result = _pi(["call", "bash", command], tmp_path)
     assert (result.returncode, result.stdout) == (
         0,
-        "AWS_SECRET_ACCESS_KEY=aws-test-secret\nGITHUB_TOKEN=ghp-test-token\n"
-        "MY_PASSWORD=hunter2\nOPENAI_API_KEY=sk-test-openai\nPI_TEST_PLAIN=plain-value\n",
+        "".join(f"{name}={value}\n" for name, value in sorted({**SECRETS, **PLAIN}.items())),
     )
 
 

@@ -22,8 +22,8 @@ from pi_core._plugins.markers import hookimpl
 from pi_core._plugins.session import Session, build_session
 from pi_core._providers.base import ScriptedProvider
 from pi_core._wire.messages import AssistantMessage, ToolCall
-from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
-from pi_sandbox_plugin.path_policy import PathPolicy
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations, PathDenied
+from pi_sandbox_plugin.policies.path_policy import PathPolicy
 
 SECRET = "TOP-SECRET-42"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_sandbox_plugin.path_policy import PathDecision, PathPolicy, compile_deny_pattern
+from pi_sandbox_plugin.policies.path_policy import PathDecision, PathPolicy, compile_deny_pattern
 
 
 @pytest.fixture

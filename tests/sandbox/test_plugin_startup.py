@@ -6,14 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pi_sandbox_plugin.backends
-import pi_sandbox_plugin.config
+import pi_sandbox_plugin.backends.wiring
 import pi_sandbox_plugin.plugin as sandbox_plugin
+import pi_sandbox_plugin.settings.config
 
 
 def test_the_plugin_constants_are_the_modules_constants() -> None:
-    assert sandbox_plugin.SANDBOX_TABLE == pi_sandbox_plugin.config.SANDBOX_TABLE
-    assert sandbox_plugin.STATE_KEY == pi_sandbox_plugin.backends.STATE_KEY
+    assert sandbox_plugin.SANDBOX_TABLE == pi_sandbox_plugin.settings.config.SANDBOX_TABLE
+    assert sandbox_plugin.STATE_KEY == pi_sandbox_plugin.backends.wiring.STATE_KEY
 
 
 CODE = """

@@ -13,9 +13,9 @@ import pytest
 
 from pi_core._cli import run
 from pi_core._errors import ConfigError
-from pi_sandbox_plugin.command_policy import CommandPolicy, Decision
-from pi_sandbox_plugin.config import load_sandbox_config
-from pi_sandbox_plugin.grammars import BUILTIN_GRAMMARS, ProgramGrammar, merged
+from pi_sandbox_plugin.policies.command_policy import CommandPolicy, Decision
+from pi_sandbox_plugin.policies.grammars import BUILTIN_GRAMMARS, ProgramGrammar, merged
+from pi_sandbox_plugin.settings.config import load_sandbox_config
 
 RULES = """\
 [sandbox.policy]

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pi_sandbox_plugin
-from pi_sandbox_plugin.backend_errors import SandboxUnavailable
-from pi_sandbox_plugin.bwrap_backend import BwrapBackend
-from pi_sandbox_plugin.command_policy import CommandPolicy, Decision
-from pi_sandbox_plugin.config import SandboxConfig, load_sandbox_config
-from pi_sandbox_plugin.container_backend import ContainerBackend
-from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
-from pi_sandbox_plugin.path_policy import PathPolicy
-from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshConnection, SshFileOperations
+from pi_sandbox_plugin.backends.bwrap import BwrapBackend
+from pi_sandbox_plugin.backends.container import ContainerBackend
+from pi_sandbox_plugin.backends.errors import SandboxUnavailable
+from pi_sandbox_plugin.backends.ssh import SshBashOperations, SshConnection, SshFileOperations
+from pi_sandbox_plugin.policies.command_policy import CommandPolicy, Decision
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations, PathDenied
+from pi_sandbox_plugin.policies.path_policy import PathPolicy
+from pi_sandbox_plugin.settings.config import SandboxConfig, load_sandbox_config
 
 
 def test_all_lists_exactly_the_public_names() -> None:
@@ -64,12 +64,12 @@ def test_exported_policy_decides_through_the_package_names() -> None:
 
 
 def test_the_local_file_backend_is_the_one_in_pi_core() -> None:
-    import pi_builtin_tools.local_files
+    import pi_builtin_tools.files.local
     import pi_core._backend_kit.local_files
 
     assert (
-        pi_builtin_tools.local_files.LocalFileOperations
+        pi_builtin_tools.files.local.LocalFileOperations
         is pi_core._backend_kit.local_files.LocalFileOperations
     )
-    assert pi_builtin_tools.local_files.find_rg is pi_core._backend_kit.local_files.find_rg
+    assert pi_builtin_tools.files.local.find_rg is pi_core._backend_kit.local_files.find_rg
     assert not hasattr(pi_sandbox_plugin, "local_files")

@@ -38,7 +38,8 @@ from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core.testing.bash_contract import BashOperationsContract, Recorder
 from pi_core.testing.file_contract import FileOperationsContract, FileShell
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+"""One test process (``pytest -n``) runs this module: one cluster, started once."""
 
 
 def _require_ray() -> None:
@@ -211,7 +212,7 @@ def worker_backend(
 ) -> Iterator[Any]:
     """One :class:`RayBackend` (an actor on the worker node) shared by the contract tests;
     paths are the node's (no session cwd to map)."""
-    from pi_sandbox_plugin.ray_backend import RayBackend
+    from pi_sandbox_plugin.backends.ray import RayBackend
 
     backend = RayBackend(
         address=ray_cluster.address,

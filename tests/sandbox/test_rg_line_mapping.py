@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pi_core.backends import LocalFileOperations, iter_rg_records
-from pi_sandbox_plugin.guarded_files import GuardedFileOperations
-from pi_sandbox_plugin.path_policy import PathPolicy
-from pi_sandbox_plugin.ssh_backend import RemotePathMap
+from pi_sandbox_plugin.backends.ssh import RemotePathMap
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations
+from pi_sandbox_plugin.policies.path_policy import PathPolicy
 
 ARGS = ["--line-number", "--with-filename", "--null", "--no-heading", "--", "x", "/srv/work"]
 

@@ -14,18 +14,20 @@ from replay_support import call, replay, texts, tool_call
 
 import pi_builtin_tools.plugin as builtin_plugin
 import pi_sandbox_plugin.plugin as sandbox_plugin
-from pi_builtin_tools.local_bash import LocalBashOperations
+from pi_builtin_tools.shell.local import LocalBashOperations
 from pi_core._backend_kit.local_files import LocalFileOperations
 from pi_core._pipeline.config import AgentContext
 from pi_core._pipeline.pipeline import run_tool_call
 from pi_core._plugins.manager import PiPluginManager
 from pi_core._plugins.session import Session, build_session
 from pi_core._wire.messages import ToolCall
-from pi_sandbox_plugin.backends import MappedBashOperations, MappedFileOperations
-from pi_sandbox_plugin.bwrap_backend import BwrapBackend
-from pi_sandbox_plugin.container_backend import ContainerBackend
-from pi_sandbox_plugin.guarded_files import GuardedFileOperations
-from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshFileOperations
+from pi_sandbox_plugin.backends.bwrap import BwrapBackend
+from pi_sandbox_plugin.backends.container import ContainerBackend
+from pi_sandbox_plugin.backends.ssh import SshBashOperations, SshFileOperations
+from pi_sandbox_plugin.backends.wiring import MappedBashOperations, MappedFileOperations
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations
+
+pytestmark = pytest.mark.slow  # sshd and podman
 
 SECRET = "TOP-SECRET-42"
 

@@ -11,8 +11,8 @@ import pytest
 
 from pi_core._config import load_config
 from pi_core._errors import ConfigError
-from pi_sandbox_plugin.command_policy import CommandPolicy
-from pi_sandbox_plugin.config import (
+from pi_sandbox_plugin.policies.command_policy import CommandPolicy
+from pi_sandbox_plugin.settings.config import (
     BwrapConfig,
     ContainerConfig,
     PolicyConfig,

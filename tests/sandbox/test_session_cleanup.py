@@ -16,10 +16,10 @@ import pi_builtin_tools.plugin as builtin_plugin
 import pi_sandbox_plugin.plugin as sandbox_plugin
 from pi_core._plugins.manager import PiPluginManager
 from pi_core._plugins.session import Session, build_session
-from pi_sandbox_plugin.backends import SandboxSession
-from pi_sandbox_plugin.container_backend import ContainerBackend
-from pi_sandbox_plugin.guarded_files import GuardedFileOperations
-from pi_sandbox_plugin.ssh_backend import SshBashOperations
+from pi_sandbox_plugin.backends.container import ContainerBackend
+from pi_sandbox_plugin.backends.ssh import SshBashOperations
+from pi_sandbox_plugin.backends.wiring import SandboxSession
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations
 
 SANDBOX_SRC = Path(sandbox_plugin.__file__).parent
 
@@ -48,7 +48,7 @@ def masters(control_path: str) -> list[int]:
 def test_no_atexit_and_no_module_level_session_cache() -> None:
     for path in SANDBOX_SRC.rglob("*.py"):
         assert "atexit" not in path.read_text(encoding="utf-8"), path
-    import pi_sandbox_plugin.backends as backends
+    import pi_sandbox_plugin.backends.wiring as backends
 
     assert not hasattr(backends, "_SESSIONS")
 

@@ -11,23 +11,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pi_builtin_tools.bash import BashToolOptions, create_bash_tool_definition
-from pi_builtin_tools.edit import create_edit_tool_definition
-from pi_builtin_tools.find import create_find_tool_definition
-from pi_builtin_tools.grep import create_grep_tool_definition
-from pi_builtin_tools.local_bash import LocalBashOperations
-from pi_builtin_tools.local_files import LocalFileOperations
-from pi_builtin_tools.ls import create_ls_tool_definition
-from pi_builtin_tools.output_accumulator import FullOutputFiles
-from pi_builtin_tools.powershell import create_powershell_tool_definition
-from pi_builtin_tools.read import ReadToolOptions, create_read_tool_definition
-from pi_builtin_tools.tool_config import tools_table
-from pi_builtin_tools.tool_definitions import (
+from pi_builtin_tools.catalog.config import tools_table
+from pi_builtin_tools.catalog.definitions import (
     create_codemode_python_tool_definition,
     create_codemode_tool_definition,
     create_tool_search_tool_definition,
 )
-from pi_builtin_tools.write import create_write_tool_definition
+from pi_builtin_tools.files.edit import create_edit_tool_definition
+from pi_builtin_tools.files.local import LocalFileOperations
+from pi_builtin_tools.files.read import ReadToolOptions, create_read_tool_definition
+from pi_builtin_tools.files.write import create_write_tool_definition
+from pi_builtin_tools.search.find import create_find_tool_definition
+from pi_builtin_tools.search.grep import create_grep_tool_definition
+from pi_builtin_tools.search.ls import create_ls_tool_definition
+from pi_builtin_tools.shell.bash import BashToolOptions, create_bash_tool_definition
+from pi_builtin_tools.shell.local import LocalBashOperations
+from pi_builtin_tools.shell.output_files import FullOutputFiles
+from pi_builtin_tools.shell.powershell import create_powershell_tool_definition
 from pi_core import (
     BackendContext,
     BashOperations,
@@ -95,7 +95,11 @@ def _bash_tool(context: RegisterToolsContext) -> Any:
         keep = options.keep_full_output
         if keep is None:
             keep = context.session.host in ONE_SHOT_HOSTS
-        files = FullOutputFiles(keep=keep)
+        files = FullOutputFiles(
+            keep=keep,
+            max_session_bytes=options.full_output_session_max_bytes,
+            retention_days=options.full_output_retention_days,
+        )
         context.session.state.setdefault(STATE_KEY, {})["full_output_files"] = files
     return create_bash_tool_definition(
         context.cwd,
@@ -129,7 +133,8 @@ def _powershell_tool(context: RegisterToolsContext) -> Any:
 
 @hookimpl
 def pi_session_end(context: SessionContext) -> None:
-    """Remove the session's full-output files of bash (unless ``keep_full_output``)."""
+    """Remove the session's full-output files of bash (unless ``keep_full_output``) and, when it
+    wrote one, the files of ended sessions past ``full_output_retention_days``."""
     files = context.state.get(STATE_KEY, {}).get("full_output_files")
     if isinstance(files, FullOutputFiles):
         files.remove_all()

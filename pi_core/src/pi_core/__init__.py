@@ -30,6 +30,7 @@ from pi_core._errors import (
     ToolAborted,
     ToolError,
 )
+from pi_core._lazy_door import lazy_door
 from pi_core._loop.agent import Agent
 from pi_core._loop.config import LoopConfig
 from pi_core._loop.loop import run_agent_loop
@@ -146,6 +147,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "js_number_to_string",
+    "lazy_door",
     "load_config",
     "make_plugin_manager",
     "nested_calls_context",

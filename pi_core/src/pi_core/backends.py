@@ -22,7 +22,8 @@ built-in and sandbox backends share:
 * commands longer than one ``argv`` element (128 KiB): :func:`command_fits_argv`,
   :func:`long_command_file`, :func:`sourcing_command` (run ``SHELL -c COMMAND`` when it fits,
   else ``SHELL -c ". /dev/fd/N"`` with the command in descriptor ``N``);
-* the command environment policy (``[env]``): :class:`EnvPolicy`, :func:`command_environment`
+* the command environment policy (``[env]``): :class:`EnvPolicy`, :func:`looks_secret` (what
+  it drops by default), :func:`command_environment`
   (what a command starts from), :func:`remote_environment` (what an ssh or container backend
   sends: never this machine's environment).
 
@@ -36,6 +37,7 @@ from pi_core._backend_kit.atomic import atomic_write_bytes
 from pi_core._backend_kit.env_policy import (
     EnvPolicy,
     command_environment,
+    looks_secret,
     remote_environment,
 )
 from pi_core._backend_kit.local_files import (
@@ -86,6 +88,7 @@ __all__ = [
     "iter_rg_records",
     "kill_process_group",
     "long_command_file",
+    "looks_secret",
     "missing_cwd_error",
     "remote_environment",
     "resolve_existing_path",

@@ -21,56 +21,75 @@ Public names:
   cannot start.
 * :func:`load_sandbox_config` (→ :class:`SandboxConfig` or ``None``; ``ConfigError`` naming
   file, key and problem).
+
+The code lives in one sub-package per concern: ``policies`` (command and path policies, grammars,
+the bash parser, guarded files), ``backends`` (bwrap, ssh, container, Ray, their wiring),
+``interop`` (Claude Code hooks, Codex rules, policy sources), ``settings`` (the ``[sandbox]``
+table) and ``cli`` (``pi policy``). The modules' former flat paths
+(``pi_sandbox_plugin.command_policy``, ``pi_sandbox_plugin.grammars``, ...) import the same
+modules as their rooms (``pi_sandbox_plugin.policies.command_policy``, ...).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pi_core import lazy_door
 
 if TYPE_CHECKING:
-    from pi_sandbox_plugin.backend_errors import SandboxUnavailable
-    from pi_sandbox_plugin.bwrap_backend import BwrapBackend
-    from pi_sandbox_plugin.command_policy import CommandPolicy, Decision
-    from pi_sandbox_plugin.config import SandboxConfig, load_sandbox_config
-    from pi_sandbox_plugin.container_backend import ContainerBackend
-    from pi_sandbox_plugin.guarded_files import GuardedFileOperations, PathDenied
-    from pi_sandbox_plugin.path_policy import PathPolicy
-    from pi_sandbox_plugin.ssh_backend import SshBashOperations, SshConnection, SshFileOperations
+    from pi_sandbox_plugin.backends.bwrap import BwrapBackend
+    from pi_sandbox_plugin.backends.container import ContainerBackend
+    from pi_sandbox_plugin.backends.errors import SandboxUnavailable
+    from pi_sandbox_plugin.backends.ssh import SshBashOperations, SshConnection, SshFileOperations
+    from pi_sandbox_plugin.policies.command_policy import CommandPolicy, Decision
+    from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations, PathDenied
+    from pi_sandbox_plugin.policies.path_policy import PathPolicy
+    from pi_sandbox_plugin.settings.config import SandboxConfig, load_sandbox_config
 
 _SOURCES = {
-    "BwrapBackend": "bwrap_backend",
-    "CommandPolicy": "command_policy",
-    "ContainerBackend": "container_backend",
-    "Decision": "command_policy",
-    "GuardedFileOperations": "guarded_files",
-    "PathDenied": "guarded_files",
-    "PathPolicy": "path_policy",
-    "SandboxConfig": "config",
-    "SandboxUnavailable": "backend_errors",
-    "SshBashOperations": "ssh_backend",
-    "SshConnection": "ssh_backend",
-    "SshFileOperations": "ssh_backend",
-    "load_sandbox_config": "config",
+    "BwrapBackend": "backends.bwrap",
+    "CommandPolicy": "policies.command_policy",
+    "ContainerBackend": "backends.container",
+    "Decision": "policies.command_policy",
+    "GuardedFileOperations": "policies.guarded_files",
+    "PathDenied": "policies.guarded_files",
+    "PathPolicy": "policies.path_policy",
+    "SandboxConfig": "settings.config",
+    "SandboxUnavailable": "backends.errors",
+    "SshBashOperations": "backends.ssh",
+    "SshConnection": "backends.ssh",
+    "SshFileOperations": "backends.ssh",
+    "load_sandbox_config": "settings.config",
 }
 """Each public name and the module that defines it. The names are imported on first access
-(:func:`__getattr__`): loading the plugin (:mod:`pi_sandbox_plugin.plugin`) imports this package,
-and a session without ``[sandbox]`` needs none of the policy modules (the bash parser, pathspec,
-pydantic models), which are most of the plugin's import time."""
+(:func:`pi_core.lazy_door`): loading the plugin (:mod:`pi_sandbox_plugin.plugin`) imports this
+package, and a session without ``[sandbox]`` needs none of the policy modules (the bash parser,
+pathspec, pydantic models), which are most of the plugin's import time."""
 
+_MOVED = {
+    "command_policy": "policies.command_policy",
+    "path_policy": "policies.path_policy",
+    "grammars": "policies.grammars",
+    "bash_parser": "policies.bash_parser",
+    "guarded_files": "policies.guarded_files",
+    "shell_files": "backends.shell_files",
+    "bwrap_backend": "backends.bwrap",
+    "ssh_backend": "backends.ssh",
+    "container_backend": "backends.container",
+    "ray_backend": "backends.ray",
+    "backend_errors": "backends.errors",
+    "claude_hooks": "interop.claude_hooks",
+    "codex_rules": "interop.codex_rules",
+    "policy_sources": "interop.policy_sources",
+    "config": "settings.config",
+    "commands": "cli.commands",
+    "policy_cli": "cli.policy_check",
+}
+"""Each module's former flat path → its room: ``import pi_sandbox_plugin.grammars`` imports
+:mod:`pi_sandbox_plugin.policies.grammars`, the same module object. (``pi_sandbox_plugin.backends``
+is now the ``backends`` room; the session wiring is :mod:`pi_sandbox_plugin.backends.wiring`.)"""
 
-def __getattr__(name: str) -> Any:
-    module = _SOURCES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SOURCES})
-
+__getattr__, __dir__ = lazy_door(__name__, _SOURCES, moved=_MOVED)
 
 __all__ = [
     "BwrapBackend",

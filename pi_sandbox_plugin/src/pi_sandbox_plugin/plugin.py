@@ -8,9 +8,9 @@ nothing: every hook returns ``None``.
   ``command_argument`` (bash); a denied command is blocked with a reason naming the rule that
   matched. The path policy for every tool that declares ``path_arguments`` (read, write, edit,
   ls, find, grep and any third-party file tool;
-  :func:`~pi_sandbox_plugin.backends.before_hook_path_reason`).
+  :func:`~pi_sandbox_plugin.backends.wiring.before_hook_path_reason`).
 * ``pi_bash_operations`` / ``pi_file_operations``: the ``[sandbox] backend``'s objects
-  (:func:`~pi_sandbox_plugin.backends.sandbox_session`, kept in the session's
+  (:func:`~pi_sandbox_plugin.backends.wiring.sandbox_session`, kept in the session's
   ``state["sandbox"]``); the file backend is guarded by the path policy when
   ``[sandbox.policy]`` exists. ``None`` (the built-in local ones) otherwise.
 * ``pi_session_end``: closes the SSH connection or removes the container the session started.
@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_core import (
     AfterToolCallContext,
     AfterToolCallResult,
+    AuditLog,
     BackendContext,
     BashOperations,
     BeforeToolCallContext,
@@ -39,11 +40,15 @@ from pi_core import (
     request_approval,
 )
 
+if TYPE_CHECKING:
+    from pi_sandbox_plugin.settings.config import AuditConfig
+
 SANDBOX_TABLE = "sandbox"
-"""The config table this plugin reads (``pi_sandbox_plugin.config.SANDBOX_TABLE``)."""
+"""The config table this plugin reads (``pi_sandbox_plugin.settings.config.SANDBOX_TABLE``)."""
 
 STATE_KEY = "sandbox"
-"""The session-state entry of the built sandboxes (``pi_sandbox_plugin.backends.STATE_KEY``)."""
+"""The session-state entry of the built sandboxes
+(``pi_sandbox_plugin.backends.wiring.STATE_KEY``)."""
 
 # Start-up: every hook returns ``None`` at once without a ``[sandbox]`` table (or without a
 # sandbox built in the session's state), before importing anything, so a session with no
@@ -70,26 +75,39 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
     host has none (no terminal, no callback)."""
     if SANDBOX_TABLE not in context.config:
         return
-    from pi_sandbox_plugin.config import load_session_sandbox_config
+    from pi_sandbox_plugin.settings.config import load_session_sandbox_config
 
     sandbox = load_session_sandbox_config(context.config, context.cwd)
     session = getattr(context, "session", None)
     if sandbox is None or session is None:
         return
     if sandbox.codex_rules is not None or sandbox.claude_hooks is not None:
-        from pi_sandbox_plugin.policy_sources import session_policies
+        from pi_sandbox_plugin.interop.policy_sources import session_policies
 
         session_policies(sandbox, context.cwd, session.state, config_file(context.config))
     if sandbox.ask == "allow":
         session.set_approver(_allow_when_nobody_is_asked, replace=False)
-    if sandbox.audit is not None and session.audit is None:
-        try:
-            session.open_audit(sandbox.audit.path)
-        except OSError as e:
-            raise ConfigError(
-                f"{config_file(context.config)}: {SANDBOX_TABLE}.audit.path: cannot open "
-                f"{sandbox.audit.path!r}: {e.strerror or e}"
-            ) from None
+    if sandbox.audit is not None:
+        _open_audit(session, sandbox.audit, context)
+
+
+def _open_audit(session: SessionContext, audit: AuditConfig, context: RegisterToolsContext) -> None:
+    """Open ``[sandbox.audit] path`` unless the host opened a log (``--audit``, which wins);
+    ``on_error`` applies to the session's log either way. A path that cannot be an audit log
+    (not a regular file: ``/dev/full``, a directory; a missing parent; no permission) is a
+    ``ConfigError``: ``FILE: sandbox.audit.path: cannot open 'PATH': REASON``."""
+    if session.audit is not None:
+        session.audit.on_error = audit.on_error
+        return
+    try:
+        AuditLog.check_path(audit.path, context.cwd)
+        session.open_audit(audit.path, on_error=audit.on_error)
+    except (OSError, ValueError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise ConfigError(
+            f"{config_file(context.config)}: {SANDBOX_TABLE}.audit.path: cannot open "
+            f"{audit.path!r}: {reason}"
+        ) from None
 
 
 def _allow_when_nobody_is_asked(request: Any) -> str:
@@ -101,7 +119,7 @@ def _allow_when_nobody_is_asked(request: Any) -> str:
 def pi_before_tool_call(
     context: BeforeToolCallContext,
 ) -> Awaitable[BeforeToolCallResult | None] | None:
-    """Judge a call with every configured source (:mod:`pi_sandbox_plugin.policy_sources`):
+    """Judge a call with every configured source (:mod:`pi_sandbox_plugin.interop.policy_sources`):
     Claude Code ``PreToolUse`` hooks, Codex rules and the command policy for tools that declare
     a ``command_argument`` (bash), the path policy for tools that declare ``path_arguments``.
     A ``deny`` blocks with the deciding source's reason; an ``ask`` goes to
@@ -116,7 +134,7 @@ def pi_before_tool_call(
 async def _before_tool_call(
     context: BeforeToolCallContext, config: Mapping[str, Any]
 ) -> BeforeToolCallResult | None:
-    from pi_sandbox_plugin.config import load_sandbox_config
+    from pi_sandbox_plugin.settings.config import load_sandbox_config
 
     sandbox = load_sandbox_config(config)
     if sandbox is None:
@@ -125,7 +143,7 @@ async def _before_tool_call(
     tool = context.tool
     path_reason = None
     if getattr(tool, "path_arguments", ()) and state is not None and state.get(STATE_KEY):
-        from pi_sandbox_plugin.backends import before_hook_path_reason
+        from pi_sandbox_plugin.backends.wiring import before_hook_path_reason
 
         def path_reason(args: Any) -> str | None:
             return before_hook_path_reason(tool, args, config, state)
@@ -138,7 +156,11 @@ async def _before_tool_call(
         and (sandbox.policy is None or not has_command)
     ):
         return None
-    from pi_sandbox_plugin.policy_sources import describe_sources, judge_call, session_policies
+    from pi_sandbox_plugin.interop.policy_sources import (
+        describe_sources,
+        judge_call,
+        session_policies,
+    )
 
     session = context.session
     cwd = session.cwd if session is not None else os.getcwd()
@@ -203,7 +225,7 @@ async def _after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult
     config = session_config(context)
     sandbox = None
     if config is not None and SANDBOX_TABLE in config:
-        from pi_sandbox_plugin.config import load_sandbox_config
+        from pi_sandbox_plugin.settings.config import load_sandbox_config
 
         sandbox = load_sandbox_config(config)
     if (sandbox is None or sandbox.claude_hooks is None) and not extra:
@@ -215,8 +237,8 @@ async def _after_tool_call(context: AfterToolCallContext) -> AfterToolCallResult
     detail: dict[str, Any] | None = None
     changed = bool(extra)
     if sandbox is not None and sandbox.claude_hooks is not None:
-        from pi_sandbox_plugin.claude_hooks import run_post_tool_use
-        from pi_sandbox_plugin.policy_sources import session_policies
+        from pi_sandbox_plugin.interop.claude_hooks import run_post_tool_use
+        from pi_sandbox_plugin.interop.policy_sources import session_policies
 
         session = context.session
         cwd = session.cwd if session is not None else os.getcwd()
@@ -284,7 +306,7 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
     kept in the pi session's ``state`` with the file backend."""
     if SANDBOX_TABLE not in context.config:
         return None
-    from pi_sandbox_plugin.backends import sandbox_session
+    from pi_sandbox_plugin.backends.wiring import sandbox_session
 
     session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.bash
@@ -296,7 +318,7 @@ def pi_file_operations(context: BackendContext) -> FileOperations | None:
     ``[sandbox.policy]`` exists (``None`` for ``local`` without a policy, or no ``[sandbox]``)."""
     if SANDBOX_TABLE not in context.config:
         return None
-    from pi_sandbox_plugin.backends import sandbox_session
+    from pi_sandbox_plugin.backends.wiring import sandbox_session
 
     session = sandbox_session(context.config, context.cwd, _state(context.session))
     return None if session is None else session.files
@@ -308,7 +330,7 @@ async def pi_session_end(context: SessionContext) -> None:
     socket directory), remove a container started from an image, release a Ray actor."""
     if STATE_KEY not in context.state:
         return
-    from pi_sandbox_plugin.backends import close_sandbox_sessions
+    from pi_sandbox_plugin.backends.wiring import close_sandbox_sessions
 
     await close_sandbox_sessions(context.state)
 
@@ -316,6 +338,6 @@ async def pi_session_end(context: SessionContext) -> None:
 @hookimpl
 def pi_register_commands(register: Callable[[Any], None]) -> None:
     """``pi policy check``."""
-    from pi_sandbox_plugin.commands import POLICY_COMMAND
+    from pi_sandbox_plugin.cli.commands import POLICY_COMMAND
 
     register(POLICY_COMMAND)

@@ -60,6 +60,8 @@ def test_audit_file_that_cannot_be_one(pi, plugin_env: Path) -> None:
     (plugin_env / "d").mkdir()
     out = pi("call", "echo", "{}", "--audit", "d")
     assert (out.status, out.out, out.err) == (2, "", "pi: error: --audit d: not a regular file\n")
+    out = pi("call", "echo", "{}", "--audit", "/dev/full")
+    assert (out.status, out.err) == (2, "pi: error: --audit /dev/full: not a regular file\n")
     out = pi("call", "echo", "{}", "--audit", "missing/audit.jsonl")
     assert (out.status, out.err) == (
         2,

@@ -33,25 +33,25 @@ ONLY_WHEN_NEEDED = (
     "jsonschema",
     "referencing",
     "pi_core._tools.schema_validation",
-    "pi_sandbox_plugin.config",
-    "pi_sandbox_plugin.backends",
-    "pi_sandbox_plugin.bash_parser",
-    "pi_sandbox_plugin.path_policy",
-    "pi_sandbox_plugin.command_policy",
+    "pi_sandbox_plugin.settings.config",
+    "pi_sandbox_plugin.backends.wiring",
+    "pi_sandbox_plugin.policies.bash_parser",
+    "pi_sandbox_plugin.policies.path_policy",
+    "pi_sandbox_plugin.policies.command_policy",
     "tree_sitter",
     "pathspec",
     "pydantic_monty",
     "asyncio",
     "tomllib",
     "email.parser",
-    "pi_builtin_tools.edit_diff",
-    "pi_builtin_tools.fd_glob",
-    "pi_builtin_tools.codemode",
-    "pi_builtin_tools.codemode_python",
-    "pi_builtin_tools.codemode_common",
-    "pi_builtin_tools.codemode_declarations",
-    "pi_builtin_tools.codemode_source",
-    "pi_builtin_tools.tool_search",
+    "pi_builtin_tools.files.edit_diff",
+    "pi_builtin_tools.search.fd_glob",
+    "pi_builtin_tools.codemode.javascript",
+    "pi_builtin_tools.codemode.python",
+    "pi_builtin_tools.codemode.common",
+    "pi_builtin_tools.codemode.declarations",
+    "pi_builtin_tools.codemode.source",
+    "pi_builtin_tools.catalog.tool_search",
 )
 """Not imported by a plain ``pi replay`` of a valid ``read`` call without ``pi.toml``."""
 
@@ -122,10 +122,11 @@ def test_invalid_arguments_import_jsonschema_for_the_error_lines(tmp_path: Path)
 
 def test_a_sandbox_table_imports_the_policy_modules(tmp_path: Path) -> None:
     (tmp_path / "pi.toml").write_text('[sandbox.policy]\ndeny = [["rm"]]\n')
-    proc = replay_read(tmp_path, {"path": "six.txt"}, ("pi_sandbox_plugin.path_policy", "tomllib"))
+    modules = ("pi_sandbox_plugin.policies.path_policy", "tomllib")
+    proc = replay_read(tmp_path, {"path": "six.txt"}, modules)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["content"] == [{"type": "text", "text": "hello\n"}]
-    assert proc.stderr.splitlines()[-1] == "['pi_sandbox_plugin.path_policy', 'tomllib']"
+    assert proc.stderr.splitlines()[-1] == "['pi_sandbox_plugin.policies.path_policy', 'tomllib']"
 
 
 def test_the_providers_are_imported_when_a_model_is_resolved() -> None:

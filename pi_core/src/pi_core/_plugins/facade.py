@@ -41,7 +41,7 @@ from pi_core._plugins.contexts import (
 from pi_core._session.audit import cap_arguments, utc_now
 from pi_core._session.context import SessionContext
 from pi_core._tools.definition import AgentTool, to_agent_tool
-from pi_core._wire.messages import AgentToolResult
+from pi_core._wire.messages import AgentToolResult, TextContent
 
 _AFTER_FIELDS = tuple(
     f.name for f in dataclasses.fields(AfterToolCallResult) if f.name not in AUDIT_FIELDS
@@ -313,30 +313,44 @@ class PluginHooks:
                 )
             raise
         if audit is not None:
-            if result is not None:
-                source = result.source or plugin
-                entry = self._audit_entry(
-                    context, "before", "deny", source, result.reason or "", started, result.detail
-                )
-            elif allowed_by:
-                name, note = allowed_by[0]
-                entry = self._audit_entry(
-                    context,
-                    "before",
-                    "allow",
-                    note.source or name,
-                    note.reason or "",
-                    started,
-                    note.detail,
-                )
-            else:
-                reason = "no policy blocked the call"
-                if context.approval is not None:
-                    reason = context.approval.request.reason
-                source = context.approval.request.source if context.approval else None
-                entry = self._audit_entry(context, "before", "allow", source, reason, started)
-            await audit.record(entry)
+            entry = self._before_entry(context, result, plugin, allowed_by, started)
+            problem = await audit.record(entry)
+            if problem is not None and result is None and audit.on_error == "deny":
+                reason = audit.refusal(problem, "the decision to allow this call")
+                return BeforeToolCallResult(block=True, reason=reason, source="audit log")
         return result
+
+    def _before_entry(
+        self,
+        context: BeforeToolCallContext,
+        result: BeforeToolCallResult | None,
+        plugin: str | None,
+        allowed_by: list[tuple[str, BeforeToolCallResult]],
+        started: float,
+    ) -> dict[str, Any]:
+        """The audit line of a call's before phase: ``result`` blocked it (``plugin``
+        decided), or the first of ``allowed_by`` allowed it, or nothing blocked it."""
+        if result is not None:
+            source = result.source or plugin
+            return self._audit_entry(
+                context, "before", "deny", source, result.reason or "", started, result.detail
+            )
+        if allowed_by:
+            name, note = allowed_by[0]
+            return self._audit_entry(
+                context,
+                "before",
+                "allow",
+                note.source or name,
+                note.reason or "",
+                started,
+                note.detail,
+            )
+        reason = "no policy blocked the call"
+        if context.approval is not None:
+            reason = context.approval.request.reason
+        source = context.approval.request.source if context.approval else None
+        return self._audit_entry(context, "before", "allow", source, reason, started)
 
     async def approve_tool_call(
         self, context: BeforeToolCallContext
@@ -440,9 +454,10 @@ class PluginHooks:
         )
         audit = working.session.audit if working.session is not None else None
         if audit is not None:
+            refused: str | None = None
             for _plugin, note in decided:
                 decision = "deny" if note.is_error else "allow"
-                await audit.record(
+                problem = await audit.record(
                     self._audit_entry(
                         working,
                         "after",
@@ -453,6 +468,10 @@ class PluginHooks:
                         note.detail,
                     )
                 )
+                if problem is not None and audit.on_error == "deny" and refused is None:
+                    refused = audit.refusal(problem, "the decision about this call's result")
+            if refused is not None:  # the model gets no result whose decision went unrecorded
+                return AfterToolCallResult(content=[TextContent(text=refused)], is_error=True)
         if not touched:
             return None
         final = working.result

@@ -82,15 +82,19 @@ class SessionContext:
         self.approvals.approver = approver
         return True
 
-    def open_audit(self, path: str | os.PathLike[str], *, replace: bool = False) -> bool:
+    def open_audit(
+        self, path: str | os.PathLike[str], *, replace: bool = False, on_error: str = "deny"
+    ) -> bool:
         """Open the audit log ``path`` (relative to :attr:`cwd`) for this session unless one is
-        open already (``replace=True`` closes that one first). Returns whether it was opened;
-        an ``OSError`` (a directory that does not exist, no permission) propagates."""
+        open already (``replace=True`` closes that one first); ``on_error``: what a call whose
+        decision cannot be written gets (``"deny"`` or ``"allow"``). Returns whether it was
+        opened; an ``OSError`` (a directory that does not exist, no permission) propagates."""
         if self.audit is not None:
             if not replace:
                 return False
             self.audit.close()
-        self.audit = AuditLog(os.path.join(self.cwd, os.path.expanduser(os.fspath(path))))
+        full = os.path.join(self.cwd, os.path.expanduser(os.fspath(path)))
+        self.audit = AuditLog(full, on_error=on_error)
         return True
 
     def append_entry(self, custom_type: str, data: Any) -> None:

@@ -1,0 +1,444 @@
+"""From the validated ``[sandbox]`` table and the session cwd to the backends and the path policy
+of a session, and the before-hook's path check.
+
+=============  ====================================  ===============================================
+backend        bash                                  file tools
+=============  ====================================  ===============================================
+``local``      ``None`` (the built-in local one)     ``None``; with ``[sandbox.policy]``: a guarded
+                                                     :class:`~pi_core._backend_kit.local_files.LocalFileOperations`
+``bwrap``      :class:`BwrapBackend` (workspace =    the same object (guarded with a policy)
+               session cwd; denied paths masked)
+``ssh``        :class:`SshBashOperations`            :class:`SshFileOperations` (guarded), one
+                                                     shared :class:`SshConnection`; session cwd =
+                                                     ``remote_cwd``
+``container``  :class:`ContainerBackend` behind      the same (guarded); the session cwd maps to
+               :class:`MappedBashOperations`         ``workdir`` and back (:class:`MappedFileOperations`)
+``ray``        :class:`~pi_sandbox_plugin.ray_       the same (guarded); the session cwd maps to the
+               backend.RayBackend` (one actor)       workspace on the actor's node and back
+=============  ====================================  ===============================================
+
+The path policy (:class:`~pi_sandbox_plugin.policies.path_policy.PathPolicy`) exists only when the
+config has ``[sandbox.policy]``; without it the file tools are not guarded. With the local
+backend, bash is limited by the command policy alone (the path policy cannot see inside a
+command); bwrap also masks the denied paths from bash: each literal path, the matches of each
+glob found in the workspace when the session starts (at most :data:`MASK_WALK_LIMIT` entries
+walked), and the fixed directory of an absolute ``DIR/**`` pattern. A file created later under a
+denied glob is not masked from bash (the file tools still refuse it).
+
+A session's objects are built once per pi session (:func:`sandbox_session` keeps them in the
+session's ``state["sandbox"]``), so the bash and file hooks share one SSH connection or
+container; at ``pi_session_end`` (:func:`close_sandbox_sessions`) the SSH control master is
+stopped and its socket directory removed, a container started from an image is removed, and a
+Ray session's actor is released (its commands killed, a new workspace removed). The Ray backend's
+module (and ``ray``) is imported only when a session uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from pi_core import BashOperations, ConfigError, FileOperations
+from pi_core.backends import CommandOutput, FileStat, LocalFileOperations
+from pi_sandbox_plugin.backends.bwrap import BwrapBackend
+from pi_sandbox_plugin.backends.container import ContainerBackend
+from pi_sandbox_plugin.backends.errors import SandboxUnavailable
+from pi_sandbox_plugin.backends.ssh import (
+    RemotePathMap,
+    SshBashOperations,
+    SshConnection,
+    SshFileOperations,
+)
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations
+from pi_sandbox_plugin.policies.path_policy import (
+    PathPolicy,
+    compile_deny_pattern,
+    declared_path_reason,
+)
+from pi_sandbox_plugin.settings.config import (
+    DEFAULT_CONFIG_NAME,
+    SANDBOX_TABLE,
+    SandboxConfig,
+    load_session_sandbox_config,
+)
+
+MASK_WALK_LIMIT = 50_000
+"""Most directory entries walked to find what the denied globs match for bwrap."""
+
+
+# -- the path policy -------------------------------------------------------------------------
+
+
+def build_path_policy(sandbox: SandboxConfig, cwd: str) -> PathPolicy | None:
+    """The :class:`PathPolicy` of ``[sandbox.policy]`` for a session in ``cwd``, or ``None``
+    without that table; :class:`~pi_core._errors.ConfigError` (``pi.toml:
+    sandbox.policy.deny_paths[I]: problem``) for a bad pattern. Local file systems (``local``,
+    ``bwrap``) resolve the roots with ``os.path.realpath``; remote ones take them as written.
+    pi's full-output files stay readable (the guard reads them on this machine)."""
+    policy = sandbox.policy
+    if policy is None:
+        return None
+    local = sandbox.backend in ("local", "bwrap")
+    deny_paths = list(getattr(policy, "deny_paths", []))
+    for index, pattern in enumerate(deny_paths):
+        try:
+            compile_deny_pattern(pattern)
+        except ValueError as error:
+            raise ConfigError(
+                f"{DEFAULT_CONFIG_NAME}: {SANDBOX_TABLE}.policy.deny_paths[{index}]: {error}"
+            ) from None
+    return PathPolicy(
+        cwd,
+        read_roots=list(getattr(policy, "read_roots", ["."])),
+        write_roots=list(getattr(policy, "write_roots", ["."])),
+        deny_paths=deny_paths,
+        resolve=os.path.realpath if local else posixpath.normpath,
+        allow_output_files=True,
+    )
+
+
+def mask_paths(policy: PathPolicy, limit: int = MASK_WALK_LIMIT) -> list[str]:
+    """Absolute paths bwrap should mask for ``policy`` (see the module docstring): literal
+    patterns, glob matches in the workspace (a matched directory is not descended into; no
+    symlink followed; at most ``limit`` entries), and ``DIR`` of absolute ``DIR/**``."""
+    found = dict.fromkeys(policy.literal_deny_paths())
+    for pattern in policy.deny_patterns:
+        text = pattern.text.strip()
+        if pattern.absolute and text.endswith("/**"):
+            base = os.path.expanduser(text[:-3])
+            if not any(c in base for c in "*?["):
+                found[base] = None
+    seen = 0
+    workspace = policy.real_workspace
+    for directory, dirnames, filenames in os.walk(workspace):
+        kept = []
+        for name in dirnames + filenames:
+            seen += 1
+            path = os.path.join(directory, name)
+            if policy.denied_by(path) is not None:
+                found[path] = None
+            elif name in dirnames:
+                kept.append(name)
+        dirnames[:] = [d for d in dirnames if d in kept]
+        if seen >= limit:
+            break
+    return [p for p in found if os.path.lexists(p)]
+
+
+def path_check_reason(
+    tool: Any,
+    args: Any,
+    cwd: str,
+    policy: PathPolicy,
+    resolve: Callable[[str], str] = os.path.realpath,
+) -> str | None:
+    """The reason the before-hook blocks a call of ``tool`` (an ``AgentTool``) with ``args``,
+    or ``None``: the policy's check of the tool's declared path arguments
+    (:func:`~pi_sandbox_plugin.policies.path_policy.declared_path_reason`)."""
+    return declared_path_reason(tool.path_arguments, args, cwd, policy, resolve)
+
+
+# -- container paths ---------------------------------------------------------------------------
+
+
+class MappedFileOperations:
+    """A :class:`~pi_core._backend_kit.operations.FileOperations` whose paths are the session's, over
+    ``inner`` whose paths are the container's (``paths``: session cwd → ``workdir``); results
+    and error file names map back."""
+
+    def __init__(self, inner: ContainerBackend, paths: RemotePathMap) -> None:
+        self.inner = inner
+        self.paths = paths
+
+    async def _call(self, path: str, call: Callable[[str], Any]) -> Any:
+        remote = self.paths.to_remote(path)
+        try:
+            return await call(remote)
+        except OSError as error:
+            if error.filename == remote:
+                error.filename = path
+            raise
+
+    async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        """``inner.read_bytes`` of the container path."""
+        data: bytes = await self._call(path, lambda p: self.inner.read_bytes(p, offset, length))
+        return data
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        """``inner.write_bytes`` of the container path."""
+        await self._call(path, lambda p: self.inner.write_bytes(p, data))
+
+    async def stat(self, path: str) -> FileStat:
+        """``inner.stat`` of the container path."""
+        result: FileStat = await self._call(path, self.inner.stat)
+        return result
+
+    async def access(self, path: str, mode: int = os.R_OK) -> None:
+        """``inner.access`` of the container path."""
+        await self._call(path, lambda p: self.inner.access(p, mode))
+
+    async def realpath(self, path: str) -> str:
+        """``inner.realpath`` of the container path, mapped back."""
+        return self.paths.to_local(await self._call(path, self.inner.realpath))
+
+    async def list_dir(self, path: str) -> list[str]:
+        """``inner.list_dir`` of the container path."""
+        names: list[str] = await self._call(path, self.inner.list_dir)
+        return names
+
+    async def mkdir(self, path: str) -> None:
+        """``inner.mkdir`` of the container path."""
+        await self._call(path, self.inner.mkdir)
+
+    async def run_rg(self, args: Sequence[str], cwd: str) -> CommandOutput:
+        """``inner.run_rg`` with absolute arguments and ``cwd`` mapped, file names mapped back."""
+        remote_args = [self.paths.to_remote(a) if a.startswith("/") else a for a in args]
+        output = await self._call(cwd, lambda c: self.inner.run_rg(remote_args, c))
+        return CommandOutput(
+            exit_code=output.exit_code,
+            stdout=self.paths.rg_output_to_local(output.stdout, args),
+            stderr=output.stderr,
+            truncated=output.truncated,
+        )
+
+
+class MappedBashOperations:
+    """A :class:`~pi_core._backend_kit.operations.BashOperations` whose ``cwd`` is the session's, over
+    ``inner`` whose cwd is the container's."""
+
+    def __init__(self, inner: ContainerBackend, paths: RemotePathMap) -> None:
+        self.inner = inner
+        self.paths = paths
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str,
+        *,
+        on_data: Callable[[bytes], None],
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> int | None:
+        """``inner.exec`` in the container path of ``cwd``."""
+        return await self.inner.exec(
+            command, self.paths.to_remote(cwd), on_data=on_data, env=env, timeout=timeout
+        )
+
+
+# -- the backends -----------------------------------------------------------------------------
+
+
+@dataclass
+class SandboxSession:
+    """What the plugin built for one session: ``cwd``, the ``sandbox`` config, the path
+    ``policy`` (``None``: no path policy), the ``bash`` and ``files`` backends (``None``: let
+    the built-in local ones answer; ``files`` is already guarded) and ``resolve`` (how the
+    before-hook resolves a path). ``resources``: what :func:`close_sandbox_session` releases
+    (objects with ``async aclose()``: the SSH connection, the container)."""
+
+    cwd: str
+    sandbox: SandboxConfig
+    policy: PathPolicy | None
+    bash: BashOperations | None
+    files: FileOperations | None
+    resolve: Callable[[str], str]
+    resources: list[Any] = field(default_factory=list)
+
+
+def make_backends(
+    sandbox: SandboxConfig,
+    cwd: str,
+    policy: PathPolicy | None = None,
+    resources: list[Any] | None = None,
+) -> tuple[BashOperations | None, FileOperations | None]:
+    """The unguarded ``(bash, files)`` backends of ``sandbox`` for a session in ``cwd``
+    (``(None, None)`` for ``local``). ``policy`` gives bwrap the paths to mask; what must be
+    closed at the end of the session (an SSH connection, a container) is appended to
+    ``resources``."""
+    owned = resources if resources is not None else []
+    if sandbox.backend == "bwrap":
+        cfg = sandbox.bwrap
+        bwrap = BwrapBackend(
+            cwd,
+            network=cfg.network,
+            deny_paths=mask_paths(policy) if policy is not None else (),
+            bwrap=cfg.bwrap,
+            shell=cfg.shell,
+            extra_args=cfg.extra_args,
+        )
+        return bwrap, bwrap
+    if sandbox.backend == "ssh":
+        ssh = sandbox.ssh
+        connection = SshConnection(
+            host=ssh.host,
+            port=ssh.port,
+            user=ssh.user,
+            identity_file=ssh.identity_file,
+            remote_cwd=ssh.remote_cwd,
+            options=list(ssh.options),
+        )
+        owned.append(connection)
+        return (
+            SshBashOperations(connection, local_root=cwd, shell=ssh.shell, pass_env=ssh.env),
+            SshFileOperations(connection, local_root=cwd),
+        )
+    if sandbox.backend == "container":
+        box = sandbox.container
+        container = ContainerBackend(
+            cli=box.cli,
+            cli_args=box.cli_args,
+            container=box.container or None,
+            image=box.image or None,
+            workspace=cwd if box.image else None,
+            workdir=box.workdir,
+            run_args=list(getattr(box, "run_args", [])),
+            pass_env=box.env,
+        )
+        owned.append(container)
+        paths = RemotePathMap(cwd, box.workdir)
+        return MappedBashOperations(container, paths), MappedFileOperations(container, paths)
+    if sandbox.backend == "ray":
+        from pi_sandbox_plugin.backends.ray import RayBackend, import_ray
+
+        try:
+            import_ray()  # a missing extra is a clear error at once
+        except SandboxUnavailable as error:
+            raise ConfigError(f"{DEFAULT_CONFIG_NAME}: {SANDBOX_TABLE}.backend: {error}") from None
+        ray_cfg = sandbox.ray
+        backend = RayBackend(
+            address=ray_cfg.address,
+            resources=ray_cfg.resources,
+            labels=ray_cfg.labels,
+            num_cpus=ray_cfg.num_cpus,
+            runtime_env=ray_cfg.runtime_env,
+            workspace=ray_cfg.workspace,
+            ship=ray_cfg.ship,
+            local_root=cwd,
+            pass_env=ray_cfg.env,
+            lost_after=ray_cfg.lost_after,
+            start_timeout=ray_cfg.start_timeout,
+        )
+        owned.append(backend)
+        return backend, backend
+    return None, None
+
+
+def build_sandbox_session(sandbox: SandboxConfig, cwd: str) -> SandboxSession:
+    """The :class:`SandboxSession` of ``sandbox`` for a session in ``cwd`` (absolute)."""
+    policy = build_path_policy(sandbox, cwd)
+    resources: list[Any] = []
+    bash, files = make_backends(sandbox, cwd, policy, resources)
+    if policy is not None:
+        files = GuardedFileOperations(files if files is not None else LocalFileOperations(), policy)
+    local = sandbox.backend in ("local", "bwrap")
+    return SandboxSession(
+        cwd=cwd,
+        sandbox=sandbox,
+        policy=policy,
+        bash=bash,
+        files=files,
+        resolve=os.path.realpath if local else posixpath.normpath,
+        resources=resources,
+    )
+
+
+STATE_KEY = "sandbox"
+"""The key of the plugin's entry in a pi session's ``state``: the list of the
+:class:`SandboxSession` objects built for that session (one, unless a program asks the backend
+hooks for several cwds)."""
+
+
+def sandbox_session(
+    config: Mapping[str, Any], cwd: str, state: MutableMapping[str, Any] | None = None
+) -> SandboxSession | None:
+    """The :class:`SandboxSession` of the loaded ``config`` (the TOML dict) for ``cwd``;
+    ``None`` without a ``[sandbox]`` table. Raises :class:`~pi_core._errors.ConfigError` for a
+    bad table.
+
+    ``state`` is the pi session's ``state`` dict: the object is built on first use and kept
+    there (``state["sandbox"]``), so the bash and file hooks of one session share it, and
+    :func:`close_sandbox_sessions` releases it when the session ends. Without ``state`` (a
+    program calling the hook outside a session) a new object is built, which the caller
+    closes with :func:`close_sandbox_session`."""
+    sandbox = load_session_sandbox_config(config, cwd)
+    if sandbox is None:
+        return None
+    cwd = os.path.abspath(cwd)
+    built: list[SandboxSession] = [] if state is None else state.setdefault(STATE_KEY, [])
+    for session in built:
+        if session.cwd == cwd and session.sandbox == sandbox:
+            return session
+    session = build_sandbox_session(sandbox, cwd)
+    built.append(session)
+    return session
+
+
+def known_session(state: Mapping[str, Any] | None) -> SandboxSession | None:
+    """The :class:`SandboxSession` of a pi session's ``state``, or ``None``: how the
+    before-hook finds the cwd and policy of its session. ``None`` also when the session built
+    objects for several cwds (ambiguous: the guard still enforces)."""
+    found: list[SandboxSession] = [] if state is None else list(state.get(STATE_KEY, []))
+    if not found or any(session.cwd != found[0].cwd for session in found):
+        return None
+    return found[-1]
+
+
+async def close_sandbox_session(session: SandboxSession) -> None:
+    """Release what ``session`` holds: stop the SSH control master and remove its socket
+    directory; remove a container started from an image; release a Ray actor. Shielded from
+    cancellation."""
+    with trio.CancelScope(shield=True):
+        while session.resources:
+            await session.resources.pop().aclose()
+
+
+async def close_sandbox_sessions(state: MutableMapping[str, Any]) -> None:
+    """``pi_session_end``: close every :class:`SandboxSession` kept in ``state`` (all of
+    them, even when one fails; the first failure is raised afterwards)."""
+    failures: list[Exception] = []
+    for session in state.pop(STATE_KEY, []):
+        try:
+            await close_sandbox_session(session)
+        except Exception as exc:
+            failures.append(exc)
+    if failures:
+        raise failures[0]
+
+
+def before_hook_path_reason(
+    tool: Any, args: Any, config: Mapping[str, Any], state: Mapping[str, Any] | None = None
+) -> str | None:
+    """The before-hook's path check (the early clear error): the reason to block
+    a call of ``tool`` (an ``AgentTool``) that declares path arguments, or ``None``. Needs the
+    session built by :func:`sandbox_session` in the pi session's ``state`` (its cwd); without
+    one, or without a path policy, ``None`` (the guard of the file operations still enforces
+    the policy)."""
+    if not getattr(tool, "path_arguments", ()):
+        return None
+    session = known_session(state)
+    if session is None or session.policy is None:
+        return None
+    return path_check_reason(tool, args, session.cwd, session.policy, session.resolve)
+
+
+__all__ = [
+    "MASK_WALK_LIMIT",
+    "MappedBashOperations",
+    "MappedFileOperations",
+    "SandboxSession",
+    "before_hook_path_reason",
+    "build_path_policy",
+    "build_sandbox_session",
+    "close_sandbox_session",
+    "close_sandbox_sessions",
+    "known_session",
+    "make_backends",
+    "mask_paths",
+    "path_check_reason",
+    "sandbox_session",
+]

@@ -1,0 +1,2 @@
+"""The ``pi policy`` command (``commands``) and what ``pi policy check`` prints
+(``policy_check``)."""

@@ -1,0 +1,302 @@
+"""A :class:`~pi_core._backend_kit.operations.FileOperations` wrapper that enforces the path policy at the
+moment of each operation.
+
+:class:`GuardedFileOperations` resolves the path with the wrapped backend's own ``realpath``
+right before each operation, checks the resolved path (and the path as named) with the
+:class:`~pi_sandbox_plugin.policies.path_policy.PathPolicy`, and then operates on the
+**resolved** path.
+So a symlink created earlier in the same batch (by bash, or a write that made a link) is
+followed by the check exactly as the operation would follow it: it cannot lead outside the
+allowed roots or onto a denied file.
+
+=============  ==============================================================================
+operation      check
+=============  ==============================================================================
+read_bytes     read, on the resolved path
+stat           read (metadata is information too)
+access         read for ``R_OK``, write for ``W_OK``
+list_dir       read on the directory; entries matching a denied glob are left out
+write_bytes    write, on the resolved path (the link's target is what would be replaced)
+mkdir          write
+realpath       none (it reads no file content)
+run_rg         read on ``cwd`` and on every search path; ``--glob=!PATTERN`` exclusions for
+               the denied globs; the output is filtered so no denied file (and no file outside
+               the read roots) is reported: ``--json`` events, ``--null --line-number``
+               records, ``--files`` lists
+=============  ==============================================================================
+
+**pi's full-output files** (:meth:`PathPolicy.is_output_file`: the bash tool's
+``{tempdir}/pi-bash-{16 hex}.log``, written by the pi process on this machine whatever the
+backend) are read, stat-ed and resolved on this machine's file system (``host``), so the read
+tool finds them with every backend (a bwrap sandbox has a private ``/tmp``, a remote backend
+another machine's).
+
+A refusal raises :class:`PathDenied` (a ``PermissionError``, ``EACCES``, ``filename`` = the path
+as named), so a tool reports ``EACCES: permission denied, ...``; the before-hook of the plugin
+gives the model the clear reason before the call.
+
+Residual race: a command running *concurrently* that swaps a checked directory for a symlink
+between the check and the operation. It only matters where bash itself is confined (bwrap),
+and there the file operations run in the same sandbox, so they reach nothing bash cannot.
+Likewise a hard link is not a symlink: ``realpath`` cannot see where it came from. bash can only
+make one where it could already read the file (bwrap's workspace and a container's are mounts
+of their own, so a link from outside fails with ``EXDEV``).
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import os
+import posixpath
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from pi_core import FileOperations, parse_json
+from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, iter_rg_records
+from pi_sandbox_plugin.policies.path_policy import PathDecision, PathPolicy
+
+T = TypeVar("T")
+
+_FOLLOW_FLAGS = ("-L", "--follow")
+_FILES_FLAG = "--files"
+_PATTERN_GIVEN = ("-e", "-f", "--regexp", "--file", "--type-list")
+
+
+class PathDenied(PermissionError):
+    """A file operation the path policy refuses: ``errno`` ``EACCES``, ``strerror`` the reason,
+    ``filename`` the path as the tool named it."""
+
+    def __init__(self, reason: str, path: str) -> None:
+        super().__init__(errno.EACCES, reason, path)
+        self.reason = reason
+
+
+def _search_paths(args: Sequence[str], cwd: str) -> list[str]:
+    """The absolute search paths of an ``rg`` command line: the positional arguments after
+    ``--`` (without ``--``: none known), minus the pattern unless ``--files``/``-e``/``-f``."""
+    if "--" not in args:
+        return []
+    index = list(args).index("--")
+    positionals = list(args[index + 1 :])
+    options = args[:index]
+    pattern_given = any(
+        a in _PATTERN_GIVEN or a == _FILES_FLAG or a.startswith(("--regexp=", "--file="))
+        for a in options
+    )
+    if not pattern_given and positionals:
+        positionals = positionals[1:]
+    return [posixpath.normpath(posixpath.join(cwd, p)) for p in positionals]
+
+
+def _with_excludes(args: Sequence[str], excludes: list[str]) -> list[str]:
+    if not excludes:
+        return list(args)
+    if "--" in args:
+        index = list(args).index("--")
+        return [*args[:index], *excludes, *args[index:]]
+    return [*excludes, *args]
+
+
+def _json_path(event: Any) -> str | None:
+    if not isinstance(event, dict):
+        return None
+    data = event.get("data")
+    path = data.get("path") if isinstance(data, dict) else None
+    if not isinstance(path, dict):
+        return None
+    if isinstance(path.get("text"), str):
+        return str(path["text"])
+    if isinstance(path.get("bytes"), str):
+        return base64.b64decode(path["bytes"]).decode("utf-8", "surrogateescape")
+    return None
+
+
+class GuardedFileOperations:
+    """``inner`` (any :class:`~pi_core._backend_kit.operations.FileOperations`) with ``policy`` enforced at
+    each operation; see the module docstring. ``inner`` paths are the session's (for a remote
+    backend, the one that maps them)."""
+
+    def __init__(
+        self, inner: FileOperations, policy: PathPolicy, host: FileOperations | None = None
+    ) -> None:
+        self.inner = inner
+        self.policy = policy
+        self.host: FileOperations = host if host is not None else LocalFileOperations()
+
+    def _output_file(self, path: str) -> bool:
+        """Whether ``path`` is one of pi's full-output files on this machine."""
+        return self.policy.is_output_file(posixpath.normpath(path))
+
+    # -- checks ----------------------------------------------------------------------------
+
+    async def _resolve(self, path: str) -> str:
+        return posixpath.normpath(await self.inner.realpath(path))
+
+    @staticmethod
+    def _require(decision: PathDecision, path: str) -> None:
+        if not decision.allowed:
+            raise PathDenied(decision.reason, path)
+
+    async def _readable(self, path: str) -> str:
+        real = await self._resolve(path)
+        self._require(self.policy.check_read(real, posixpath.normpath(path)), path)
+        return real
+
+    async def _writable(self, path: str) -> str:
+        real = await self._resolve(path)
+        self._require(self.policy.check_write(real, posixpath.normpath(path)), path)
+        return real
+
+    @staticmethod
+    async def _as_named(call: Callable[[], Awaitable[T]], real: str, path: str) -> T:
+        """Run ``call`` (on ``real``); an ``OSError`` naming ``real`` names ``path`` instead."""
+        try:
+            return await call()
+        except OSError as error:
+            if error.filename == real and real != path:
+                error.filename = path
+            raise
+
+    # -- FileOperations ----------------------------------------------------------------------
+
+    async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        """The wrapped ``read_bytes`` on the resolved path, if it may be read (pi's output
+        files: this machine's)."""
+        if self._output_file(path):
+            return await self.host.read_bytes(path, offset, length)
+        real = await self._readable(path)
+        return await self._as_named(lambda: self.inner.read_bytes(real, offset, length), real, path)
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        """The wrapped ``write_bytes`` on the resolved path, if it may be written."""
+        real = await self._writable(path)
+        await self._as_named(lambda: self.inner.write_bytes(real, data), real, path)
+
+    async def stat(self, path: str) -> FileStat:
+        """The wrapped ``stat`` of the resolved path, if it may be read (pi's output files:
+        this machine's)."""
+        if self._output_file(path):
+            return await self.host.stat(path)
+        real = await self._readable(path)
+        return await self._as_named(lambda: self.inner.stat(real), real, path)
+
+    async def access(self, path: str, mode: int = os.R_OK) -> None:
+        """The wrapped ``access`` (``stat`` for a backend without one) of the resolved path,
+        after the read (``R_OK``) and write (``W_OK``) checks."""
+        if self._output_file(path) and not mode & os.W_OK:
+            await self.host.stat(path)
+            return
+        real = await self._resolve(path)
+        named = posixpath.normpath(path)
+        if mode & os.R_OK or not mode & os.W_OK:
+            self._require(self.policy.check_read(real, named), path)
+        if mode & os.W_OK:
+            self._require(self.policy.check_write(real, named), path)
+        access: Callable[[str, int], Awaitable[None]] | None = getattr(self.inner, "access", None)
+        if access is not None and callable(access):
+            checker = access
+            await self._as_named(lambda: checker(real, mode), real, path)
+        else:
+            await self._as_named(lambda: self.inner.stat(real), real, path)
+
+    async def realpath(self, path: str) -> str:
+        """The wrapped ``realpath`` (no check: it reads no content); a pi output file is its
+        own."""
+        if self._output_file(path):
+            return posixpath.normpath(path)
+        return await self.inner.realpath(path)
+
+    async def list_dir(self, path: str) -> list[str]:
+        """The wrapped ``list_dir`` of the resolved directory, if it may be read, without the
+        entries a denied glob matches."""
+        real = await self._readable(path)
+        names = await self._as_named(lambda: self.inner.list_dir(real), real, path)
+        return [
+            name
+            for name in names
+            if self.policy.denied_by(posixpath.join(path, name)) is None
+            and self.policy.denied_by(posixpath.join(real, name)) is None
+        ]
+
+    async def mkdir(self, path: str) -> None:
+        """The wrapped ``mkdir`` of the resolved path, if it may be written."""
+        real = await self._writable(path)
+        await self._as_named(lambda: self.inner.mkdir(real), real, path)
+
+    async def run_rg(self, args: Sequence[str], cwd: str) -> CommandOutput:
+        """The wrapped ``run_rg``, after read checks of ``cwd`` and the search paths, with the
+        denied globs excluded and denied files filtered from the output (see the module)."""
+        pairs: list[tuple[str, str]] = []
+        for path in [posixpath.normpath(cwd), *_search_paths(args, cwd)]:
+            real = await self._resolve(path)
+            self._require(self.policy.check_read(real, path), path)
+            pairs.append((path, real))
+        pairs.sort(key=lambda pair: len(pair[0]), reverse=True)
+        output = await self.inner.run_rg(_with_excludes(args, self.policy.rg_exclude_globs()), cwd)
+        follow = any(a in _FOLLOW_FLAGS for a in args)
+        cache: dict[str, bool] = {}
+
+        async def allowed(name: str) -> bool:
+            named = posixpath.normpath(posixpath.join(cwd, name))
+            if named not in cache:
+                real = named
+                if follow:
+                    real = await self._resolve(named)
+                else:
+                    for lexical, resolved in pairs:
+                        if named == lexical or named.startswith(lexical.rstrip("/") + "/"):
+                            real = resolved + named[len(lexical) :]
+                            break
+                cache[named] = self.policy.check_read(real, named).allowed
+            return cache[named]
+
+        stdout = output.stdout
+        if "--json" in args:
+            stdout = await _filter_json(stdout, allowed)
+        elif "--null" in args and "--line-number" in args:
+            stdout = await _filter_lines(stdout, allowed)
+        elif _FILES_FLAG in args:
+            separator = b"\0" if ("--null" in args or "-0" in args) else b"\n"
+            kept = [
+                record
+                for record in stdout.split(separator)
+                if record and await allowed(record.decode("utf-8", "surrogateescape"))
+            ]
+            stdout = b"".join(record + separator for record in kept)
+        return CommandOutput(
+            exit_code=output.exit_code,
+            stdout=stdout,
+            stderr=output.stderr,
+            truncated=output.truncated,
+        )
+
+
+async def _filter_lines(stdout: bytes, allowed: Callable[[str], Awaitable[bool]]) -> bytes:
+    """``rg --null --line-number`` output (grep's ``PATH\\0LINE:TEXT`` records) without the
+    records of refused files, and without ripgrep's own notices (they name files too)."""
+    kept = bytearray()
+    for record in iter_rg_records(stdout):
+        if record.path is not None and await allowed(
+            record.path.decode("utf-8", "surrogateescape")
+        ):
+            kept += stdout[record.start : record.end]
+    return bytes(kept)
+
+
+async def _filter_json(stdout: bytes, allowed: Callable[[str], Awaitable[bool]]) -> bytes:
+    """``rg --json`` output without the events (begin, match, context, end) of refused files."""
+    kept = []
+    for line in stdout.split(b"\n"):
+        if line.strip():
+            try:
+                name = _json_path(parse_json(line))
+            except ValueError:
+                name = None
+            if name is not None and not await allowed(name):
+                continue
+        kept.append(line)
+    return b"\n".join(kept)
+
+
+__all__ = ["GuardedFileOperations", "PathDenied"]

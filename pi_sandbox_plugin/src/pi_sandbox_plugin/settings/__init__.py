@@ -1,0 +1,1 @@
+"""The ``[sandbox]`` table of ``pi.toml``, validated (``config``): read by every other room."""
