@@ -1,4 +1,5 @@
-"""Shared test support: system components that tests need.
+"""Shared test support: system components that tests need, the parallel run, no leaked
+process, no third-party plugin autoloads.
 
 A test that needs a system program (node, rg, sshd, bwrap, podman, ...) asks for it with
 ``require_program("node")``: it skips with the reason when the program is absent, except under
@@ -16,6 +17,71 @@ from pathlib import Path
 
 import pytest
 
+from support import descendants
+
+# Plugins installed in this environment besides pi's own (a tutorial plugin, a plugin being
+# written) are not autoloaded by any pi this suite starts, in process or as a subprocess: a test
+# sees pi's plugins and the ones it names (issue 31). Tests of autoloading itself unset it.
+os.environ["PI_DISABLE_THIRD_PARTY_AUTOLOAD"] = "1"
+# Tests assert the exact bytes of piped output: a FORCE_COLOR of the caller's shell would style it.
+os.environ.pop("FORCE_COLOR", None)
+
+
+# -- the dependency groups only tests need -------------------------------------------------
+# `docs` (the mkdocs toolchain) and `ray` are not default groups, so `uv run pi ...` in a clone
+# never installs them. Under `uv run pytest` (uv sets UV) the suite adds the ones that are
+# missing to the environment it runs in, once, before collection: the README's `uv run pytest`
+# has everything. Elsewhere the tests that need them skip with the reason (fail under CI).
+
+# Under `uv run`, Ray would start the test cluster's workers with `uv run` again, which syncs the
+# default groups only (no Ray); they run in this environment as it is.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
+TEST_GROUPS = {"docs": "mkdocs-material", "ray": "ray"}
+"""Each group only tests need, and a distribution that shows it is installed."""
+
+
+def _missing_groups() -> list[str]:
+    import importlib.metadata
+
+    missing = []
+    for group, distribution in TEST_GROUPS.items():
+        try:
+            importlib.metadata.distribution(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(group)
+    return missing
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    uv = os.environ.get("UV")
+    if not uv or hasattr(config, "workerinput"):  # not under uv run, or an xdist worker
+        return
+    missing = _missing_groups()
+    if not missing:
+        return
+    groups = [word for group in missing for word in ("--group", group)]
+    command = [uv, "sync", "--inexact", *groups]
+    print(f"tests: adding the groups {', '.join(missing)}: {' '.join(command[1:])}", flush=True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if subprocess.run(command, cwd=root, check=False).returncode != 0:
+        print("tests: could not add them; the tests that need them skip", flush=True)
+
+
+def _require_group(group: str) -> None:
+    if group in _missing_groups():
+        reason = f"the dependency group {group} is not installed (uv sync --group {group})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}, and CI must install it (.ci/run)")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def require_group() -> Callable[[str], None]:
+    """``require_group("docs")``: skip (fail under CI) unless that group of
+    :data:`TEST_GROUPS` is installed."""
+    return _require_group
+
 
 def _require_program(name: str) -> str:
     path = shutil.which(name)
@@ -31,6 +97,42 @@ def _require_program(name: str) -> str:
 def require_program() -> Callable[[str], str]:
     """``require_program(name) -> absolute path`` or skip (fail under CI) when absent."""
     return _require_program
+
+
+# -- the parallel run (pytest-xdist) -------------------------------------------------------
+# `uv run pytest` runs `-n auto --dist loadgroup` (pyproject.toml): test processes ("workers")
+# take tests one by one; tests marked `pytest.mark.xdist_group("NAME")` all go to one worker (a
+# module-scoped cluster, a module-scoped virtual environment, tests that look for each other's
+# processes). Each worker has its own tmp_path_factory base, session fixtures (sshd, podman
+# image and container), and is a subreaper of its own (below). A test never binds a fixed port
+# (bind port 0), never writes a fixed name outside tmp_path, and looks for processes only below
+# itself (support.descendants(os.getpid())), never among the machine's.
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """Workers of ``-n auto``: twice the cores this process may use (at most 8); many tests wait
+    on a subprocess, a timeout or a server, so a core runs two workers.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS=N`` overrides it (xdist reads it: ``None`` passes on);
+    ``-n0`` runs the tests in this process."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return min(8, 2 * len(os.sched_getaffinity(0)))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give each test marked ``xdist_group("NAME")`` the node id suffix ``@NAME`` by which
+    ``--dist loadgroup`` sends a group to one worker. pytest-xdist 3.8 sets it through
+    ``item._nodeid``, which pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386): without
+    this the groups are silently spread over the workers. Does nothing once xdist sets it."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})  # fmt: skip
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            item._id = type(item._id).parse(item.nodeid + suffix)  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -87,26 +189,6 @@ def checkpoints_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory):
 # test, any living descendant is a leak: it is killed and the session fails.
 
 
-def _living_descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    states: dict[int, str] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            children.setdefault(int(fields[1]), []).append(int(name))
-            states[int(name)] = fields[0].decode()
-    found, queue = [], [root]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return [pid for pid in found if states.get(pid) not in ("Z", "X")]
-
-
 @pytest.fixture(scope="session", autouse=True)
 def no_process_left_behind():
     """Fail the session if a process started by a test is still alive after the last test."""
@@ -118,10 +200,10 @@ def no_process_left_behind():
         ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     yield
     deadline = time.monotonic() + 5
-    leaked = _living_descendants(os.getpid())
+    leaked = descendants(os.getpid(), living=True)
     while leaked and time.monotonic() < deadline:  # let shielded cleanups finish
         time.sleep(0.05)
-        leaked = _living_descendants(os.getpid())
+        leaked = descendants(os.getpid(), living=True)
     described = []
     for pid in leaked:
         with contextlib.suppress(OSError):

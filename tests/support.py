@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,17 @@ def text(result: AgentToolResult) -> str:
     """The text of a result that holds exactly one (text) block."""
     assert len(result.content) == 1
     return result.content[0].text  # type: ignore[union-attr]
+
+
+def install_plugin(site: Path, name: str, module: str, source: str) -> None:
+    """An installed plugin on ``site`` (a folder on ``sys.path`` or ``PYTHONPATH``): the module
+    ``MODULE`` with ``source``, and the distribution ``pi-NAME`` 1.0 declaring the entry point
+    ``NAME = MODULE``."""
+    (site / f"{module}.py").write_text(source)
+    dist_info = site / f"pi_{name}-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: pi-{name}\nVersion: 1.0\n")
+    (dist_info / "entry_points.txt").write_text(f"[pi]\n{name} = {module}\n")
 
 
 def make(root: Path, *files: str | Iterable[str] | Mapping[str, str | bytes]) -> None:
@@ -37,6 +49,45 @@ def make(root: Path, *files: str | Iterable[str] | Mapping[str, str | bytes]) ->
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+# -- processes --------------------------------------------------------------------------------
+
+
+def descendants(root: int, *, living: bool = False) -> list[int]:
+    """Every process below ``root`` (through ``/proc``); zombies left out when ``living``.
+
+    The test process is a child subreaper (``tests/conftest.py``): whatever a test starts stays
+    below it, orphans included. Look for a test's processes here, not among all processes of
+    the machine, where another test process (``pytest -n``) or another checkout runs its own."""
+    children: dict[int, list[int]] = {}
+    states: dict[int, bytes] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            children.setdefault(int(fields[1]), []).append(int(name))
+            states[int(name)] = fields[0]
+    found, queue = [], [root]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    if living:
+        return [pid for pid in found if states.get(pid) not in (b"Z", b"X")]
+    return found
+
+
+def command_line(pid: int) -> bytes:
+    """The command line of ``pid``, arguments separated by NUL (``b""`` once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def fill_up(directory: Path) -> None:

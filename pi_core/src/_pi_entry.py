@@ -5,8 +5,15 @@ It is a top-level module on purpose: importing anything under ``pi_core`` first 
 time would print a ``KeyboardInterrupt`` traceback; instead, until :func:`pi_core._cli.main`
 is imported, SIGINT ends the process at once with status 130 and prints nothing. Then
 Python's own handler is back and the CLI's Ctrl-C handling applies (exit 130).
-Only built-in modules are used here (``_signal``, not ``signal``, which imports ``enum``); a
-Ctrl-C while the interpreter itself starts (before this module runs) is Python's.
+Only built-in modules are used here (``_signal``, not ``signal``, which imports ``enum``), and
+the module itself imports only those the interpreter has loaded already (``_signal``, ``os``,
+``sys``): ``gc`` is imported after the handler is in place, so no Python code runs between this
+module's start and the handler. A Ctrl-C while the interpreter itself starts (before this module
+runs: its own start-up, ``site``, the installer's launcher) is Python's: the process is killed
+by SIGINT (status 130 in a shell; Python may print the ``KeyboardInterrupt`` of the launcher),
+the start-up fails (``Fatal Python error: init_import_site``, exit status 1), or, rarely, Python
+drops the interrupt (``Exception ignored in: <function _get_module_lock.<locals>.cb ...>``) and
+pi runs on.
 
 The cyclic garbage collector is off while the CLI is imported: the import allocates some
 hundred thousand objects (classes, functions, the schemas of the wire models) and almost none
@@ -25,7 +32,6 @@ and faulted in again (20,000-40,000 page faults per GiB of ``bash`` output).
 """
 
 import _signal
-import gc
 import os
 import sys
 
@@ -57,7 +63,12 @@ def _tune_malloc() -> bool:
 def main() -> None:
     """Install the silent SIGINT exit, import the CLI with the collector off, restore the default
     handler, run it."""
-    _signal.signal(_signal.SIGINT, _interrupted)
+    try:
+        _signal.signal(_signal.SIGINT, _interrupted)
+    except KeyboardInterrupt:  # one that came before: signal() runs a pending handler first
+        os._exit(130)
+    import gc  # not loaded at start-up: its import runs Python code, so after the handler
+
     _tune_malloc()
     gc.disable()
     try:

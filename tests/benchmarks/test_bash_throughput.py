@@ -32,8 +32,10 @@ MAX_RSS_GROWTH = 16 * 1024 * 1024
 pytestmark = pytest.mark.benchmark(group="bash-1GB-output", min_rounds=1, warmup=False)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def only_when_benchmarking(request: pytest.FixtureRequest) -> None:
+    """Skips before ``big_file`` writes its gigabyte (an autouse fixture of the same scope runs
+    first)."""
     if not (request.config.getoption("benchmark_only") or os.environ.get("PI_BENCHMARK")):
         pytest.skip("benchmark: run with --benchmark-only or PI_BENCHMARK=1")
 

@@ -894,6 +894,7 @@ async def test_stale_session_variables_are_replaced(workdir, monkeypatch) -> Non
     ):
         monkeypatch.setenv(name, "stale")
     monkeypatch.setenv("PI_OTHER", "kept")
+    monkeypatch.delenv("PI_DISABLE_THIRD_PARTY_AUTOLOAD")  # the suite's own (tests/conftest.py)
     command = "env | grep '^PI_' | sort"
     bare = await call(workdir, command)
     assert bare.text == "PI_OTHER=kept\n"

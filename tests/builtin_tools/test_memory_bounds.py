@@ -17,6 +17,8 @@ import pytest
 from memory_support import MEMORY_BOUND, MIB, run_pi_measured, write_repeated
 from pi_builtin_tools.files.edit import MAX_EDIT_FILE_BYTES, MAX_EDIT_FILE_LINES
 
+pytestmark = pytest.mark.slow  # files of hundreds of MB
+
 TRUNCATED_500 = "a" * 500 + "... [truncated]"
 LINES_NOTICE = "[Some lines truncated to 500 chars. Use read tool to see full lines]"
 

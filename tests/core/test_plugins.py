@@ -29,6 +29,7 @@ from pi_core._plugins.manager import (
     PiPluginManager,
     PluginInfo,
     check_pending,
+    installed_plugins,
     list_plugins,
     make_plugin_manager,
 )
@@ -76,6 +77,12 @@ def write_distribution(root: Path, name: str, version: str, entry_points: dict[s
 
 def names(pm: pluggy.PluginManager) -> list[str]:
     return [info.name for info in list_plugins(pm)]
+
+
+def installed() -> list[str]:
+    """Every installed plugin's name, in name order (autoloading's order): pi's own, the
+    environment's third-party ones, and those a test wrote."""
+    return [name for name, _, _ in installed_plugins()]
 
 
 def implemented_hooks(module: Any) -> list[str]:
@@ -356,16 +363,24 @@ def test_entry_point_of_a_third_party_distribution(
         """,
     )
     write_distribution(tmp_path, "pi-test-weather", "2.5.1", {"weather": "pi_test_weather"})
-    pm = make_plugin_manager()
-    assert names(pm) == ["builtin_tools", "mcp", "sandbox", "weather"]
-    assert list_plugins(pm)[len(BUILTINS)] == PluginInfo(
+    weather = PluginInfo(
         name="weather",
         distribution="pi-test-weather",
         version="2.5.1",
         module="pi_test_weather",
         hooks=["pi_register_tools"],
     )
-    assert names(make_plugin_manager(block=["weather"])) == BUILTINS
+    # autoloaded, in name order with every other installed plugin
+    pm = make_plugin_manager(third_party_autoload=True)
+    assert names(pm) == installed()
+    assert "weather" in installed()
+    assert list_plugins(pm)[installed().index("weather")] == weather
+    assert "weather" not in names(make_plugin_manager(third_party_autoload=True, block=["weather"]))
+    # without third-party autoloading (pi's suite, run_pi): loaded when named
+    assert names(make_plugin_manager()) == BUILTINS
+    pm = make_plugin_manager(plugins=["weather"])
+    assert names(pm) == [*BUILTINS, "weather"]
+    assert list_plugins(pm)[-1] == weather
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,14 +401,19 @@ def test_plugin_that_fails_to_import_names_plugin_and_distribution(
     assert isinstance(info.value.__cause__, ModuleNotFoundError)
 
     write_distribution(tmp_path, "pi-test-broken", "0.3", {"broken": "pi_test_broken"})
-    with pytest.raises(PluginError) as info:
-        make_plugin_manager()
-    assert str(info.value) == (
-        "plugin 'broken' (distribution pi-test-broken 0.3) failed to load: "
-        "ModuleNotFoundError: No module named 'not_installed_anywhere'"
-    )
-    # Blocking a broken plugin is the way around it.
-    assert names(make_plugin_manager(block=["broken"])) == BUILTINS
+    for how in ({"third_party_autoload": True}, {"plugins": ["broken"]}):
+        with pytest.raises(PluginError) as info:
+            make_plugin_manager(**how)  # type: ignore[arg-type]
+        assert str(info.value) == (
+            "plugin 'broken' (distribution pi-test-broken 0.3) failed to load: "
+            "ModuleNotFoundError: No module named 'not_installed_anywhere'; disable it with "
+            "--no-plugin broken or PI_DISABLED_PLUGINS=broken, or uninstall it with "
+            "pi plugins uninstall broken"
+        )
+    # Blocking a broken plugin is the way around it; it never breaks an isolated session.
+    blocked = make_plugin_manager(third_party_autoload=True, block=["broken"])
+    assert names(blocked) == [name for name in installed() if name != "broken"]
+    assert names(make_plugin_manager()) == BUILTINS
 
 
 def test_plugin_raising_at_import_and_unknown_module(write_plugin: WritePlugin) -> None:
@@ -430,10 +450,12 @@ def test_misspelled_hook_names_plugin_and_hook(tmp_path: Path, write_plugin: Wri
     )
     write_distribution(tmp_path, "pi-test-typo", "1.0", {"typo": "pi_test_typo"})
     with pytest.raises(PluginError) as info:
-        make_plugin_manager()
+        make_plugin_manager(third_party_autoload=True)
     assert str(info.value) == (
         "plugin 'typo' (distribution pi-test-typo 1.0) implements unknown hook "
-        "'pi_register_tool' (did you mean 'pi_register_tools'?)"
+        "'pi_register_tool' (did you mean 'pi_register_tools'?); disable it with "
+        "--no-plugin typo or PI_DISABLED_PLUGINS=typo, or uninstall it with "
+        "pi plugins uninstall typo"
     )
 
 

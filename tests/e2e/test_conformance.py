@@ -6,9 +6,10 @@ this repository's own side-by-side cases (``cases16_pi/`` beside this file: one 
 with Pi 1.6.0's own test files ported as cases in ``pi-tests/``); Pi
 0.73.1 (``--ref ref``) still judges the ``cases/`` whose behaviour 1.6.0 did not change
 (:data:`CHANGED_IN_16` lists the others, with the section of ``pi-1.6-delta.md`` that changed
-them). The comparers run once per session (each case is a real ``pi replay`` process and a real
-run of the npm reference); each case is then one test, so a regression names its case. Needs
-node and both reference installs (``.ci/run`` provides them under CI).
+them). Each case is one test, so a regression names its case: one run of the comparer over
+that case alone (a real ``pi replay`` process and a real run of the npm reference), which lets
+``pytest -n`` spread the cases over its workers. Needs node and both reference installs
+(``.ci/run`` provides them under CI).
 """
 
 from __future__ import annotations
@@ -89,17 +90,7 @@ UNCHANGED_IDS = [case_id for case_id in CONFORMANCE_IDS if case_id not in CHANGE
 CASE_IDS = _ids(SHARED / "cases", "cases.jsonl")
 
 
-def _failures(output: str, prefix: str) -> dict[str, str]:
-    failed: dict[str, str] = {}
-    for line in output.splitlines():
-        match = re.match(rf"{prefix}\s*(\S+?):?\s+(.*)$", line)
-        if match:
-            failed[match.group(1)] = match.group(2)
-    return failed
-
-
-def _compare(ref: str, *folders: str) -> dict[str, str]:
-    """Failing cases of ``compare.py --ref REF`` over ``folders`` (of ``../shared/conformance``)."""
+def _skip_without_components(ref: str) -> None:
     if not (CONFORMANCE / "compare.py").exists():
         pytest.skip("../shared/conformance is not beside this checkout")
     for program in ("node", "rg", "fd"):
@@ -111,47 +102,50 @@ def _compare(ref: str, *folders: str) -> dict[str, str]:
         if os.environ.get("CI") == "true":
             pytest.fail(f"the reference {ref} is not installed, and CI must install it (.ci/run)")
         pytest.skip(f"reference Pi not installed ({REF_PACKAGES[ref]}; see .ci/run)")
+
+
+def _compare(ref: str, case_id: str, tmp_path: Path) -> None:
+    """``compare.py --ref REF -v`` over a folder holding this case alone (a copy of its file):
+    the case passes, and compare.py ran exactly it. One case per test lets ``pytest -n`` spread
+    the cases over its workers (compare.py runs the cases of one call one after another)."""
+    _skip_without_components(ref)
+    folders = (CONFORMANCE / "cases", CONFORMANCE / "cases16", OWN16)
+    source = next(p for folder in folders for p in folder.rglob(f"{case_id}.json"))
+    folder = tmp_path / "case"
+    folder.mkdir()
+    (folder / source.name).write_bytes(source.read_bytes())
     # the reference must find the system rg and fd, not this environment's ripgrep wheel
     # (``uv run`` puts the venv's bin first on PATH); ours is called by absolute path
     venv_bin = str(Path(sys.executable).parent)
     path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
     proc = subprocess.run(
-        [sys.executable, "compare.py", "--ref", ref, "--ours", OURS, "--timeout", "120", *folders],
+        [sys.executable, "compare.py", "--ref", ref, "--ours", OURS, "--timeout", "120", "-v",
+         str(folder)],
         cwd=CONFORMANCE,
         env={**os.environ, "PATH": path},
         capture_output=True,
         text=True,
-        timeout=3600,
-    )
-    assert re.search(r"^\d+ passed, \d+ failed$", proc.stdout, re.M), proc.stdout + proc.stderr
-    return _failures(proc.stdout, "FAIL")
+        timeout=600,
+    )  # fmt: skip
+    assert re.search(r"^1 passed, 0 failed$", proc.stdout, re.M), proc.stdout + proc.stderr
 
 
 @pytest.fixture(scope="session")
-def conformance16_failures() -> dict[str, str]:
-    """Failures against Pi 1.6.0, the reference, over ``cases/``, ``cases16/`` and ours."""
-    return _compare("ref16", "cases", "cases16", str(OWN16))
-
-
-@pytest.fixture(scope="session")
-def conformance_failures() -> dict[str, str]:
-    """Failures against Pi 0.73.1 over ``cases/`` (only the unchanged ones are asserted)."""
-    return _compare("ref", "cases")
-
-
-@pytest.fixture(scope="session")
-def case_failures() -> dict[str, str]:
+def startup_allowance() -> str:
+    """``run.py``'s start-up allowance for our command, measured once per test process by its
+    own ``measure_startup`` (each case then runs alone, and ``--startup`` passes it on)."""
     if not (SHARED / "cases" / "run.py").exists():
         pytest.skip("../shared/cases is not beside this checkout")
+    code = "import sys, run; print(run.measure_startup(sys.argv[1]))"
     proc = subprocess.run(
-        [sys.executable, "run.py", "--cmd", OURS],
+        [sys.executable, "-c", code, OURS],
         cwd=SHARED / "cases",
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=300,
+        check=True,
     )
-    assert re.search(r"^\d+ passed, \d+ failed$", proc.stdout, re.M), proc.stdout + proc.stderr
-    return _failures(proc.stdout, "FAIL")
+    return proc.stdout.strip()
 
 
 def _marked16(case_id: str) -> object:
@@ -169,15 +163,15 @@ def _marked(case_id: str) -> object:
 
 
 @pytest.mark.parametrize("case_id", [_marked16(case_id) for case_id in CONFORMANCE16_IDS])
-def test_conformance16_case(case_id: str, conformance16_failures: dict[str, str]) -> None:
+def test_conformance16_case(case_id: str, tmp_path: Path) -> None:
     """The case agrees with Pi 1.6.0 (or with the port decision its ``expect`` names)."""
-    assert case_id not in conformance16_failures, conformance16_failures.get(case_id)
+    _compare("ref16", case_id, tmp_path)
 
 
 @pytest.mark.parametrize("case_id", [_marked(case_id) for case_id in UNCHANGED_IDS])
-def test_conformance_case(case_id: str, conformance_failures: dict[str, str]) -> None:
+def test_conformance_case(case_id: str, tmp_path: Path) -> None:
     """A case whose behaviour Pi 1.6.0 did not change still agrees with Pi 0.73.1."""
-    assert case_id not in conformance_failures, conformance_failures.get(case_id)
+    _compare("ref", case_id, tmp_path)
 
 
 def test_changed_cases_exist() -> None:
@@ -203,5 +197,20 @@ def _marked_case(case_id: str) -> object:
 
 
 @pytest.mark.parametrize("case_id", [_marked_case(case_id) for case_id in CASE_IDS])
-def test_bug_report_case(case_id: str, case_failures: dict[str, str]) -> None:
-    assert case_id not in case_failures, case_failures.get(case_id)
+def test_bug_report_case(case_id: str, startup_allowance: str, tmp_path: Path) -> None:
+    """``run.py -v`` over a file holding this case alone: it passes, and run.py ran exactly it."""
+    line = next(
+        line
+        for line in (SHARED / "cases" / "cases.jsonl").read_text().splitlines()
+        if line.strip() and json.loads(line)["id"] == case_id
+    )
+    (tmp_path / "case.jsonl").write_text(line + "\n")
+    proc = subprocess.run(
+        [sys.executable, "run.py", "--cmd", OURS, "-v", "--cases", str(tmp_path / "case.jsonl"),
+         "--startup", startup_allowance],
+        cwd=SHARED / "cases",
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert re.search(r"^1 passed, 0 failed$", proc.stdout, re.M), proc.stdout + proc.stderr

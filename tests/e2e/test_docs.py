@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def test_docs_build_strict(tmp_path: Path) -> None:
+def test_docs_build_strict(tmp_path: Path, require_group) -> None:
+    require_group("docs")
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
         cwd=ROOT,
@@ -35,6 +37,26 @@ def test_docs_build_strict(tmp_path: Path) -> None:
     tutorial = (tmp_path / "site" / "tutorial" / "first-plugin" / "index.html").read_text()
     assert "pi_before_tool_call" in tutorial
 
+    # Sphinx roles of the docstrings are references (docs/sphinx_roles.py), never raw text: a
+    # link where the site documents the object, its name as code otherwise.
+    raw = {
+        f"{path.relative_to(tmp_path / 'site')}: {found}"
+        for path in (tmp_path / "site").rglob("*.html")
+        for found in RAW_ROLE.findall(path.read_text())
+    }
+    assert sorted(raw) == []
+    link = (
+        '<a class="autorefs autorefs-internal" title="PluginError (pi_core.PluginError)" '
+        'href="../api/#pi_core.PluginError"><code>PluginError</code></a>'
+    )
+    assert link in page  # :class:`~pi_core._errors.PluginError` in a hook's docstring
+    api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text()
+    assert api.count('class="autorefs autorefs-internal"') > 100
+
+
+RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|data|attr|exc|obj|const):(?:`|<code>)")
+"""A Sphinx role as it shows when nothing renders it: ``:class:<code>X</code>``."""
+
 
 # ---------------------------------------------------------------------------------------------
 # The documentation's examples run, and its reference pages cover what the code has.
@@ -48,8 +70,13 @@ DOCS = ROOT / "docs"
 def pi(
     *args: str, cwd: Path = ROOT, pythonpath: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the ``pi`` command with no config file in reach of ``cwd`` unless one is named."""
-    env = {"PATH": f"{PI.parent}:/usr/bin:/bin", "HOME": str(Path.home())}
+    """Run the ``pi`` command with no config file in reach of ``cwd`` unless one is named, and
+    pi's own plugins plus those named (``-p``)."""
+    env = {
+        "PATH": f"{PI.parent}:/usr/bin:/bin",
+        "HOME": str(Path.home()),
+        "PI_DISABLE_THIRD_PARTY_AUTOLOAD": "1",  # the examples' plugins, not the environment's
+    }
     if "XDG_STATE_HOME" in os.environ:  # checkpoints go where the test session keeps them
         env["XDG_STATE_HOME"] = os.environ["XDG_STATE_HOME"]
     if pythonpath is not None:
@@ -101,6 +128,23 @@ def test_cli_reference_names_every_command_and_option() -> None:
     missing = [o for o in options if f"`{o}" not in page and f"[{o}" not in page]
     assert missing == []
     assert "## `pi policy check`" in page
+
+
+def test_cli_reference_version_example() -> None:
+    """``pi --version`` as the reference shows it (the plugins of pi's own distributions; a
+    plugin installed besides them adds its line)."""
+    page = (DOCS / "reference" / "cli.md").read_text()
+    block = page.split("  $ pi --version\n", 1)[1].split("```", 1)[0]
+    shown = [line.strip() for line in block.splitlines() if line.strip()]
+    proc = pi("--version")
+    assert proc.returncode == 0, proc.stderr
+    own = ("pi-builtin-tools", "pi-sandbox-plugin")
+    lines = [
+        line
+        for line in proc.stdout.splitlines()
+        if not line.startswith("plugin ") or line.split(": ", 1)[1].split(" ")[0] in own
+    ]
+    assert lines == shown
 
 
 def test_configuration_reference_names_every_key() -> None:
@@ -276,8 +320,26 @@ def test_sandbox_config_snippets_are_valid(path: Path) -> None:
         "allow": "local",
         "options": "local",
         "container-exec": "container",
+        "container-local": "container",
     }
     assert sandbox.backend == backends.get(path.stem, path.stem)
+
+
+def test_container_how_to_flags_are_the_container_tests() -> None:
+    """The how-to's machine without a registry (container-local.toml) uses the flags pi's own
+    container tests run with, on an image that is never pulled."""
+    from container_support import PODMAN_CLI_ARGS, PODMAN_RUN_ARGS
+
+    from pi_core._config import load_config
+    from pi_sandbox_plugin import load_sandbox_config
+
+    path = SNIPPETS / "sandbox" / "container-local.toml"
+    sandbox = load_sandbox_config(load_config(path).data, path)
+    assert sandbox is not None
+    container = sandbox.container
+    assert container.cli_args == PODMAN_CLI_ARGS
+    assert container.run_args == ["--pull", "never", *PODMAN_RUN_ARGS, "--network", "none"]
+    assert container.image.startswith("localhost/")
 
 
 def test_sandbox_how_to_decisions(tmp_path: Path) -> None:
@@ -467,6 +529,35 @@ def test_tutorial_loop_examples(tmp_path: Path) -> None:
         cwd=tmp_path, pythonpath=weather,
     )  # fmt: skip
     assert (curl.returncode, curl.stdout) == (1, "network access is not allowed\n")
+
+
+def console_examples(page: str, marker: str) -> list[tuple[list[str], str]]:
+    """The ``$ COMMAND`` lines of the console block that starts with ``marker``, each with the
+    output shown under it."""
+    block = page.split(marker, 1)[1].split("```", 1)[0]
+    examples: list[tuple[list[str], str]] = []
+    for line in (marker + block).splitlines(keepends=True):
+        if line.startswith("$ "):
+            examples.append((shlex.split(line[2:]), ""))
+        else:
+            examples[-1] = (examples[-1][0], examples[-1][1] + line)
+    return examples
+
+
+def test_tutorial_typed_parameters(tmp_path: Path) -> None:
+    page = (DOCS / "tutorial" / "first-plugin.md").read_text()
+    examples = console_examples(page, "$ PYTHONPATH=docs/snippets pi -p typed_tool")
+    assert len(examples) == 2
+    for words, shown in examples:
+        assert words[:2] == ["PYTHONPATH=docs/snippets", "pi"]
+        proc = pi(*words[2:], cwd=tmp_path, pythonpath=SNIPPETS)
+        assert proc.stdout == shown, proc.stderr
+    days = json.loads(
+        page.split("The parameter `days` becomes:", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    )
+    tools = pi("-p", "typed_tool", "tools", "--json", cwd=tmp_path, pythonpath=SNIPPETS)
+    (forecast,) = [t for t in json.loads(tools.stdout) if t["name"] == "forecast"]
+    assert forecast["parameters"]["properties"]["days"] == days
 
 
 def test_every_snippet_marker_is_intact() -> None:

@@ -14,24 +14,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("example-plugin-venv")]
+"""One test process (``pytest -n``) runs this module: the virtual environment is built once."""
+
+PIP_INSTALL = ["-m", "pip", "install", "-q", "--disable-pip-version-check"]
 
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("venv") / "env"
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-    pip = [
-        str(path / "bin" / "python"),
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--disable-pip-version-check",
-    ]
     subprocess.run(
         [
-            *pip,
+            str(path / "bin" / "python"),
+            *PIP_INSTALL,
             str(ROOT / "pi_core"),
             str(ROOT / "pi_builtin_tools"),
             str(ROOT / "pi_sandbox_plugin"),
@@ -122,21 +118,21 @@ def test_pi_call_validation_error_exits_1(venv: Path, tmp_path: Path) -> None:
     ]
 
 
+def test_pi_plugins_new_works_from_an_installed_wheel(venv: Path, tmp_path: Path) -> None:
+    """The templates of ``pi plugins new`` are part of the pi-tool-core wheel."""
+    proc = run_pi(venv, "plugins", "new", "hello", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        (tmp_path / "pi-hello" / "src" / "pi_hello" / "plugin.py")
+        .read_text()
+        .startswith('"""The hello plugin: the ``hello`` tool and a policy on every tool call."""\n')
+    )
+
+
 def test_core_alone_has_no_plugins(tmp_path: Path) -> None:
     path = tmp_path / "core-only"
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-    subprocess.run(
-        [
-            str(path / "bin" / "python"),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            str(ROOT / "pi_core"),
-        ],
-        check=True,
-    )
+    subprocess.run([str(path / "bin" / "python"), *PIP_INSTALL, str(ROOT / "pi_core")], check=True)
     proc = run_pi(path, "plugins", "--json")
     assert (proc.returncode, json.loads(proc.stdout)) == (0, [])
     proc = run_pi(path, "call", "read", '{"path": "x"}', "--json", cwd=tmp_path)

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # pi processes killed mid-way
+
 PI = str(Path(sys.executable).with_name("pi"))
 
 NOT_REGULAR = "not a regular file (a device, FIFO or socket)."

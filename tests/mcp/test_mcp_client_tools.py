@@ -26,6 +26,10 @@ from typing import Any
 
 import pytest
 
+from support import command_line, descendants
+
+pytestmark = pytest.mark.slow  # real MCP servers (npm and the mcp SDK) below real pi processes
+
 NPM_PREFIX = Path(os.environ.get("PI_MCP_NPM_PREFIX", Path.home() / ".cache" / "pi-mcp-npm"))
 NPM_SERVERS = NPM_PREFIX / "node_modules" / "@modelcontextprotocol"
 TEST_SERVER = Path(__file__).with_name("mcp_test_server.py")
@@ -180,7 +184,7 @@ def test_pi_tools_lists_mcp_tools_named_labelled_and_exposed_as_pi_1_6(
     assert "namespace" not in infos["read"]
     plain = pi.run("tools").stdout
     assert plain.split("mcp__everything__echo ", 1)[1].split("\n")[:3] == [
-        "[parallel] deferred, inactive, callable",
+        "[parallel] deferred, inactive, callable by nested calls and pi call",
         "  namespace: mcp__everything",
         "  Echoes back the input string",
     ]
@@ -782,15 +786,11 @@ def test_a_server_does_not_outlive_a_killed_pi(pi: Pi, sig: signal.Signals) -> N
     no_test_server_left()
 
 
-def _test_server_pids() -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if str(TEST_SERVER).encode() in cmdline and state not in ("Z", "X"):
-                found.append(pid)
-    return found
+def _test_server_pids() -> list[int]:
+    """Living ``mcp_test_server.py`` processes of this test process (its descendants: orphans
+    stay below it, ``tests/conftest.py``), not those another ``pytest -n`` worker runs."""
+    return [
+        pid
+        for pid in descendants(os.getpid(), living=True)
+        if str(TEST_SERVER).encode() in command_line(pid)
+    ]

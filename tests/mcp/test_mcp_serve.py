@@ -27,6 +27,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 import pi_core
 from mcp import Client, types
 
+pytestmark = pytest.mark.slow  # real pi servers and the npm MCP Inspector
+
 PI = str(Path(sys.executable).with_name("pi"))
 NPM_PREFIX = Path.home() / ".cache" / "pi-mcp-npm"
 INSPECTOR_CLI = (
@@ -76,8 +78,15 @@ def config_of(project: Path, text: str | None = None) -> str:
     return str(path)
 
 
+def clean_env() -> dict[str, str]:
+    """This process's environment without the caller's ``PI_*`` settings, but with the suite's
+    isolation from third-party plugins (``tests/conftest.py``)."""
+    keep = "PI_DISABLE_THIRD_PARTY_AUTOLOAD"
+    return {k: v for k, v in os.environ.items() if not k.startswith("PI_") or k == keep}
+
+
 def server_env(project: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_")}
+    env = clean_env()
     env["PYTHONPATH"] = str(project.parent)
     env["PI_LIFECYCLE_LOG"] = str(project.parent / "lifecycle.jsonl")
     env.update(extra)
@@ -540,7 +549,7 @@ async def test_http_bearer_token(project: Path) -> None:
 async def test_unusable_command_lines_exit_2_with_one_line(
     project: Path, args: list[str], message: str
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_")}
+    env = clean_env()
     with contextlib.chdir(project):
         done = await run_pi("--config", config_of(project), "mcp", "serve", *args, env=env)
     assert (done.returncode, done.stderr.decode(), done.stdout) == (2, message + "\n", b"")
@@ -592,7 +601,7 @@ async def inspector(node: str, *args: str, cwd: Path) -> Any:
             capture_stderr=True,
             check=False,
             cwd=str(cwd),
-            env={k: v for k, v in os.environ.items() if not k.startswith("PI_")},
+            env=clean_env(),
         )
     assert done.returncode == 0, done.stderr.decode()
     return json.loads(done.stdout)

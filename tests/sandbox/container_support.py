@@ -56,12 +56,20 @@ def coreutils_programs() -> list[str]:
     ]
 
 
-def _libraries(binary: str) -> list[str]:
-    """Absolute paths of the shared libraries ``binary`` links (``ldd``), loader included."""
-    result = subprocess.run(["ldd", binary], capture_output=True, text=True, check=False)
-    if result.returncode != 0:  # a static binary
-        return []
-    return re.findall(r"(/\S+)", result.stdout)
+def _libraries(binaries: list[str]) -> dict[str, list[str]]:
+    """Absolute paths of the shared libraries each of ``binaries`` links, loader included (one
+    ``ldd`` for all of them; ``[]`` for a static binary)."""
+    result = subprocess.run(["ldd", *binaries], capture_output=True, text=True, check=False)
+    if len(binaries) == 1:  # ldd names the file only when it is given several
+        return {binaries[0]: re.findall(r"(/\S+)", result.stdout)}
+    found: dict[str, list[str]] = {binary: [] for binary in binaries}
+    current: list[str] = []
+    for line in result.stdout.splitlines():
+        if not line[:1].isspace() and line.endswith(":") and line[:-1] in found:
+            current = found[line[:-1]]
+        else:
+            current.extend(re.findall(r"(/\S+)", line))
+    return found
 
 
 def _add_path(tar: tarfile.TarFile, path: str, seen: set[str]) -> None:
@@ -128,23 +136,24 @@ def build_rootfs_tar(destination: str) -> list[str]:
         for top in ("/bin", "/sbin", "/lib", "/lib64"):
             if os.path.islink(top):
                 _add_path(tar, top, seen)
-        for program in [*IMAGE_PROGRAMS, *coreutils_programs()]:
-            found = shutil.which(program) if "/" not in program else program
-            if found is None and program == "rg" and os.access(_WHEEL_RG, os.X_OK):
-                _add_file(tar, _WHEEL_RG, "usr/bin/rg")  # the ripgrep wheel's
-                for library in _libraries(_WHEEL_RG):
-                    _add_path(tar, library, seen)
-                programs.append(_WHEEL_RG)
-                continue
-            if found is None:
+        found = {p: shutil.which(p) if "/" not in p else p for p in IMAGE_PROGRAMS}
+        found.update((p, p) for p in coreutils_programs())
+        if found["rg"] is None and os.access(_WHEEL_RG, os.X_OK):
+            found["rg"] = _WHEEL_RG  # the ripgrep wheel's, when no rg is on PATH
+        paths: dict[str, str] = {}
+        for program, path in found.items():
+            if path is None:
                 raise FileNotFoundError(f"{program} is not installed")
-            programs.append(found)
+            paths[program] = path
+        libraries = _libraries(sorted({os.path.realpath(path) for path in paths.values()}))
+        for program, path in paths.items():
+            programs.append(path)
             if program == "rg":  # wherever it was found (a venv's bin under uv run): on PATH
-                _add_file(tar, os.path.realpath(found), "usr/bin/rg")
+                _add_file(tar, os.path.realpath(path), "usr/bin/rg")
                 seen.add("/usr/bin/rg")
             else:
-                _add_path(tar, found, seen)
-            for library in _libraries(os.path.realpath(found)):
+                _add_path(tar, path, seen)
+            for library in libraries[os.path.realpath(path)]:
                 _add_path(tar, library, seen)
     return programs
 

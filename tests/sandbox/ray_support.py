@@ -129,7 +129,15 @@ class RayCluster:
 
     def start(self, timeout: float = 90, workers: int = 1) -> RayCluster:
         """Start the head and ``workers`` worker nodes (:meth:`add_worker`; 0 or 1) and wait
-        until they are alive."""
+        until they are alive; a node that fails to start stops the others (nothing is left)."""
+        try:
+            self._start(timeout, workers)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, timeout: float, workers: int) -> None:
         port = free_port()
         self.address = f"127.0.0.1:{port}"
         self._start_node(
@@ -146,7 +154,6 @@ class RayCluster:
         self._wait_for_nodes(1, timeout)
         if workers:
             self.add_worker(timeout)
-        return self
 
     def add_worker(self, timeout: float = 90) -> None:
         """Start the worker node (``worker_resources``, label ``pi-test-node=worker``) and wait

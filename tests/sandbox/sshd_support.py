@@ -21,25 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_sandbox_plugin.backends.ssh import SshConnection
-
-
-def descendants(root: int) -> list[int]:
-    """Every process below ``root`` (through ``/proc``), zombies included."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            children.setdefault(int(fields[1]), []).append(int(name))
-    found, queue = [], [root]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
+from support import descendants
 
 
 def _free_port() -> int:

@@ -26,9 +26,12 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
 from container_support import PodmanSession, container_names
 from replay_support import replay, texts, tool_call
 from sshd_support import SshServer
+
+pytestmark = pytest.mark.slow  # sshd, podman and bwrap
 
 WORKDIR = "/work"
 

@@ -16,6 +16,8 @@ import pytest
 
 from pi_sandbox_plugin.interop.codex_rules import CodexRulesError, load_codex_rules
 
+pytestmark = pytest.mark.slow  # the Codex CLI (npm), once per case
+
 RULES = Path(__file__).parent / "codex_rules"
 DEFAULT_BIN = Path.home() / ".cache/codex-cli/node_modules/.bin/codex"
 

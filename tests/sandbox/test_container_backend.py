@@ -20,6 +20,8 @@ from pi_core.testing.file_contract import FileOperationsContract, FileShell
 from pi_sandbox_plugin.backends.container import ContainerBackend
 from pi_sandbox_plugin.backends.errors import SandboxUnavailable
 
+pytestmark = pytest.mark.slow  # real podman containers
+
 
 @pytest.fixture
 def running(podman: PodmanSession) -> ContainerBackend:

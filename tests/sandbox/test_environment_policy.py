@@ -78,7 +78,10 @@ async def test_local_backend_with_ignore_default_excludes_gets_everything(tmp_pa
     assert secrets_in(env) == SECRETS
 
 
-async def test_local_backend_policy_core_exclude_set_include_only(tmp_path: Path) -> None:
+async def test_local_backend_policy_core_exclude_set_include_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PI_DISABLE_THIRD_PARTY_AUTOLOAD")  # the suite's own (tests/conftest.py)
     env = await command_env(
         LocalBashOperations(),
         str(tmp_path),

@@ -15,9 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from pi_core import ApprovalRequest, ToolCall, make_plugin_manager
+
+pytestmark = pytest.mark.slow  # real hook scripts below real pi processes
 
 PI = Path(sys.executable).with_name("pi")
 HOOKS = Path(__file__).parent / "claude_hooks"

@@ -38,7 +38,8 @@ from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core.testing.bash_contract import BashOperationsContract, Recorder
 from pi_core.testing.file_contract import FileOperationsContract, FileShell
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+"""One test process (``pytest -n``) runs this module: one cluster, started once."""
 
 
 def _require_ray() -> None:

@@ -27,6 +27,8 @@ from pi_sandbox_plugin.backends.ssh import SshBashOperations, SshFileOperations
 from pi_sandbox_plugin.backends.wiring import MappedBashOperations, MappedFileOperations
 from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations
 
+pytestmark = pytest.mark.slow  # sshd and podman
+
 SECRET = "TOP-SECRET-42"
 
 

@@ -37,6 +37,8 @@ from pi_sandbox_plugin.backends.ssh import (
     SshFileOperations,
 )
 
+pytestmark = pytest.mark.slow  # a real sshd
+
 
 @pytest.fixture
 def ssh_connection(ssh_server: SshServer) -> Iterator[SshConnection]:
@@ -251,19 +253,23 @@ async def test_commands_run_in_bash_when_present(ssh_connection: SshConnection) 
     assert await remote_sh(bash, "[[ -n x ]] && echo $((6 * 7))") == b"42\n"
 
 
-async def test_sessions_run_in_parallel(ssh_connection: SshConnection) -> None:
+async def test_sessions_run_in_parallel(ssh_connection: SshConnection, tmp_path: Path) -> None:
+    """Five commands meet at a barrier: each waits until all five have started, so commands
+    run one after another never get past it (however long a loaded machine takes to start
+    them, which a wall-clock bound measured too)."""
     bash = SshBashOperations(ssh_connection)
     results: dict[int, bytes] = {}
-    start = trio.current_time()
 
     async def one(i: int) -> None:
-        results[i] = await remote_sh(bash, f"sleep 1; echo {i}")
+        results[i] = await remote_sh(
+            bash, f"touch {i}; until [ -e 0 ] && [ -e 1 ] && [ -e 2 ] && [ -e 3 ] && [ -e 4 ]; "
+            f"do sleep 0.05; done; echo {i}", str(tmp_path),
+        )  # fmt: skip
 
     async with trio.open_nursery() as nursery:
         for i in range(5):
             nursery.start_soon(one, i)
     assert results == {i: f"{i}\n".encode() for i in range(5)}
-    assert trio.current_time() - start < 4
 
 
 # -- path mapping --------------------------------------------------------------------------
@@ -333,6 +339,10 @@ async def test_session_paths_map_to_remote_cwd(ssh_server: SshServer, tmp_path: 
 
 UNIQUE = "pi-ssh-tree-test"
 
+REMOTE_PS = pytest.mark.xdist_group("ssh-remote-ps")
+"""The tests that look for their leftovers with ``ps`` on the remote side (this machine) run in
+one test process (``pytest -n``): each would see the others' processes."""
+
 
 async def remote_processes_matching(bash: BashOperations, needle: str) -> bytes:
     """Remote ``ps`` lines whose command line contains ``needle`` (the ps itself excluded)."""
@@ -340,6 +350,7 @@ async def remote_processes_matching(bash: BashOperations, needle: str) -> bytes:
     return await remote_sh(bash, script)
 
 
+@REMOTE_PS
 async def test_timeout_kills_the_remote_tree_seen_by_remote_ps(
     ssh_connection: SshConnection,
 ) -> None:
@@ -435,6 +446,7 @@ async def test_frozen_connection_ends_within_the_timeout(fresh_ssh_server: SshSe
         connection.close()
 
 
+@REMOTE_PS
 async def test_cancelled_rg_is_killed_remotely(ssh_connection: SshConnection, tmp_path: Path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -459,6 +471,54 @@ async def test_on_timeout_output_before_it_is_kept_exactly(ssh_connection: SshCo
     assert str(info.value) == "timeout:1"
     assert recorder.data == b"a\xffb"
     assert time.monotonic() - t0 < 8
+
+
+def slow_ssh(tmp_path: Path, delay: float) -> str:
+    """An ``ssh`` that takes ``delay`` seconds to open a session (a slow link or a loaded
+    machine); the control master (``-N``) starts at once."""
+    script = tmp_path / "slow-ssh"
+    script.write_text(
+        f"#!{sys.executable} -I\nimport os, sys, time\n"
+        f"time.sleep(0 if '-N' in sys.argv else {delay})\n"
+        "os.execvp('ssh', ['ssh', *sys.argv[1:]])\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+async def test_the_timeout_counts_from_the_commands_start_not_the_sessions(
+    ssh_server: SshServer, tmp_path: Path
+) -> None:
+    """Opening the session (here a client that takes 1.5 s to start) is not the command's
+    time: a command with a 1 s timeout still runs for 1 s."""
+    connection = ssh_server.connection(ssh_binary=slow_ssh(tmp_path, 1.5))
+    try:
+        await connection.ensure_master()
+        recorder = Recorder()
+        with trio.fail_after(30), pytest.raises(CommandTimeout) as info:
+            await SshBashOperations(connection).exec(
+                "printf a; sleep 0.2; printf b; sleep 30", "/", on_data=recorder, timeout=1
+            )
+        assert (str(info.value), recorder.data) == ("timeout:1", b"ab")
+    finally:
+        connection.close()
+
+
+async def test_a_session_that_never_starts_ends_at_connect_timeout_plus_timeout(
+    ssh_server: SshServer, tmp_path: Path
+) -> None:
+    connection = ssh_server.connection(ssh_binary=slow_ssh(tmp_path, 60), connect_timeout=1)
+    try:
+        await connection.ensure_master()
+        start = trio.current_time()
+        with trio.fail_after(30), pytest.raises(CommandTimeout) as info:
+            await SshBashOperations(connection, kill_timeout=1).exec(
+                "echo never", "/", on_data=Recorder(), timeout=1
+            )
+        assert str(info.value) == "timeout:1"
+        assert 2 <= trio.current_time() - start < 10
+    finally:
+        connection.close()
 
 
 async def test_on_timeout_output_still_in_flight_is_kept(ssh_connection: SshConnection):
@@ -739,7 +799,7 @@ async def test_missing_remote_cwd_is_named_and_never_created(
     missing = f"Remote working directory does not exist on 127.0.0.1: {remote}"
     assert texts == {
         **dict.fromkeys(TOOL_CALLS, missing),
-        "bash": f"Working directory does not exist: {remote}\nCannot execute bash commands.",
+        "bash": f"{missing}\nCannot execute bash commands.",
     }
     assert not remote.exists()
 
@@ -752,22 +812,33 @@ ESCAPERS = (
 )
 
 
+@REMOTE_PS
 async def test_timeout_kills_processes_that_left_the_session_and_cleared_their_environment(
     ssh_connection: SshConnection,
 ) -> None:
     bash = SshBashOperations(ssh_connection)
-    await remote_sh(bash, "true")  # the connection is up: the time below is the command's
     recorder = Recorder()
-    started = time.monotonic()
-    with trio.fail_after(20), pytest.raises(CommandTimeout):
-        await bash.exec(ESCAPERS, "/", on_data=recorder, timeout=2)
-    elapsed = time.monotonic() - started
+    ready_at = 0.0
+
+    async def note_ready() -> None:
+        nonlocal ready_at
+        await recorder.wait_for(b"ready\n")
+        ready_at = time.monotonic()
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(note_ready)
+            with pytest.raises(CommandTimeout):
+                # the timeout counts from the command's start, 0.3 s before `ready`
+                await bash.exec(ESCAPERS, "/", on_data=recorder, timeout=2)
+    elapsed = time.monotonic() - ready_at
     assert recorder.data == b"ready\n"
     assert elapsed < 4, elapsed
     left = await remote_sh(bash, "ps -eo args= | grep -E '^sleep 10[1-4]$' || true")
     assert left == b""
 
 
+@REMOTE_PS
 async def test_abort_kills_processes_that_cleared_their_environment(
     ssh_connection: SshConnection,
 ) -> None:

@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 def plugin_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No autoloaded plugins, ``cli_plugin`` importable (in process and in subprocesses), the
     working directory an empty temporary folder (no ``pi.toml`` above it). Returns that folder."""
-    for name in ("PI_PLUGINS", "PI_DISABLED_PLUGINS", "NO_COLOR"):
+    for name in ("PI_PLUGINS", "PI_DISABLED_PLUGINS", "NO_COLOR", "FORCE_COLOR"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PI_DISABLE_PLUGIN_AUTOLOAD", "1")
     monkeypatch.syspath_prepend(str(HERE))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -140,13 +141,25 @@ def test_ctrl_c_while_importing_exits_130_silently(plugin_env: Path) -> None:
     assert (proc.returncode, out, err) == (130, "", "")
 
 
+def pythons_own_start_up(status: int, err: str) -> bool:
+    """Whether a Ctrl-C was handled by the interpreter, before pi's first line ran
+    (``_pi_entry.main``, see its docstring): killed by SIGINT (``-2``), its start-up failed
+    (``1``: ``Fatal Python error: init_import_site``, ``init_sys_streams``...) or it dropped the
+    interrupt with a warning and pi ran on (``0``: ``Exception ignored in ...``). What it printed
+    is Python's own: each traceback frame is a frozen module of the interpreter's start-up or the
+    installer's launcher (``from _pi_entry import main``), never a file of pi's."""
+    frames = re.findall(r'^  File "([^"]+)", line', err, re.MULTILINE)
+    pythons = all(f.startswith("<frozen ") or f == str(PI) for f in frames)
+    return pythons and (status in (-signal.SIGINT, 1) or (status == 0 and err != ""))
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.02, 0.1, 0.3])
 def test_ctrl_c_soon_after_start_never_shows_a_traceback_in_pi(
     plugin_env: Path, delay: float
 ) -> None:
-    # before the script's first line Python's default applies (killed by SIGINT, or a traceback
-    # of the interpreter's own start-up); from then on exit 130 without a word, during the
-    # imports and after them (the CLI's handling; the stubborn tool ignores the abort)
+    """From pi's first line on, a Ctrl-C exits 130 without a word, during the imports and after
+    them (the CLI's handling; the stubborn tool ignores the abort); before it, in the
+    interpreter's own start-up (longer on a loaded machine), Python's handling applies."""
     proc = subprocess.Popen(
         [str(PI), "-p", "run_plugin", "call", "stubborn", '{"marker":"m","seconds":0.5}'],
         stdin=subprocess.DEVNULL,
@@ -157,10 +170,8 @@ def test_ctrl_c_soon_after_start_never_shows_a_traceback_in_pi(
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode in (130, -signal.SIGINT), err
-    assert "pi_core" not in err
-    if proc.returncode == 130:
-        assert err == ""
+    pis = (proc.returncode, err) == (130, "")
+    assert pis or pythons_own_start_up(proc.returncode, err), (proc.returncode, err)
 
 
 # -- 4. a second Ctrl-C on pi call -------------------------------------------------------------
@@ -235,7 +246,7 @@ def test_help_lists_plugin_commands(pi: Callable[..., Result]) -> None:
 def test_help_when_plugins_fail_to_load(pi: Callable[..., Result]) -> None:
     r = pi("-p", "no_such_module_xyz", "--help")
     assert (r.status, r.err) == (0, "")
-    assert "    plugins         list the loaded plugins\n" in r.out
+    assert "    plugins         list the loaded plugins; install, uninstall or create a\n" in r.out
 
 
 # -- 6. long arguments are shortened in the human rendering ------------------------------------

@@ -77,6 +77,7 @@ def test_tools_json_shape(pi) -> None:
         "exposure": "direct",
         "active": True,
         "callable": True,
+        "callableBy": ["model", "nested calls", "pi call"],
     }
     assert tools[1] == {
         "name": "fail",
@@ -92,6 +93,7 @@ def test_tools_json_shape(pi) -> None:
         "exposure": "direct",
         "active": True,
         "callable": True,
+        "callableBy": ["model", "nested calls", "pi call"],
     }
     assert tools[5]["executionMode"] == "sequential"
 
@@ -105,7 +107,7 @@ def test_tools_json_is_indented_by_two_spaces(pi) -> None:
 def test_tools_plain(pi) -> None:
     out = pi("-p", "cli_plugin", "tools").out
     assert out.split("\n\n")[0] == (
-        "echo [parallel] direct, active, callable\n"
+        "echo [parallel] direct, active, callable by the model, nested calls and pi call\n"
         "  Echo a value back.\n"
         '  parameters: {"type":"object","properties":{"value":{"type":"string"},'
         '"delay":{"type":"number"}},"required":["value"]}'

@@ -187,3 +187,26 @@ def test_no_color_with_any_non_empty_value_and_a_pipe_mean_plain_output(
     monkeypatch.setenv("NO_COLOR", "")
     assert wants_styling(Tty())
     assert not wants_styling(io.StringIO())
+
+
+def test_force_color_styles_a_pipe_unless_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert wants_styling(io.StringIO())
+    monkeypatch.setenv("FORCE_COLOR", "0")  # any non-empty value (force-color.org)
+    assert wants_styling(io.StringIO())
+    monkeypatch.setenv("FORCE_COLOR", "")
+    assert not wants_styling(io.StringIO())
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not wants_styling(io.StringIO())
+
+
+def test_force_color_styles_piped_output_of_the_command(pi_process, monkeypatch) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    styled = pi_process("-p", "cli_plugin", "tools")
+    assert styled.out.startswith("\x1b[1;36mecho\x1b[0m\x1b[2m [parallel]\x1b[0m")
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = pi_process("-p", "cli_plugin", "tools")
+    assert plain.out.startswith("echo [parallel] ")
+    assert "\x1b" not in plain.out

@@ -47,13 +47,25 @@ def test_pi_toml_sets_exposure_and_pi_tools_shows_the_sets(
     plain = pi(*PLUGIN, "tools").out
     headers = [line for line in plain.splitlines() if not line.startswith(" ") and line]
     assert headers == [
-        "echo [parallel] deferred, inactive, callable",
-        "fail [parallel] hidden, inactive, not callable",
-        "where [parallel] model-only, active, not callable",
-        "wait [parallel] codemode, inactive, callable",
-        "stdin [parallel] direct, active, callable",
-        "sequential [sequential] direct, active, callable",
+        "echo [parallel] deferred, inactive, callable by nested calls and pi call",
+        "fail [parallel] hidden, inactive, callable by pi call",
+        "where [parallel] model-only, active, callable by the model and pi call",
+        "wait [parallel] codemode, inactive, callable by nested calls and pi call",
+        "stdin [parallel] direct, active, callable by the model, nested calls and pi call",
+        "sequential [sequential] direct, active, callable by the model, nested calls and pi call",
     ]
+    by = {t["name"]: t["callableBy"] for t in json.loads(result.out)}
+    assert by == {
+        "echo": ["nested calls", "pi call"],
+        "fail": ["pi call"],
+        "where": ["model", "pi call"],
+        "wait": ["nested calls", "pi call"],
+        "stdin": ["model", "nested calls", "pi call"],
+        "sequential": ["model", "nested calls", "pi call"],
+    }
+    # what pi tools says: pi call reaches a hidden tool
+    called = pi(*PLUGIN, "call", "fail", '{"message": "it ran"}')
+    assert (called.status, called.out) == (1, "it ran\n")
 
 
 def test_a_bad_exposure_in_pi_toml_names_file_and_key(

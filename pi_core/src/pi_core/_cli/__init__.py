@@ -134,15 +134,25 @@ def run(
     stdout: IO[str] | None = None,
     stderr: IO[str] | None = None,
     stdin: IO[bytes] | None = None,
+    third_party_autoload: bool | None = None,
 ) -> int:
     """Parse ``argv``, run the command, and map every failure to its exit status. ``stdin``:
-    what ``pi call TOOL -`` reads (default: the process's standard input)."""
+    what ``pi call TOOL -`` reads (default: the process's standard input).
+    ``third_party_autoload=False``: autoload only the plugins of pi's own distributions (other
+    installed plugins load when named), as ``pi_core.testing.run_pi`` does; ``None``:
+    ``PI_DISABLE_THIRD_PARTY_AUTOLOAD`` decides."""
     out = stdout if stdout is not None else sys.stdout
     # every message on stderr (errors, plugin failure reports, tracebacks) is sanitised
     err = cast(IO[str], SanitisedStream(stderr if stderr is not None else sys.stderr))
     try:
         options, word = global_options(argv)
-        ctx = CommandContext(args=options, stdout=out, stderr=err, stdin=stdin)
+        ctx = CommandContext(
+            args=options,
+            stdout=out,
+            stderr=err,
+            stdin=stdin,
+            third_party_autoload=third_party_autoload,
+        )
         extra: dict[str, PluginCommand] = {}
         if word is None:
             # no command (bare ``pi``, ``pi --help``): list the plugins' commands too, if the

@@ -33,11 +33,20 @@ if TYPE_CHECKING:
 
 
 def cmd_plugins(ctx: CommandContext) -> int:
-    """``pi plugins [--json]``: every loaded plugin, in registration order.
+    """``pi plugins [--json]``: every loaded plugin, in registration order; ``pi plugins
+    install|uninstall|new ...``: :mod:`~pi_core._cli.plugin_admin`.
 
     ``--json``: a JSON list of ``{"name", "distribution", "version", "module", "hooks"}``
     (``null`` for an unknown distribution or version).
     """
+    action = getattr(ctx.args, "plugins_action", None)
+    if action is not None:  # these load no plugin: a broken one can be uninstalled
+        from pi_core._cli.plugin_admin import cmd_install, cmd_new, cmd_uninstall
+
+        if ctx.args.json:
+            raise UsageError(f"pi plugins {action}: --json lists the plugins; it takes no action")
+        run = {"install": cmd_install, "uninstall": cmd_uninstall, "new": cmd_new}[action]
+        return run(ctx)
     infos = [info.to_json_dict() for info in list_plugins(ctx.plugin_manager)]
     if ctx.args.json:
         write_json(ctx.stdout, infos)
@@ -51,11 +60,28 @@ def cmd_plugins(ctx: CommandContext) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+CALLERS = ("model", "nested calls", "pi call")
+"""Where a call can come from, as ``pi tools`` names it (``callableBy``)."""
+
+
+def callers(tool_set: ToolSet, name: str) -> list[str]:
+    """Where the registered tool ``name`` can be called from: ``model`` while it is active
+    (declared), ``nested calls`` while it is in the callable set (a codemode script,
+    ``ctx.execute_tool``), ``pi call`` always (it reaches every registered tool)."""
+    found = {
+        "model": tool_set.is_active(name),
+        "nested calls": tool_set.is_callable(name),
+        "pi call": True,
+    }
+    return [caller for caller in CALLERS if found[caller]]
+
+
 def tool_info(tool: AgentTool, tool_set: ToolSet | None = None) -> dict[str, Any]:
     """``{"name", "label", "description", "parameters", "executionMode", "exposure",
-    "active", "callable", "namespace"?}``: what the model sees of a tool (name, description,
-    JSON Schema) plus its label, execution mode, exposure and whether it is in the session's active and
-    callable sets (``tool_set``; without one: active and callable unless hidden/model-only);
+    "active", "callable", "callableBy", "namespace"?}``: what the model sees of a tool (name,
+    description, JSON Schema) plus its label, execution mode, exposure, whether it is in the
+    session's active and callable (by nested calls) sets (``tool_set``; without one: active
+    and callable unless hidden/model-only), where it can be called from (:func:`callers`);
     ``namespace`` only for a tool that has one (an MCP server's tools: ``mcp__<server>``)."""
     if tool_set is None:
         tool_set = ToolSet([tool])
@@ -68,6 +94,7 @@ def tool_info(tool: AgentTool, tool_set: ToolSet | None = None) -> dict[str, Any
         "exposure": tool_set.exposure(tool.name),
         "active": tool_set.is_active(tool.name),
         "callable": tool_set.is_callable(tool.name),
+        "callableBy": callers(tool_set, tool.name),
     }
     if tool.namespace is not None:  # the group the tool comes from, e.g. an MCP server's
         info["namespace"] = tool.namespace.name
@@ -260,6 +287,8 @@ def cmd_call(ctx: CommandContext) -> int:
 
 
 __all__ = [
+    "CALLERS",
+    "callers",
     "cmd_call",
     "cmd_plugins",
     "cmd_tools",

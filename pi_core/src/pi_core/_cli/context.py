@@ -36,6 +36,10 @@ class CommandContext:
     """The standard input ``pi`` started with, for ``pi call TOOL -`` (``None``: the process's
     own): the console script points the process's stdin at ``/dev/null`` so no tool reads the
     terminal, and keeps the original here."""
+    third_party_autoload: bool | None = None
+    """``False``: autoload only the plugins of pi's own distributions
+    (``pi_core.testing.run_pi``), other installed plugins load when named (``-p NAME``,
+    ``PI_PLUGINS``); ``None``: ``PI_DISABLE_THIRD_PARTY_AUTOLOAD`` decides."""
 
     @cached_property
     def config(self) -> PiConfig:
@@ -62,6 +66,7 @@ class CommandContext:
         return make_plugin_manager(
             block=self.args.no_plugin,
             plugins=self.args.plugins,
+            third_party_autoload=self.third_party_autoload,
             trace_hooks=bool(getattr(self.args, "trace_hooks", False)),
             trace_stream=self.stderr,
         )

@@ -107,6 +107,27 @@ _positive_int = _whole_number(1)
 _non_negative_int = _whole_number(0)
 
 
+class _VersionAction(argparse.Action):
+    """``pi --version``: the versions, read from the installed metadata only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None
+    ) -> NoReturn:
+        from pi_core._cli.terminal import sanitise
+        from pi_core._plugins.manager import version_lines
+
+        out = getattr(parser, "_stdout", None)
+        if out is None:
+            import sys
+
+            out = sys.stdout
+        out.write(sanitise("".join(f"{line}\n" for line in version_lines())))
+        raise ParserExit(0)
+
+
 def build_parser(
     stdout: IO[str] | None = None, extra_commands: Iterable[PluginCommand] = ()
 ) -> PiArgumentParser:
@@ -143,6 +164,11 @@ def build_parser(
         help="print every hook implementation call to stderr: hook, plugin, duration, result "
         "(also PI_DEBUG_HOOKS=1)",
     )
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the versions of pi's distributions and of each installed plugin, and exit",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
     def command(name: str, help: str) -> PiArgumentParser:
@@ -151,8 +177,63 @@ def build_parser(
         )
         return sub
 
-    plugins = command("plugins", "list the loaded plugins")
+    plugins = command("plugins", "list the loaded plugins; install, uninstall or create a plugin")
     plugins.add_argument("--json", action="store_true", help="print a JSON list")
+    plugin_actions = plugins.add_subparsers(
+        dest="plugins_action", metavar="ACTION", title="actions"
+    )
+
+    def plugin_action(name: str, help: str) -> PiArgumentParser:
+        sub: PiArgumentParser = plugin_actions.add_parser(
+            name, help=help, description=help, stdout=stdout, allow_abbrev=False
+        )
+        return sub
+
+    install = plugin_action(
+        "install",
+        "install plugin distributions into the environment pi runs in (with uv when pi was "
+        "installed with uv, else with pip)",
+    )
+    install.add_argument(
+        "specs",
+        metavar="SPEC",
+        nargs="*",
+        help="what the installer accepts: a name, name==version, a folder, a wheel, a URL",
+    )
+    install.add_argument(
+        "-e",
+        "--editable",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="install the project in PATH in editable mode (repeatable)",
+    )
+    install.add_argument(
+        "-U", "--upgrade", action="store_true", help="upgrade to the newest versions"
+    )
+    uninstall = plugin_action(
+        "uninstall", "uninstall the distributions of installed plugins (pi's own stay)"
+    )
+    uninstall.add_argument(
+        "names", metavar="NAME", nargs="+", help="a plugin's name or its distribution's name"
+    )
+    new = plugin_action(
+        "new",
+        "write a new plugin distribution: pyproject.toml with the entry point, a tool, a "
+        "policy hook and tests",
+    )
+    new.add_argument(
+        "name",
+        metavar="NAME",
+        help="the plugin's name (lower case letters, digits and _): distribution pi-NAME, "
+        "package pi_NAME",
+    )
+    new.add_argument(
+        "--dir",
+        metavar="DIR",
+        default=".",
+        help="the folder to create pi-NAME in (default: the working directory)",
+    )
 
     tools = command("tools", "list the registered tools with the schema the model sees")
     tools.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")

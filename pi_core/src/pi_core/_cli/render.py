@@ -114,11 +114,16 @@ def rendered_result(tool: AgentTool | None, result: AgentToolResult) -> str | No
     return _render_with(tool.render_result if tool is not None else None, result)
 
 
+_CALLER_WORDS = {"model": "the model"}
+"""How ``pi tools`` writes a ``callableBy`` entry in a sentence."""
+
+
 class Renderer:
     """Writes human-readable output to ``file`` through one
     :class:`~pi_core._cli.terminal.TerminalWriter`: every text sanitised, rich styling when
-    ``styled`` (default: ``file`` is a terminal and ``NO_COLOR`` is unset), plain text
-    otherwise."""
+    ``styled`` (default: :func:`~pi_core._cli.terminal.wants_styling`: a terminal or
+    ``FORCE_COLOR``, unless ``NO_COLOR``), plain text otherwise; styled output looks as on a
+    terminal (``pi call`` shows its header)."""
 
     def __init__(self, file: IO[str], *, styled: bool | None = None) -> None:
         self.file = file
@@ -187,7 +192,8 @@ class Renderer:
 
     def tools(self, tools: Sequence[dict[str, Any]]) -> None:
         """Print tool descriptions; each item has the keys of ``pi tools --json``. The header
-        line is ``NAME [MODE] EXPOSURE, active|inactive, callable|not callable``."""
+        line is ``NAME [MODE] EXPOSURE, active|inactive, callable by the model, nested calls
+        and pi call`` (the places ``callableBy`` names)."""
         if not tools:
             self.out.write("no tools registered\n")
             return
@@ -198,9 +204,11 @@ class Renderer:
             parameters = compact_json(info["parameters"])
             sets = ""
             if "exposure" in info:
+                by = [_CALLER_WORDS.get(c, c) for c in info.get("callableBy", [])]
+                listed = ", ".join(by[:-1]) + " and " + by[-1] if len(by) > 1 else "".join(by)
                 sets = (
                     f" {info['exposure']}, {'active' if info.get('active') else 'inactive'}, "
-                    f"{'callable' if info.get('callable') else 'not callable'}"
+                    + (f"callable by {listed}" if listed else "not callable")
                 )
             self.out.pieces(
                 (info["name"], "bold cyan"),

@@ -27,8 +27,9 @@ U+202A–U+202E, U+2066–U+2069
 So ``\\x1b[2J`` prints as ``␛[2J`` and an OSC 52 clipboard write ``\\x1b]52;c;aGVsbG8=\\x07`` as
 ``␛]52;c;aGVsbG8=␇``: the sequence is visible and inert.
 
-Styling: only when the stream is a terminal and ``NO_COLOR`` is unset or empty
-(:func:`wants_styling`); otherwise not one escape byte is written.
+Styling: only when ``NO_COLOR`` is unset or empty and the stream is a terminal, or
+``FORCE_COLOR`` is set non-empty (:func:`wants_styling`); otherwise not one escape byte is
+written.
 """
 
 from __future__ import annotations
@@ -76,8 +77,12 @@ def is_terminal(file: Any) -> bool:
 
 
 def wants_styling(file: Any) -> bool:
-    """Styled output: ``file`` is a terminal and ``NO_COLOR`` is unset or empty."""
-    return is_terminal(file) and not os.environ.get("NO_COLOR")
+    """Styled output: ``NO_COLOR`` is unset or empty, and ``file`` is a terminal or
+    ``FORCE_COLOR`` is set to a non-empty value (https://force-color.org; ``NO_COLOR`` wins
+    when both are set)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or is_terminal(file)
 
 
 class TerminalWriter:

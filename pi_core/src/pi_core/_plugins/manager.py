@@ -48,6 +48,12 @@ ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_DISABLE_AUTOLOAD = "PI_DISABLE_PLUGIN_AUTOLOAD"
 """Any non-empty value switches entry-point autoloading off (like ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``)."""
 
+ENV_DISABLE_THIRD_PARTY_AUTOLOAD = "PI_DISABLE_THIRD_PARTY_AUTOLOAD"
+"""Any non-empty value: autoloading loads only the plugins of pi's own distributions
+(:data:`PI_DISTRIBUTIONS`); other installed plugins load only when named (``-p NAME``,
+``PI_PLUGINS``). pi's own test suite sets it, so installed third-party plugins change nothing
+it checks."""
+
 ENV_ALLOW = "PI_PLUGINS"
 """Comma-separated entry-point names: the only installed plugins that load."""
 
@@ -221,7 +227,7 @@ def check_pending(pm: pluggy.PluginManager) -> None:
         raise PluginError(f"{described}: {exc}") from exc
 
 
-def _unknown_plugin(where: str, name: str, available: Iterable[str]) -> str:
+def unknown_plugin(where: str, name: str, available: Iterable[str]) -> str:
     """``WHERE: no plugin named 'NAME' (did you mean 'CLOSE'?)``, or ``(installed: a, b)``
     when no installed name is close."""
     import difflib  # only for an error message (start-up)
@@ -367,22 +373,31 @@ class _EntryPointOrigin(PluginOrigin):
         return found
 
 
+def disable_hint(name: str, *, uninstall: bool = True) -> str:
+    """The ways out of a broken installed plugin ``name``, appended to its load error:
+    ``disable it with --no-plugin NAME or PI_DISABLED_PLUGINS=NAME, or uninstall it with pi
+    plugins uninstall NAME`` (without the last part when not ``uninstall``)."""
+    hint = f"disable it with --no-plugin {name} or {ENV_BLOCK}={name}"
+    return f"{hint}, or uninstall it with pi plugins uninstall {name}" if uninstall else hint
+
+
 def _load_entry_point(pm: PiPluginManager, ep: importlib.metadata.EntryPoint) -> None:
     origin = _EntryPointOrigin(ep)
     try:
         plugin = ep.load()
     except Exception as exc:
         raise PluginError(
-            f"{origin.describe(ep.name)} failed to load: {type(exc).__name__}: {exc}"
+            f"{origin.describe(ep.name)} failed to load: {type(exc).__name__}: {exc}; "
+            f"{disable_hint(ep.name)}"
         ) from exc
     if pm.is_registered(plugin):
         return
     pm.origins[ep.name] = origin
     try:
         pm.register(plugin, name=ep.name)
-    except PluginError:
+    except PluginError as exc:
         pm.origins.pop(ep.name, None)
-        raise
+        raise PluginError(f"{exc}; {disable_hint(ep.name)}") from exc
 
 
 def _load_module(pm: PiPluginManager, module_path: str) -> None:
@@ -407,6 +422,7 @@ def make_plugin_manager(
     block: Iterable[str] = (),
     plugins: Iterable[str] = (),
     *,
+    third_party_autoload: bool | None = None,
     trace_hooks: bool = False,
     trace_stream: IO[str] | None = None,
 ) -> PiPluginManager:
@@ -419,6 +435,11 @@ def make_plugin_manager(
       after the autoloaded ones, in the given order, even with autoload off. A name is an
       entry-point name or else a module import path (registered under that path).
       With autoload off, the names in ``PI_PLUGINS`` are explicit names too.
+    * ``third_party_autoload`` false (``pi_core.testing.run_pi``; ``None``: false when
+      ``PI_DISABLE_THIRD_PARTY_AUTOLOAD`` is set and not empty): autoloading loads only the
+      plugins of pi's own distributions (:data:`PI_DISTRIBUTIONS`: ``builtin_tools``, ``mcp``,
+      ``sandbox``); another installed plugin loads only when named (``plugins``,
+      ``PI_PLUGINS``), so a test sees the same plugins whatever else the environment holds.
     * ``block`` (the CLI's ``--no-plugin NAME``) and ``PI_DISABLED_PLUGINS=a,b`` block names:
       a blocked plugin never loads, whatever else names it. A blocked name must be one pi knows
       (an installed entry point, a core plugin, a name in ``plugins`` or ``PI_PLUGINS``): a
@@ -443,6 +464,8 @@ def make_plugin_manager(
     env_block = _names(os.environ.get(ENV_BLOCK))
     blocked = {*block, *env_block}
     autoload = autoload and not os.environ.get(ENV_DISABLE_AUTOLOAD)
+    if third_party_autoload is None:
+        third_party_autoload = not os.environ.get(ENV_DISABLE_THIRD_PARTY_AUTOLOAD)
     allow = _names(os.environ.get(ENV_ALLOW))
     available = _entry_points()
 
@@ -451,10 +474,10 @@ def make_plugin_manager(
         for name in names:
             if name not in known:
                 where = source or f"--no-plugin {name}"
-                raise PluginError(_unknown_plugin(where, name, available))
+                raise PluginError(unknown_plugin(where, name, available))
     for name in allow:
         if name not in available and name not in blocked:
-            raise PluginError(_unknown_plugin(ENV_ALLOW, name, available))
+            raise PluginError(unknown_plugin(ENV_ALLOW, name, available))
     for name in sorted(blocked):
         pm.set_blocked(name)
 
@@ -462,10 +485,12 @@ def make_plugin_manager(
         for name, ep in available.items():
             if allow and name not in allow:
                 continue
+            if not third_party_autoload and not _is_pi_distribution(ep):
+                continue
             if not pm.is_blocked(name) and not pm.has_plugin(name):
                 _load_entry_point(pm, ep)
 
-    explicit = list(plugins) if autoload else [*allow, *plugins]
+    explicit = list(plugins) if autoload and third_party_autoload else [*allow, *plugins]
     for name in explicit:
         if pm.is_blocked(name) or pm.has_plugin(name):
             continue
@@ -476,6 +501,48 @@ def make_plugin_manager(
 
     check_pending(pm)
     return pm
+
+
+PI_DISTRIBUTIONS = ("pi-tool-core", "pi-builtin-tools", "pi-sandbox-plugin")
+"""pi's own distributions: ``pi --version`` names them, ``pi plugins uninstall`` keeps them, and
+without third-party autoloading only their plugins autoload."""
+
+
+_PI_NORMALIZED = frozenset(_normalize(name) for name in PI_DISTRIBUTIONS)
+
+
+def _is_pi_distribution(ep: importlib.metadata.EntryPoint) -> bool:
+    """Whether ``ep`` belongs to one of :data:`PI_DISTRIBUTIONS`, told by the normalised name
+    of its ``.dist-info`` folder (importlib's own ``_normalized_name``): reading the metadata's
+    ``Name`` would import the ``email`` parser at start-up."""
+    if ep.dist is None:
+        return False
+    name = getattr(ep.dist, "_normalized_name", None) or ep.dist.name
+    return _normalize(name) in _PI_NORMALIZED
+
+
+def installed_plugins() -> list[tuple[str, str | None, str | None]]:
+    """``(name, distribution, version)`` of each installed plugin (entry point of group
+    ``pi``), sorted by name, read from the metadata without importing any plugin."""
+    return [
+        (name, ep.dist.name, ep.dist.version) if ep.dist is not None else (name, None, None)
+        for name, ep in _entry_points().items()
+    ]
+
+
+def version_lines() -> list[str]:
+    """What ``pi --version`` prints: ``DISTRIBUTION VERSION`` for each of pi's distributions
+    (``not installed`` when missing), then ``plugin NAME: DISTRIBUTION VERSION`` for each
+    installed plugin (nothing imported)."""
+    lines = []
+    for own in PI_DISTRIBUTIONS:
+        try:
+            lines.append(f"{own} {importlib.metadata.version(own)}")
+        except importlib.metadata.PackageNotFoundError:
+            lines.append(f"{own} not installed")
+    for name, dist, version in installed_plugins():
+        lines.append(f"plugin {name}: {dist or '?'} {version or '?'}")
+    return lines
 
 
 INTERNAL_PLUGINS: dict[str, str] = {"builtin_providers": "pi_core._plugins.builtin_providers"}
@@ -525,10 +592,16 @@ __all__ = [
     "ENV_ALLOW",
     "ENV_BLOCK",
     "ENV_DISABLE_AUTOLOAD",
+    "ENV_DISABLE_THIRD_PARTY_AUTOLOAD",
+    "PI_DISTRIBUTIONS",
     "PiPluginManager",
     "PluginInfo",
     "PluginOrigin",
     "check_pending",
+    "disable_hint",
+    "installed_plugins",
     "list_plugins",
     "make_plugin_manager",
+    "unknown_plugin",
+    "version_lines",
 ]

@@ -12,14 +12,26 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, get_args, get_type_hints
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    TypedDict,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import pydantic
 import trio
+from pydantic_core import ArgsKwargs
 from typing_extensions import is_typeddict
 
+from pi_core._tools.validation_common import ToolArgumentsError
 from pi_core._wire.messages import AgentToolResult, ImageContent, TextContent
 
 ExecutionMode = Literal["parallel", "sequential"]
@@ -461,17 +473,30 @@ def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(description).strip(), params
 
 
-def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's ``title`` keys so the model sees a plain JSON Schema."""
-    if isinstance(schema, dict):
-        return {
-            k: _clean_schema(v)
-            for k, v in schema.items()
-            if not (k == "title" and isinstance(v, str))
-        }
+_DATA_KEYWORDS = frozenset({"default", "const", "enum", "examples"})
+"""Schema keywords whose values are data, not schemas (a ``title`` inside them stays)."""
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "dependentSchemas"})
+"""Schema keywords whose values map names to schemas (a property may be named ``title``)."""
+
+
+def _clean_schema(schema: Any) -> Any:
+    """Drop pydantic's ``title`` annotations so the model sees a plain JSON Schema (a property
+    named ``title``, and a ``title`` inside a default value, stay)."""
     if isinstance(schema, list):
         return [_clean_schema(v) for v in schema]
-    return schema
+    if not isinstance(schema, dict):
+        return schema
+    cleaned: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _DATA_KEYWORDS:
+            cleaned[key] = value
+        elif key in _NAMED_SCHEMAS and isinstance(value, dict):
+            cleaned[key] = {name: _clean_schema(sub) for name, sub in value.items()}
+        else:
+            cleaned[key] = _clean_schema(value)
+    return cleaned
 
 
 def _structured_return_adapter(annotation: Any) -> pydantic.TypeAdapter[Any] | None:
@@ -487,11 +512,88 @@ def _structured_return_adapter(annotation: Any) -> pydantic.TypeAdapter[Any] | N
     return None
 
 
+def _described(annotation: Any, text: str) -> Any:
+    """``annotation`` with ``text`` as its description, below any ``Field`` it already has:
+    ``Annotated[base, Field(description=text), *metadata]`` (pydantic merges the ``Field``
+    objects of an ``Annotated`` in order, and a default ``= Field(...)`` last, so an explicit
+    description wins over the docstring's)."""
+    if get_origin(annotation) is Annotated:
+        base, *metadata = get_args(annotation)
+    else:
+        base, metadata = annotation, []
+    return Annotated[(base, pydantic.Field(description=text), *metadata)]
+
+
+def _type_hints(fn: Callable[..., Any], localns: dict[str, Any]) -> dict[str, Any]:
+    """``fn``'s annotations resolved, ``Annotated`` kept; ``localns``: the namespace ``@tool``
+    was applied in (annotations may name classes local to a function)."""
+    try:
+        return get_type_hints(fn, localns=localns, include_extras=True)
+    except Exception as exc:  # an annotation naming something undefined
+        raise TypeError(f"@tool {fn.__name__}: {type(exc).__name__}: {exc}") from None
+
+
+def _arguments_adapter(
+    fn: Callable[..., Any], hints: dict[str, Any], param_docs: dict[str, str]
+) -> pydantic.TypeAdapter[Any]:
+    """pydantic's own view of ``fn``'s signature (what ``pydantic.validate_call`` validates):
+    a ``TypeAdapter`` of a function with ``fn``'s parameters and resolved annotations
+    (``hints``), each docstring description below the parameter's own ``Field``, that returns
+    the validated ``(args, kwargs)`` instead of calling ``fn``. Its JSON Schema is the tool's
+    ``parameters``."""
+    signature = inspect.signature(fn)
+    parameters = []
+    for pname, param in signature.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"@tool {fn.__name__}: *args and **kwargs are not supported")
+        if param.kind is param.POSITIONAL_ONLY:
+            raise TypeError(f"@tool {fn.__name__}: positional-only parameters are not supported")
+        annotation = hints.get(pname, Any)
+        if pname in param_docs:
+            annotation = _described(annotation, param_docs[pname])
+        parameters.append(param.replace(annotation=annotation))
+
+    def arguments(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return args, kwargs
+
+    arguments.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=parameters, return_annotation=inspect.Signature.empty
+    )
+    arguments.__annotations__ = {p.name: p.annotation for p in parameters}
+    arguments.__module__ = fn.__module__
+    arguments.__name__ = fn.__name__
+    arguments.__qualname__ = fn.__qualname__
+    try:
+        return pydantic.TypeAdapter(cast(Any, arguments))
+    except pydantic.PydanticUserError as exc:
+        raise TypeError(f"@tool {fn.__name__}: {exc}") from None
+    except pydantic.errors.PydanticSchemaGenerationError as exc:
+        raise TypeError(f"@tool {fn.__name__}: {exc}") from None
+
+
+def _arguments_error(
+    tool_name: str, error: pydantic.ValidationError, arguments: Any
+) -> ToolArgumentsError:
+    """pydantic's errors as the pipeline's validation error (one line per error, at the
+    argument's path: ``days``, ``points.1.x``)."""
+    lines = [
+        (
+            ".".join(str(part).replace("~", "~0").replace("/", "~1") for part in item["loc"])
+            or "root",
+            item["msg"],
+        )
+        for item in error.errors(include_url=False)
+    ]
+    return ToolArgumentsError(tool_name, lines, arguments)
+
+
 class FunctionTool(ToolDefinition):
-    """A ``ToolDefinition`` made by ``@tool`` from a typed function; calling it calls the function."""
+    """A ``ToolDefinition`` made by ``@tool`` from a typed function; calling it calls the
+    function. ``arguments_adapter``: the ``TypeAdapter`` that validates a call's arguments
+    (``validate_python(ArgsKwargs((), arguments))`` returns ``(args, kwargs)``)."""
 
     func: Callable[..., Any]
-    arguments_model: type[pydantic.BaseModel]
+    arguments_adapter: pydantic.TypeAdapter[Any]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
@@ -521,9 +623,19 @@ def tool(
 ) -> Any:
     """Turn a typed function (sync or ``async def``) into a tool.
 
-    The JSON Schema comes from the signature (pydantic; parameters without a default are
-    required, no extra properties allowed), the description from the docstring (an ``Args:``
-    section gives parameter descriptions). A returned ``str`` becomes one text block; an
+    The parameters are what pydantic sees of the signature, as ``pydantic.validate_call``
+    does: types, ``Annotated[..., Field(...)]`` and ``= Field(...)`` defaults with their
+    constraints, descriptions, aliases and default factories, ``Literal``, enums, optional
+    values, pydantic models, and lists and dicts of them. ``parameters`` is pydantic's JSON
+    Schema of them (without ``title`` keys; parameters without a default are required, no
+    extra properties allowed), so the pipeline's validation enforces the constraints with Pi's
+    texts; ``execute`` then validates with pydantic (what JSON Schema cannot say: validators,
+    formats) and calls the function with the values pydantic made (models, enums, defaults).
+    The description comes from the docstring; its ``Args:`` section gives the parameter
+    descriptions a ``Field`` does not. Positional-only parameters, ``*args`` and ``**kwargs``
+    are refused (``TypeError``).
+
+    A returned ``str`` becomes one text block; an
     ``AgentToolResult`` is returned as is. A sync function runs in a worker thread so it never
     blocks the batch; an abort ends the call at once with ``Operation aborted`` and abandons the
     thread, which runs on to its end with its result discarded (Python cannot stop a thread:
@@ -539,29 +651,21 @@ def tool(
     returned value becomes ``structured_content`` too (``model_dump(mode="json")``), next to the
     JSON text the model sees. Other return annotations declare nothing.
     """
+    # annotations may name classes local to the function that applies @tool
+    localns = sys._getframe(1).f_locals
 
     def build(fn: Callable[..., Any]) -> FunctionTool:
         doc_description, param_docs = _docstring_parts(fn.__doc__)
-        hints = get_type_hints(fn)
-        fields: dict[str, Any] = {}
-        for pname, param in inspect.signature(fn).parameters.items():
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise TypeError(f"@tool {fn.__name__}: *args and **kwargs are not supported")
-            annotation = hints.get(pname, Any)
-            default = ... if param.default is inspect.Parameter.empty else param.default
-            fields[pname] = (
-                annotation,
-                pydantic.Field(default=default, description=param_docs.get(pname)),
-            )
-        model = pydantic.create_model(
-            f"{fn.__name__}_arguments",
-            __config__=pydantic.ConfigDict(extra="forbid"),
-            **fields,
-        )
-        schema = _clean_schema(model.model_json_schema())
+        tool_name = name or fn.__name__
+        hints = _type_hints(fn, localns)
+        adapter = _arguments_adapter(fn, hints, param_docs)
+        schema = _clean_schema(adapter.json_schema())
         schema.setdefault("properties", {})
         is_async = inspect.iscoroutinefunction(fn)
-        output_adapter = _structured_return_adapter(hints.get("return"))
+        returned = hints.get("return")
+        if get_origin(returned) is Annotated:
+            returned = get_args(returned)[0]
+        output_adapter = _structured_return_adapter(returned)
         declared_output = output_schema
         if declared_output is None and output_adapter is not None:
             declared_output = _clean_schema(output_adapter.json_schema())
@@ -569,19 +673,23 @@ def tool(
         async def execute(
             tool_call_id: str, params: Any, on_update: OnUpdate | None, ctx: Any
         ) -> AgentToolResult:
-            values = model.model_validate(params)
-            kwargs = {k: getattr(values, k) for k in fields}
+            if not isinstance(params, dict):
+                raise ToolArgumentsError(tool_name, [("root", "must be object")], params)
+            try:
+                args, kwargs = adapter.validate_python(ArgsKwargs((), params))
+            except pydantic.ValidationError as exc:
+                raise _arguments_error(tool_name, exc, params) from None
             if is_async:
-                value = await fn(**kwargs)
+                value = await fn(*args, **kwargs)
             else:
-                value = await run_sync_abandonable(functools.partial(fn, **kwargs))
+                value = await run_sync_abandonable(functools.partial(fn, *args, **kwargs))
             result = result_from_value(value)
             if output_adapter is not None and not isinstance(value, AgentToolResult):
                 result.structured_content = output_adapter.dump_python(value, mode="json")
             return result
 
         definition = FunctionTool(
-            name=name or fn.__name__,
+            name=tool_name,
             description=description if description is not None else doc_description,
             parameters=schema,
             execute=execute,
@@ -603,7 +711,7 @@ def tool(
             namespace=namespace,
         )
         definition.func = fn
-        definition.arguments_model = model
+        definition.arguments_adapter = adapter
         functools.update_wrapper(definition, fn, updated=())
         return definition
 

@@ -15,8 +15,10 @@ Fixtures:
 
 Functions:
 
-* :func:`run_pi` ``(argv) -> exit status``: the ``pi`` command run in this process (its output
-  goes to ``sys.stdout``/``sys.stderr``, so ``capsys`` sees it).
+* :func:`run_pi` ``(argv, *, plugins=(), environment_plugins=False) -> exit status``: the
+  ``pi`` command run in this process (its output goes to ``sys.stdout``/``sys.stderr``, so
+  ``capsys`` sees it), with pi's own plugins and the ones the test names, never another plugin
+  installed in the environment unless ``environment_plugins=True``.
 
 Example::
 
@@ -34,7 +36,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -155,10 +157,20 @@ def hook_recorder(plugin_manager: PiPluginManager) -> Iterator[HookRecorder]:
         recorder.detach()
 
 
-def run_pi(argv: list[str]) -> int:
+def run_pi(
+    argv: list[str], *, plugins: Iterable[str] = (), environment_plugins: bool = False
+) -> int:
     """Run the ``pi`` command with ``argv`` (the words after ``pi``) in this process and return
-    its exit status: 0 success, 1 an error result or a denial, 2 unusable input. Plugins given
-    with ``-p MODULE`` load as with the console script."""
-    from pi_core._cli import main
+    its exit status: 0 success, 1 an error result or a denial, 2 unusable input. Its output
+    goes to ``sys.stdout``/``sys.stderr`` (``capsys`` sees it).
 
-    return main(list(argv))
+    The plugins are the test's, not the environment's: pi's own (``builtin_tools``, ``mcp``,
+    ``sandbox``, when installed) and those the test names, with ``plugins=["NAME"]`` or
+    ``-p NAME`` in ``argv`` (an entry-point name or a module path), load; another plugin
+    installed in the environment does not. ``environment_plugins=True`` loads every installed
+    plugin, as the ``pi`` command does. ``PI_PLUGINS``, ``PI_DISABLED_PLUGINS``,
+    ``PI_DISABLE_PLUGIN_AUTOLOAD`` and ``--no-plugin`` apply as usual."""
+    from pi_core._cli import run
+
+    named = [word for name in plugins for word in ("-p", name)]
+    return run([*named, *argv], third_party_autoload=environment_plugins)

@@ -47,7 +47,9 @@ pi waits (shielded, at most ``kill_timeout`` seconds) for that; if the ssh proce
 end in time, it runs the same kill over a fresh, unmultiplexed connection and kills the local
 ssh. A connection that drops becomes a :class:`SshConnectionError`/``ToolError`` as soon as
 ssh notices (``ServerAliveInterval``) and never outlives the command's timeout by more than
-the bounded cleanup.
+the bounded cleanup. The timeout counts from the command's start on the remote (the
+supervisor's ``SID`` record), not from the local ``ssh``'s: opening the session is not the
+command's time, and may add at most ``connect_timeout`` seconds.
 
 **File operations** are short shell scripts (one multiplexed session each, bounded by
 ``op_timeout``): ranged reads with ``tail -c``/``head -c``; writes streamed over stdin into a
@@ -62,8 +64,9 @@ tools' ``LC_ALL=C`` messages.
 
 Connection and authentication failures raise :class:`SshConnectionError`, a ``ToolError``
 reading ``cannot connect to HOST: <ssh's reason>`` in every tool. A missing ``remote_cwd`` is
-named as the remote path (``Remote working directory does not exist on HOST: PATH``) and never
-created: every file operation below it checks it first.
+named as the remote path (``Remote working directory does not exist on HOST: PATH``, in bash
+followed by ``Cannot execute bash commands.``) and never created: every file operation below
+it checks it first.
 
 **Known limits.** Each session starts the remote user's login shell, so its startup files
 (bash reads ``~/.bashrc`` under sshd) must not print; without ``python3`` on the remote, a
@@ -641,10 +644,16 @@ class RemotePathMap:
         root = self.local_root.rstrip("/") or "/"
         return path == root or path.startswith(root if root.endswith("/") else root + "/")
 
-    def missing_root_error(self, host: str) -> ToolError:
+    def missing_root_error(self, host: str, then: str = "") -> ToolError:
         """The error when ``remote_root`` does not exist on ``host`` (named as the remote path;
-        never created implicitly)."""
-        return ToolError(f"Remote working directory does not exist on {host}: {self.remote_root}")
+        never created implicitly), followed by the line ``then`` when given."""
+        text = f"Remote working directory does not exist on {host}: {self.remote_root}"
+        return ToolError(f"{text}\n{then}" if then else text)
+
+    def is_root(self, path: str) -> bool:
+        """``path`` is ``local_root`` itself (the session cwd: ``remote_root`` remotely)."""
+        root = (self.remote_root or "").rstrip("/") or "/"
+        return self.maps(path) and self.to_remote(path).rstrip("/") == root.rstrip("/")
 
     def to_remote(self, path: str) -> str:
         """The remote path of the session path ``path``."""
@@ -786,6 +795,13 @@ class _Supervised:
         finished = trio.Event()  # EXIT or NOCWD record, or the stderr stream ended
         out_eof = trio.Event()
         last_data = trio.current_time()
+        # The timeout is the command's: it counts from the SID record (the supervisor started
+        # the command), as a local command's counts from its start; until then, opening the
+        # session (the channel, the remote's login shell, the supervisor) may take up to
+        # connect_timeout on top (on a loaded machine that alone took over a second).
+        timer = trio.CancelScope()
+        if timeout is not None and timeout > 0:
+            timer.deadline = trio.current_time() + self.connection.connect_timeout + timeout
 
         def parse() -> None:
             nonlocal scanned
@@ -805,6 +821,8 @@ class _Supervised:
                     finished.set()
                 elif kind == b"SID":
                     state["sid"] = (value or b"").decode()
+                    if timeout is not None and timeout > 0:
+                        timer.deadline = min(timer.deadline, trio.current_time() + timeout)
                 elif kind == b"SUP":
                     state["sup"] = (value or b"").decode()
 
@@ -839,10 +857,7 @@ class _Supervised:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(pump_out)
                     nursery.start_soon(pump_err)
-                    if timeout is not None and timeout > 0:
-                        with trio.move_on_after(timeout):
-                            await start_and_wait()
-                    else:
+                    with timer:
                         await start_and_wait()
                     if not finished.is_set():
                         timed_out = True
@@ -1017,7 +1032,9 @@ class SshBashOperations:
         :class:`pi_core.BashOperations`.
 
         Errors: ``ToolError`` ``Working directory does not exist: {remote cwd}\\nCannot
-        execute bash commands.`` (the remote path); :class:`SshConnectionError` (``cannot
+        execute bash commands.`` (the remote path), or ``Remote working directory does not exist
+        on HOST: {remote_cwd}\\nCannot execute bash commands.`` when ``cwd`` is the session's
+        and the connection's ``remote_cwd`` is missing; :class:`SshConnectionError` (``cannot
         connect to HOST: ...``) when ssh cannot connect, ``ssh: lost the connection ...`` when
         it drops; :class:`~pi_core.CommandTimeout` past ``timeout`` seconds (tree killed).
         """
@@ -1031,6 +1048,10 @@ class SshBashOperations:
                 timeout=timeout,
             )
         except _NoCwd:
+            if self.paths.is_root(cwd):  # remote_cwd is missing: named with its host
+                raise self.paths.missing_root_error(
+                    self.connection.host, "Cannot execute bash commands."
+                ) from None
             raise missing_cwd_error(self.paths.to_remote(cwd)) from None
         return result.exit_code
 
@@ -1180,8 +1201,7 @@ class SshFileOperations:
                 timeout=None,
             )
         except _NoCwd:
-            root = (self.paths.remote_root or "").rstrip("/") or "/"
-            if self.paths.maps(cwd) and self.paths.to_remote(cwd).rstrip("/") == root.rstrip("/"):
+            if self.paths.is_root(cwd):
                 raise self.paths.missing_root_error(self.connection.host) from None
             raise _os_error(errno.ENOENT, cwd) from None
         code = result.exit_code if result.exit_code is not None else 2
