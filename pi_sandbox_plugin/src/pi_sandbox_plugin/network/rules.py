@@ -221,7 +221,21 @@ class NetworkPolicy:
         """The :class:`Verdict` on ``destination``; ``resolved``: the addresses its name
         resolved to, checked against the IP/CIDR deny rules. A deny rule wins, then ask, then
         allow; none: ``unknown``."""
+        denied = self.address_denial(destination, resolved)
+        if denied is not None:
+            return denied
         matching = self._matching(destination)
+        for decision in ("deny", "ask", "allow"):
+            for rule in matching:
+                if rule.decision == decision:
+                    return Verdict(decision, rule.name)
+        return Verdict(self.unknown, self.unknown_rule)
+
+    def address_denial(
+        self, destination: Destination, resolved: Sequence[IPAddress]
+    ) -> Verdict | None:
+        """The ``deny`` verdict of the first of ``resolved`` (the addresses the name of
+        ``destination`` resolved to) in a denied IP or CIDR range, else ``None``."""
         for address in resolved:
             for rule in self.rules:
                 if (
@@ -230,11 +244,7 @@ class NetworkPolicy:
                     and rule.matches_address(address)
                 ):
                     return Verdict("deny", f"{rule.name}, {destination.host} is {address}")
-        for decision in ("deny", "ask", "allow"):
-            for rule in matching:
-                if rule.decision == decision:
-                    return Verdict(decision, rule.name)
-        return Verdict(self.unknown, self.unknown_rule)
+        return None
 
 
 def blocked_message(destination: Destination, rule: str) -> str:
