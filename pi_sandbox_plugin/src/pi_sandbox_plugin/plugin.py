@@ -309,7 +309,14 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
     from pi_sandbox_plugin.backends.wiring import sandbox_session
 
     session = sandbox_session(context.config, context.cwd, _state(context.session))
-    return None if session is None else session.bash
+    if session is None:
+        return None
+    proxy = getattr(session.bash, "proxy", None)
+    if proxy is not None:
+        from pi_sandbox_plugin.network.sources import attach_session
+
+        attach_session(proxy, context.session)
+    return session.bash
 
 
 @hookimpl

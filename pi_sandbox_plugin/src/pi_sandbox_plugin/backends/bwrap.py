@@ -12,6 +12,17 @@ What a sandboxed process sees (:meth:`BwrapBackend.sandbox_args`)::
 plus new PID, IPC, UTS (and cgroup) namespaces, no network unless ``network=True``
 (``--unshare-net``: only a loopback of its own), ``--die-with-parent`` and ``--new-session``.
 
+**Network allow-list** (``proxy=``, ``[sandbox.network] mode = "allow-list"``): the sandbox still
+has no network of its own; each command gets a Unix socket of the session's
+:class:`~pi_sandbox_plugin.network.proxy.NetworkProxy` (in a directory only this user can enter,
+served while the command runs, its connections attributed to the tool call), bound into the
+sandbox at :data:`PROXY_SOCKET`, and runs behind the bridge
+(:mod:`pi_sandbox_plugin.network.bridge`): ``127.0.0.1:3128`` inside leads to the proxy, and
+``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` (both cases) point there. ``/run`` is an empty
+tmpfs (no host Unix socket: the container engine's, D-Bus, ``$XDG_RUNTIME_DIR``); abstract Unix
+sockets belong to the network namespace. A program that ignores the variables has no route, no
+DNS, no UDP and no IPv6 path out.
+
 **Commands** run as ``bwrap ... -- SHELL -c COMMAND``, one sandbox per command (a command longer
 than one argument may be, 128 KiB, is handed over as an inherited descriptor of an anonymous
 temporary file: ``SHELL -c ". /dev/fd/N"``). bwrap's own init
@@ -39,7 +50,10 @@ import errno
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -56,6 +70,12 @@ from pi_core.backends import (
 from pi_sandbox_plugin.backends.errors import SandboxUnavailable
 from pi_sandbox_plugin.backends.shell_files import ShellFileOperations
 
+if TYPE_CHECKING:
+    from pi_sandbox_plugin.network.proxy import NetworkProxy
+
+PROXY_SOCKET = "/tmp/.pi-network-proxy.sock"
+"""Where the proxy's socket is in a sandbox with a network allow-list."""
+
 
 def _default_rg() -> str:
     """:func:`~pi_core._backend_kit.local_files.find_rg`, else the bare name (the sandbox's ``PATH``)."""
@@ -63,6 +83,16 @@ def _default_rg() -> str:
         return find_rg()
     except FileNotFoundError:
         return "rg"
+
+
+def _tool_call_id() -> str | None:
+    """The id of the tool call running this command, when a tool's execute runs it."""
+    from pi_core import current_tool_context
+
+    try:
+        return current_tool_context().tool_call_id
+    except RuntimeError:
+        return None
 
 
 def _under(path: str, root: str) -> bool:
@@ -79,7 +109,8 @@ class BwrapBackend(ShellFileOperations):
     commands (it must exist in the sandbox). ``extra_args``: more bwrap arguments, appended
     before ``--chdir``. ``rg``: the ``rg`` the file tools run (default: this Python's ripgrep
     wheel, else ``PATH``'s). ``drain_idle``/``drain_max``: seconds output is still read after
-    bwrap exited.
+    bwrap exited. ``proxy``: the session's network proxy, the only way out (see the module;
+    ``network`` must then be false).
     """
 
     def __init__(
@@ -94,8 +125,15 @@ class BwrapBackend(ShellFileOperations):
         rg: str | None = None,
         drain_idle: float = 0.1,
         drain_max: float = 1.0,
+        proxy: NetworkProxy | None = None,
     ) -> None:
         super().__init__(rg=rg or _default_rg())
+        if proxy is not None and network:
+            raise ValueError("a network proxy needs the sandbox without the host's network")
+        self.proxy = proxy
+        self.python = os.path.realpath(sys.executable)
+        self._socket_dir: str | None = None
+        self._sockets = 0
         self.workspace = os.path.realpath(workspace)
         self.network = network
         self.deny_paths = [os.path.realpath(os.path.expanduser(p)) for p in deny_paths]
@@ -112,10 +150,14 @@ class BwrapBackend(ShellFileOperations):
         """The bwrap command line up to (not including) ``--chdir`` (see the module)."""
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         args += ["--tmpfs", "/tmp", "--bind", self.workspace, self.workspace]
-        if self.rg.startswith("/tmp/") and os.path.exists(self.rg):
-            # the file tools' rg may live under the host's /tmp (a virtual environment there),
-            # which the private /tmp hides: keep that one binary visible, read-only
-            args += ["--ro-bind", self.rg, self.rg]
+        for program in (self.rg, self.python) if self.proxy is not None else (self.rg,):
+            if program.startswith("/tmp/") and os.path.exists(program):
+                # the file tools' rg (or the bridge's Python) may live under the host's /tmp
+                # (a virtual environment there), which the private /tmp hides: keep that one
+                # binary visible, read-only
+                args += ["--ro-bind", program, program]
+        if self.proxy is not None:
+            args += ["--tmpfs", "/run"]
         for path in self.deny_paths:
             if os.path.isdir(path):
                 args += ["--tmpfs", path, "--remount-ro", path]
@@ -189,12 +231,46 @@ class BwrapBackend(ShellFileOperations):
         if not await trio.to_thread.run_sync(self.cwd_usable, cwd):
             raise missing_cwd_error(cwd)
         await self.check_available()
+        if self.proxy is None:
+            return await self._exec(command, cwd, on_data, env, timeout, None)
+        proxy = self.proxy
+        async with trio.open_nursery() as nursery:
+            path = await nursery.start(proxy.serve, self._socket_path(), _tool_call_id())
+            try:
+                return await self._exec(command, cwd, on_data, env, timeout, path)
+            finally:
+                nursery.cancel_scope.cancel()
+
+    def _socket_path(self) -> str:
+        """A new socket path in the session's private directory (made on first use)."""
+        if self._socket_dir is None:
+            self._socket_dir = tempfile.mkdtemp(prefix="pi-network-")
+        self._sockets += 1
+        return os.path.join(self._socket_dir, f"proxy-{self._sockets}.sock")
+
+    async def _exec(
+        self,
+        command: str,
+        cwd: str,
+        on_data: Callable[[bytes], None],
+        env: Mapping[str, str] | None,
+        timeout: float | None,
+        proxy_socket: str | None,
+    ) -> int | None:
         script = None if command_fits_argv(command) else long_command_file(command)
         if script is not None:
             command = sourcing_command(script.fileno())
+        argv = [self.shell, "-c", command]
+        sandbox = self.sandbox_args()
+        if proxy_socket is not None:
+            from pi_sandbox_plugin.network.bridge import PORT, bridge_argv, proxy_environment
+
+            sandbox += ["--bind", proxy_socket, PROXY_SOCKET]
+            argv = bridge_argv(self.python, PROXY_SOCKET, PORT, argv)
+            env = {**(os.environ if env is None else env), **proxy_environment(PORT)}
         try:
             process = await trio.lowlevel.open_process(
-                [*self.sandbox_args(), "--chdir", cwd, "--", self.shell, "-c", command],
+                [*sandbox, "--chdir", cwd, "--", *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -218,6 +294,12 @@ class BwrapBackend(ShellFileOperations):
             drain_idle=self.drain_idle,
             drain_max=self.drain_max,
         )
+
+    async def aclose(self) -> None:
+        """Remove the directory of the proxy's sockets (the session ends)."""
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
 
     # -- FileOperations (ShellFileOperations) ---------------------------------------------------
 
@@ -271,4 +353,4 @@ class BwrapBackend(ShellFileOperations):
         )
 
 
-__all__ = ["BwrapBackend", "SandboxUnavailable"]
+__all__ = ["PROXY_SOCKET", "BwrapBackend", "SandboxUnavailable"]

@@ -263,14 +263,22 @@ def make_backends(
     owned = resources if resources is not None else []
     if sandbox.backend == "bwrap":
         cfg = sandbox.bwrap
+        proxy = None
+        if sandbox.network_mode == "allow-list":
+            from pi_sandbox_plugin.network.proxy import NetworkProxy
+            from pi_sandbox_plugin.network.sources import network_policy
+
+            proxy = NetworkProxy(network_policy(sandbox, cwd))
         bwrap = BwrapBackend(
             cwd,
-            network=cfg.network,
+            network=sandbox.network_mode == "on",
+            proxy=proxy,
             deny_paths=mask_paths(policy) if policy is not None else (),
             bwrap=cfg.bwrap,
             shell=cfg.shell,
             extra_args=cfg.extra_args,
         )
+        owned.append(bwrap)
         return bwrap, bwrap
     if sandbox.backend == "ssh":
         ssh = sandbox.ssh

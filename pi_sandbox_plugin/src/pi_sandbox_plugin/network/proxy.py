@@ -238,7 +238,15 @@ class NetworkProxy:
         self.audit = audit
         self.session_id = session_id
         self.connect_timeout = connect_timeout
+        self.audit_source: Any = None
         self.approved: dict[tuple[str, int], Verdict] = {}
+
+    def audit_log(self) -> Any:
+        """The log lines go to: ``audit``, else the ``audit`` of ``audit_source`` (the session,
+        whose log may open after the proxy is made), else ``None``."""
+        if self.audit is not None:
+            return self.audit
+        return getattr(self.audit_source, "audit", None)
 
     # -- deciding --------------------------------------------------------------------------------
 
@@ -281,7 +289,8 @@ class NetworkProxy:
         return verdict, addresses
 
     async def _record(self, attempt: Attempt, event: str) -> str | None:
-        if self.audit is None or attempt.verdict is None:
+        audit = self.audit_log()
+        if audit is None or attempt.verdict is None:
             return None
         entry: dict[str, Any] = {
             "time": _now(),
@@ -302,7 +311,7 @@ class NetworkProxy:
         if event == "close":
             entry["bytes_up"] = attempt.bytes_up
             entry["bytes_down"] = attempt.bytes_down
-        problem: str | None = await self.audit.record(entry)
+        problem: str | None = await audit.record(entry)
         return problem
 
     async def _decide(self, attempt: Attempt) -> list[IPAddress]:
@@ -311,7 +320,7 @@ class NetworkProxy:
         attempt.verdict = verdict
         attempt.addresses = tuple(addresses)
         problem = await self._record(attempt, "connect")
-        if problem is not None and self.audit.on_error != "allow":
+        if problem is not None and self.audit_log().on_error != "allow":
             raise _Refused(Verdict("deny", f"the audit log could not record it: {problem}"))
         if verdict.decision != "allow":
             raise _Refused(verdict)

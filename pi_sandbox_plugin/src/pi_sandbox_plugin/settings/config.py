@@ -325,6 +325,15 @@ class SandboxConfig(_Model):
     container: ContainerConfig = ContainerConfig()
     ray: RayConfig = RayConfig()
 
+    @pydantic.field_validator("network", mode="before")
+    @classmethod
+    def _network_table(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, Mapping):
+            raise ValueError(
+                'must be a table: [sandbox.network] mode = "off", "allow-list" or "on"'
+            )
+        return value
+
     @property
     def network_mode(self) -> Literal["off", "allow-list", "on"]:
         """The effective network mode: ``[sandbox.network] mode``, else ``"on"``/``"off"`` from
