@@ -4,6 +4,9 @@ config errors naming the key."""
 from __future__ import annotations
 
 import ipaddress
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -232,4 +235,74 @@ def test_allow_list_needs_a_backend_that_enforces_it(backend: str) -> None:
     assert str(raised.value) == (
         f'pi.toml: sandbox.network.mode: "allow-list" is enforced only by backend = "bwrap", '
         f'not "{backend}" (its commands could reach any host)'
+    )
+
+
+# -- pi policy check --network ----------------------------------------------------------------
+
+PI = str(Path(sys.executable).with_name("pi"))
+
+
+def policy_check(root: Path, *args: str) -> tuple[int, str, str]:
+    out = subprocess.run(
+        [PI, "policy", "check", *args], cwd=root, capture_output=True, text=True, check=False
+    )
+    return out.returncode, out.stdout, out.stderr
+
+
+NETWORK_TOML = """\
+[sandbox]
+backend = "bwrap"
+[sandbox.network]
+mode = "allow-list"
+allow = ["pypi.org", "*.pythonhosted.org", "api.github.com:443"]
+deny = ["*.internal.example"]
+unknown = "ask"
+"""
+
+
+def test_policy_check_network(tmp_path: Path) -> None:
+    (tmp_path / "pi.toml").write_text(NETWORK_TOML)
+    assert policy_check(tmp_path, "--network", "PyPI.org.") == (
+        0,
+        "decision: allow\ndestination: pypi.org:443\nprotocol: https\n"
+        "rule: sandbox.network.allow 'pypi.org'\n",
+        "",
+    )
+    assert policy_check(tmp_path, "--network", "api.github.com:80", "--protocol", "http") == (
+        4,
+        "decision: ask\ndestination: api.github.com:80\nprotocol: http\n"
+        "rule: not in sandbox.network.allow\n",
+        "",
+    )
+    assert policy_check(tmp_path, "--network", "db.internal.example:5432", "--json") == (
+        1,
+        '{"decision": "deny", "host": "db.internal.example", "port": 5432, "protocol": '
+        '"https", "rule": "sandbox.network.deny \'*.internal.example\'"}\n',
+        "",
+    )
+
+
+def test_policy_check_network_modes_and_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "pi.toml").write_text('[sandbox]\nbackend = "bwrap"\n')
+    assert policy_check(tmp_path, "--network", "[::1]:8080", "--json") == (
+        1,
+        '{"decision": "deny", "host": "::1", "port": 8080, "protocol": "https", '
+        '"rule": "sandbox.network.mode = \\"off\\""}\n',
+        "",
+    )
+    assert policy_check(tmp_path, "--network", "a..b") == (
+        2,
+        "",
+        "pi policy check: --network: not a valid host name: 'a..b'\n",
+    )
+    assert policy_check(tmp_path, "--network", "a.org:http") == (
+        2,
+        "",
+        "pi policy check: --network: a port is a number from 1 to 65535, not 'http'\n",
+    )
+    assert policy_check(tmp_path) == (
+        2,
+        "",
+        "pi policy check: give either COMMAND or --network HOST[:PORT]\n",
     )

@@ -55,7 +55,7 @@ def normalize_host(name: str) -> str:
     return ascii_name.lower()
 
 
-def _split_port(text: str) -> tuple[str, int | None]:
+def split_port(text: str) -> tuple[str, int | None]:
     """``(host, port)`` of ``HOST``, ``HOST:PORT``, ``[IPV6]``, ``[IPV6]:PORT`` or a bare
     IPv6 address/range (no port); ``ValueError`` for a bad port."""
     port_text: str | None = None
@@ -133,7 +133,7 @@ def parse_rule(
         raise ValueError("an entry is a host, *.suffix, IP address or CIDR range, not empty")
     if "://" in raw or any(c in raw for c in "?#@ ") or ("/" in raw and raw.count("/") > 1):
         raise ValueError(f"an entry is a host, *.suffix, IP or CIDR (no scheme or path): {raw!r}")
-    host, port = _split_port(raw)
+    host, port = split_port(raw)
     kinds = frozenset(protocols)
     if "/" in host:
         try:
@@ -262,4 +262,5 @@ __all__ = [
     "blocked_message",
     "normalize_host",
     "parse_rule",
+    "split_port",
 ]
