@@ -20,14 +20,19 @@ SOURCE = r"""
 import os, signal, socket, sys, threading
 
 def pump(src, dst):
+    read, write = os.pipe()
     try:
         while True:
-            data = src.recv(262144)
-            if not data:
+            count = os.splice(src.fileno(), write, 1048576)
+            if not count:
                 break
-            dst.sendall(data)
+            while count:
+                count -= os.splice(read, dst.fileno(), count)
     except OSError:
         pass
+    finally:
+        os.close(read)
+        os.close(write)
     try:
         dst.shutdown(socket.SHUT_WR)
     except OSError:

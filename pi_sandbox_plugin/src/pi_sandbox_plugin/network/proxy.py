@@ -53,8 +53,11 @@ from pi_sandbox_plugin.network.rules import (
 HEAD_LIMIT = 64 * 1024
 """The longest request head (request line and headers) the proxy reads."""
 
-CHUNK = 256 * 1024
+CHUNK = 1024 * 1024
 """Bytes read at once when relaying."""
+
+MAX_RELAYS = 1024
+"""Connections relayed at once (each by two threads); more wait for one to end."""
 
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 """``resolve(host, port)``: the addresses of a host name (``OSError`` when it has none)."""
@@ -239,6 +242,7 @@ class NetworkProxy:
         self.session_id = session_id
         self.connect_timeout = connect_timeout
         self.audit_source: Any = None
+        self.threads = trio.CapacityLimiter(MAX_RELAYS)
         self.approved: dict[tuple[str, int], Verdict] = {}
 
     def audit_log(self) -> Any:
@@ -538,45 +542,91 @@ class NetworkProxy:
         self, reader: _Reader, upstream: trio.SocketStream, attempt: Attempt, tunnel: bool = False
     ) -> None:
         """Copy both ways until both are done; then write the ``close`` line. In a ``tunnel``
-        the client's first bytes go up only once :meth:`_sni_problem` passed them (the server's
-        may come down meanwhile: protocols where the server speaks first work)."""
+        the client's first bytes go up only once :meth:`_sni_problem` passed them. The bytes
+        after the first are copied by the kernel (:func:`splice_both`, two threads), not by
+        the event loop."""
         client = reader.stream
-
-        async def up() -> None:
-            try:
-                if tunnel:
+        try:
+            if tunnel:
+                with trio.move_on_after(FIRST_BYTES_WAIT):
                     problem = await self._sni_problem(reader, attempt)
                     if problem is not None:
                         attempt.verdict = Verdict("deny", problem)
-                        nursery.cancel_scope.cancel()
                         return
-                pending = reader.take()
-                if pending:
-                    attempt.bytes_up += len(pending)
-                    await upstream.send_all(pending)
-                while data := await client.receive_some(CHUNK):
-                    attempt.bytes_up += len(data)
-                    await upstream.send_all(data)
-                await upstream.send_eof()
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                nursery.cancel_scope.cancel()
-
-        async def down() -> None:
-            try:
-                while data := await upstream.receive_some(CHUNK):
-                    attempt.bytes_down += len(data)
-                    await client.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                pass
-            nursery.cancel_scope.cancel()
-
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(up)
-                nursery.start_soon(down)
+            pending = reader.take()
+            if pending:
+                attempt.bytes_up += len(pending)
+                await upstream.send_all(pending)
+            sockets = (_socket_of(client), upstream.socket)
+            up, down = await trio.to_thread.run_sync(
+                splice_both,
+                sockets[0].fileno(),
+                sockets[1].fileno(),
+                abandon_on_cancel=True,
+                limiter=self.threads,
+            )
+            attempt.bytes_up += up
+            attempt.bytes_down += down
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
         finally:
+            for sock in (_socket_of(client), upstream.socket):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes the threads of a cancelled relay
+                except OSError:
+                    pass
             with trio.CancelScope(shield=True):
                 await self._record(attempt, "close")
+
+
+FIRST_BYTES_WAIT = 10.0
+"""Seconds a tunnel waits for the client's first bytes (a TLS ClientHello to check) before the
+server's bytes may flow: protocols where the server speaks first (SSH, SMTP) start after it."""
+
+
+def _socket_of(stream: trio.abc.Stream) -> Any:
+    return stream.socket  # type: ignore[attr-defined]
+
+
+def _splice(source: int, target: int) -> int:
+    """Copy from ``source`` to ``target`` through a pipe until EOF (``splice(2)``: no copy to
+    user space), then half-close ``target``; returns the bytes copied."""
+    read, write = os.pipe()
+    total = 0
+    try:
+        while True:
+            count = os.splice(source, write, CHUNK)
+            if not count:
+                break
+            total += count
+            while count:
+                count -= os.splice(read, target, count)
+    except OSError:
+        pass
+    finally:
+        os.close(read)
+        os.close(write)
+        try:
+            with socket.socket(fileno=os.dup(target)) as half:
+                half.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+    return total
+
+
+def splice_both(client: int, upstream: int) -> tuple[int, int]:
+    """Copy ``client`` to ``upstream`` and back until both reach EOF (blocking; both made
+    blocking first); returns ``(bytes up, bytes down)``."""
+    import threading
+
+    os.set_blocking(client, True)
+    os.set_blocking(upstream, True)
+    down = [0]
+    thread = threading.Thread(target=lambda: down.__setitem__(0, _splice(upstream, client)))
+    thread.start()
+    up = _splice(client, upstream)
+    thread.join()
+    return up, down[0]
 
 
 class _Started:
