@@ -27,7 +27,15 @@ from network_support import (
     server_context,
 )
 
-from pi_core import AuditLog
+from pi_core import (
+    AuditLog,
+    NetworkDecision,
+    NetworkRequestContext,
+    PiPluginManager,
+    PluginHooks,
+    SessionContext,
+    hookimpl,
+)
 from pi_sandbox_plugin.network.bridge import SOURCE
 from pi_sandbox_plugin.network.proxy import (
     NetworkProxy,
@@ -365,3 +373,35 @@ def test_client_hello_sni_of_a_real_handshake() -> None:
         record = outgoing.read()
     assert record[0] == 0x16
     assert client_hello_sni(record[5:]) == "Ex.Example"
+
+
+async def test_pi_network_request_plugins_decide_before_the_lists(
+    needs_curl: None,
+    server: int,
+    tmp_path: Path,
+    register_plugin: Callable[..., str],
+    plugin_manager: PiPluginManager,
+) -> None:
+    from pi_sandbox_plugin.network.sources import attach_session
+
+    class Gate:
+        @hookimpl
+        def pi_network_request(self, context: NetworkRequestContext) -> NetworkDecision | None:
+            if context.host == "plugin.localhost":
+                return NetworkDecision("allow", f"call {context.tool_call_id} may")
+            if context.host == "listed.localhost":
+                return NetworkDecision("deny", "not today")
+            return None
+
+    register_plugin(Gate(), name="gate")
+    session = SessionContext(cwd=str(tmp_path))
+    session.network_request = PluginHooks(plugin_manager, {}, session=session).network_request
+    proxy = NetworkProxy(make_policy([f"listed.localhost:{server}"]))
+    attach_session(proxy, session)
+    async with running(proxy, tmp_path, "c7") as port:
+        ok = await curl("-x", f"http://127.0.0.1:{port}", f"http://plugin.localhost:{server}/p")
+        no = await curl("-x", f"http://127.0.0.1:{port}", f"http://listed.localhost:{server}/")
+    assert ok.stdout == b'{"path": "/p", "host": "plugin.localhost:%d"}' % server
+    assert (
+        no.stdout.decode() == blocked(f"listed.localhost:{server}", "plugin gate: not today") + "\n"
+    )

@@ -50,6 +50,8 @@ from pi_core._plugins.contexts import (
     BackendContext,
     BashSpawnContext,
     CommandInvocation,
+    NetworkDecision,
+    NetworkRequestContext,
     PluginCommand,
     RegisterToolsContext,
 )
@@ -113,6 +115,8 @@ __all__ = [
     "ImageContent",
     "LoadoutChanges",
     "LoopConfig",
+    "NetworkDecision",
+    "NetworkRequestContext",
     "OnUpdate",
     "PathArgument",
     "PiError",

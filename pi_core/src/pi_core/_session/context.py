@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,9 @@ class SessionContext:
     * ``audit``: the session's :class:`~pi_core.AuditLog` (``None``: decisions are not
       logged); the host sets it (``--audit``) or a plugin at set-up (:meth:`open_audit`); it is
       closed when the session ends.
+    * ``network_request``: ``await network_request(NetworkRequestContext)`` asks the plugins'
+      ``pi_network_request`` (``(plugin, NetworkDecision)`` or ``(None, None)``); set by
+      :func:`~pi_core.build_session`, ``None`` outside one. The sandbox's network proxy calls it.
     """
 
     cwd: str
@@ -72,6 +75,7 @@ class SessionContext:
     entry_sink: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)
     approvals: ApprovalState = field(default_factory=ApprovalState, repr=False)
     audit: AuditLog | None = field(default=None, repr=False)
+    network_request: Callable[[Any], Awaitable[Any]] | None = field(default=None, repr=False)
 
     def set_approver(self, approver: Approver | None, *, replace: bool = True) -> bool:
         """Make ``approver`` answer this session's approval requests; with ``replace=False``

@@ -13,6 +13,9 @@ The rules, in order (a deny anywhere wins: see
   ``[sandbox.claude_hooks] settings`` (source ``claude settings FILE``), with Claude Code's
   syntax (``*.example.com``, an optional ``:port``), which is this policy's.
 
+A plugin decides first (``pi_network_request``, :func:`session_hook`): its verdict's rule is
+``plugin NAME: REASON``; ``None`` lets the lists decide.
+
 ``ask`` goes to the session's approval path (:func:`session_asker`): the terminal prompt or the
 program's callback (``pi_approve_tool_call`` plugins answer through it), nobody: deny; an
 answer lasts for the session.
@@ -25,8 +28,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from pi_core import ApprovalRequest, ConfigError
-from pi_sandbox_plugin.network.proxy import Asker, NetworkProxy
+from pi_core import ApprovalRequest, ConfigError, NetworkRequestContext
+from pi_sandbox_plugin.network.proxy import Asker, Hook, NetworkProxy
 from pi_sandbox_plugin.network.rules import (
     Destination,
     NetworkPolicy,
@@ -129,14 +132,41 @@ def session_asker(session: Any) -> Asker:
     return ask
 
 
+def session_hook(session: Any) -> Hook:
+    """The plugins' ``pi_network_request`` through ``session.network_request`` (set by
+    :func:`~pi_core.build_session`; none: no plugin decides): a decision becomes a verdict whose
+    rule is ``plugin NAME: REASON``."""
+
+    async def hook(destination: Destination, tool_call_id: str | None) -> Verdict | None:
+        ask_plugins = getattr(session, "network_request", None)
+        if ask_plugins is None:
+            return None
+        context = NetworkRequestContext(
+            host=destination.host,
+            port=destination.port,
+            protocol=destination.protocol,
+            tool_call_id=tool_call_id,
+            session=session,
+        )
+        plugin, decided = await ask_plugins(context)
+        if decided is None:
+            return None
+        rule = f"plugin {plugin}: {decided.reason}" if decided.reason else f"plugin {plugin}"
+        return Verdict(decided.decision, rule)
+
+    return hook
+
+
 def attach_session(proxy: NetworkProxy, session: Any) -> None:
-    """Let ``proxy`` write ``session``'s audit log (its id on each line) and ask through its
-    approvals; once per session (the first session attached keeps it)."""
+    """Let ``proxy`` write ``session``'s audit log (its id on each line), ask the plugins
+    (``pi_network_request``) and ask through the session's approvals; once per session (the
+    first session attached keeps it)."""
     if session is None or proxy.session_id:
         return
     proxy.session_id = session.session_id
     proxy.audit_source = session
     proxy.ask = session_asker(session)
+    proxy.hook = session_hook(session)
 
 
 __all__ = [
@@ -146,4 +176,5 @@ __all__ = [
     "codex_network_rules",
     "network_policy",
     "session_asker",
+    "session_hook",
 ]
