@@ -48,8 +48,8 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def main(args: argparse.Namespace) -> None:
-    root = tempfile.mkdtemp(prefix="pi-net-bench-")
+def start_server(args: argparse.Namespace, root: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``python -m http.server`` on a free port, serving ``big`` and ``small`` files."""
     served = os.path.join(root, "served")
     os.mkdir(served)
     with open(os.path.join(served, "big"), "wb") as handle:
@@ -63,71 +63,69 @@ async def main(args: argparse.Namespace) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port)).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        policy = NetworkPolicy((parse_rule(f"bench.localhost:{port}", "allow", "bench"),))
-        proxy = NetworkProxy(policy)
-        workspace = os.path.join(root, "ws")
-        os.mkdir(workspace)
-        backend = BwrapBackend(workspace, proxy=proxy)
-        sink = bytearray()
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port)).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return server, port
 
-        async def proxied(url_path: str, command: str | None = None) -> float:
-            sink.clear()
-            cmd = command or f"curl -sS -o /dev/null http://bench.localhost:{port}/{url_path}"
-            start = time.perf_counter()
-            code = await backend.exec(cmd, workspace, on_data=sink.extend)
-            elapsed = time.perf_counter() - start
-            assert code == 0, sink.decode()
-            return elapsed
 
-        async def direct(url_path: str) -> float:
-            start = time.perf_counter()
-            await trio.run_process(
-                ["curl", "-sS", "-o", "/dev/null", f"http://127.0.0.1:{port}/{url_path}"],
-                check=True,
-                env={"PATH": os.environ["PATH"]},
-            )
-            return time.perf_counter() - start
+async def main(args: argparse.Namespace, root: str, port: int) -> None:
+    policy = NetworkPolicy((parse_rule(f"bench.localhost:{port}", "allow", "bench"),))
+    proxy = NetworkProxy(policy)
+    workspace = os.path.join(root, "ws")
+    os.mkdir(workspace)
+    backend = BwrapBackend(workspace, proxy=proxy)
+    sink = bytearray()
 
-        await proxied("small")  # warm up
-        await direct("small")
-        times: dict[str, list[float]] = {"direct": [], "proxied": []}
-        for _ in range(args.runs):
-            times["direct"].append(await direct("big"))
-            times["proxied"].append(await proxied("big"))
-        start_up = statistics.median([await proxied("", "true") for _ in range(args.runs)])
-        d, p = statistics.median(times["direct"]), statistics.median(times["proxied"])
-        print(f"{args.mb} MB download, median of {args.runs}:")
-        print(f"  direct  {d:7.3f} s  ({args.mb / d:7.1f} MB/s)  runs {times['direct']}")
-        print(f"  proxied {p:7.3f} s  ({args.mb / p:7.1f} MB/s)  runs {times['proxied']}")
-        print(f"  ratio   {p / d:7.2f}  (bound 1.3)")
-        print(
-            f"  of which starting the sandbox and its bridge (`true`): {start_up:.3f} s; "
-            f"ratio without it {(p - start_up) / d:.2f}"
+    async def proxied(url_path: str, command: str | None = None) -> float:
+        sink.clear()
+        cmd = command or f"curl -sS -o /dev/null http://bench.localhost:{port}/{url_path}"
+        start = time.perf_counter()
+        code = await backend.exec(cmd, workspace, on_data=sink.extend)
+        elapsed = time.perf_counter() - start
+        assert code == 0, sink.decode()
+        return elapsed
+
+    async def direct(url_path: str) -> float:
+        start = time.perf_counter()
+        await trio.run_process(
+            ["curl", "-sS", "-o", "/dev/null", f"http://127.0.0.1:{port}/{url_path}"],
+            check=True,
+            env={"PATH": os.environ["PATH"]},
         )
-        before = peak_rss_mb()
-        many = " ".join(
-            f"curl -sS -o /dev/null http://bench.localhost:{port}/small &"
-            for _ in range(args.streams)
-        )
-        took = await proxied("", f"{many} wait")
-        after = peak_rss_mb()
-        print(
-            f"{args.streams} streams of {args.stream_mb} MB at once: {took:.2f} s; "
-            f"peak RSS of the proxy's process {before:.1f} -> {after:.1f} MB "
-            f"(+{after - before:.1f} MB, bound 64)"
-        )
-        await backend.aclose()
-    finally:
-        server.terminate()
-        server.wait()
-        shutil.rmtree(root, ignore_errors=True)
+        return time.perf_counter() - start
+
+    await proxied("small")  # warm up
+    await direct("small")
+    times: dict[str, list[float]] = {"direct": [], "proxied": []}
+    for _ in range(args.runs):
+        times["direct"].append(await direct("big"))
+        times["proxied"].append(await proxied("big"))
+    start_up = statistics.median([await proxied("", "true") for _ in range(args.runs)])
+    d, p = statistics.median(times["direct"]), statistics.median(times["proxied"])
+    print(f"{args.mb} MB download, median of {args.runs}:")
+    print(f"  direct  {d:7.3f} s  ({args.mb / d:7.1f} MB/s)  runs {times['direct']}")
+    print(f"  proxied {p:7.3f} s  ({args.mb / p:7.1f} MB/s)  runs {times['proxied']}")
+    print(f"  ratio   {p / d:7.2f}  (bound 1.3)")
+    print(
+        f"  of which starting the sandbox and its bridge (`true`): {start_up:.3f} s; "
+        f"ratio without it {(p - start_up) / d:.2f}"
+    )
+    before = peak_rss_mb()
+    many = " ".join(
+        f"curl -sS -o /dev/null http://bench.localhost:{port}/small &" for _ in range(args.streams)
+    )
+    took = await proxied("", f"{many} wait")
+    after = peak_rss_mb()
+    print(
+        f"{args.streams} streams of {args.stream_mb} MB at once: {took:.2f} s; "
+        f"peak RSS of the proxy's process {before:.1f} -> {after:.1f} MB "
+        f"(+{after - before:.1f} MB, bound 64)"
+    )
+    await backend.aclose()
 
 
 if __name__ == "__main__":
@@ -136,4 +134,12 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--streams", type=int, default=50)
     parser.add_argument("--stream-mb", type=int, default=20)
-    trio.run(main, parser.parse_args())
+    options = parser.parse_args()
+    directory = tempfile.mkdtemp(prefix="pi-net-bench-")
+    http_server, http_port = start_server(options, directory)
+    try:
+        trio.run(main, options, directory, http_port)
+    finally:
+        http_server.terminate()
+        http_server.wait()
+        shutil.rmtree(directory, ignore_errors=True)
