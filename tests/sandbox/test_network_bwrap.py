@@ -240,5 +240,5 @@ def test_the_local_backend_refuses_allow_list(tmp_path: Path) -> None:
         2,
         "",
         f'pi: error: {tmp_path / "pi.toml"}: sandbox.network.mode: "allow-list" is enforced '
-        'only by backend = "bwrap", not "local" (its commands could reach any host)\n',
+        'only by backend = "bwrap" or "container", not "local" (its commands could reach any host)\n',
     )

@@ -233,7 +233,7 @@ def test_allow_list_needs_a_backend_that_enforces_it(backend: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load_sandbox_config({"sandbox": table}, "pi.toml")
     assert str(raised.value) == (
-        f'pi.toml: sandbox.network.mode: "allow-list" is enforced only by backend = "bwrap", '
+        f'pi.toml: sandbox.network.mode: "allow-list" is enforced only by backend = "bwrap" or "container", '
         f'not "{backend}" (its commands could reach any host)'
     )
 
@@ -306,3 +306,21 @@ def test_policy_check_network_modes_and_bad_input(tmp_path: Path) -> None:
         "",
         "pi policy check: give either COMMAND or --network HOST[:PORT]\n",
     )
+
+
+def test_allow_list_on_a_container_needs_an_image() -> None:
+    table = {
+        "backend": "container",
+        "container": {"container": "dev-box"},
+        "network": {"mode": "allow-list"},
+    }
+    with pytest.raises(ConfigError) as raised:
+        load_sandbox_config({"sandbox": table}, "pi.toml")
+    assert str(raised.value) == (
+        'pi.toml: sandbox.network.mode: "allow-list" with backend = "container" needs '
+        "sandbox.container.image (a container pi starts without a network), not an existing "
+        "container"
+    )
+    table["container"] = {"image": "debian"}
+    loaded = load_sandbox_config({"sandbox": table}, "pi.toml")
+    assert loaded is not None and loaded.network_mode == "allow-list"

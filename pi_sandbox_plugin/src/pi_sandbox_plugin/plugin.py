@@ -311,7 +311,7 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
     session = sandbox_session(context.config, context.cwd, _state(context.session))
     if session is None:
         return None
-    proxy = getattr(session.bash, "proxy", None)
+    proxy = getattr(getattr(session.bash, "inner", session.bash), "proxy", None)
     if proxy is not None:
         from pi_sandbox_plugin.network.sources import attach_session
 

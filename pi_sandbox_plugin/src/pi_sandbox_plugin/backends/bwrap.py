@@ -85,16 +85,6 @@ def _default_rg() -> str:
         return "rg"
 
 
-def _tool_call_id() -> str | None:
-    """The id of the tool call running this command, when a tool's execute runs it."""
-    from pi_core import current_tool_context
-
-    try:
-        return current_tool_context().tool_call_id
-    except RuntimeError:
-        return None
-
-
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -233,13 +223,10 @@ class BwrapBackend(ShellFileOperations):
         await self.check_available()
         if self.proxy is None:
             return await self._exec(command, cwd, on_data, env, timeout, None)
-        proxy = self.proxy
-        async with trio.open_nursery() as nursery:
-            path = await nursery.start(proxy.serve, self._socket_path(), _tool_call_id())
-            try:
-                return await self._exec(command, cwd, on_data, env, timeout, path)
-            finally:
-                nursery.cancel_scope.cancel()
+        from pi_sandbox_plugin.network.proxy import current_tool_call_id, serving
+
+        async with serving(self.proxy, self._socket_path(), current_tool_call_id()) as path:
+            return await self._exec(command, cwd, on_data, env, timeout, path)
 
     def _socket_path(self) -> str:
         """A new socket path in the session's private directory (made on first use)."""

@@ -297,6 +297,12 @@ def make_backends(
         )
     if sandbox.backend == "container":
         box = sandbox.container
+        container_proxy = None
+        if sandbox.network_mode == "allow-list":
+            from pi_sandbox_plugin.network.proxy import NetworkProxy
+            from pi_sandbox_plugin.network.sources import network_policy
+
+            container_proxy = NetworkProxy(network_policy(sandbox, cwd))
         container = ContainerBackend(
             cli=box.cli,
             cli_args=box.cli_args,
@@ -306,6 +312,7 @@ def make_backends(
             workdir=box.workdir,
             run_args=list(getattr(box, "run_args", [])),
             pass_env=box.env,
+            proxy=container_proxy,
         )
         owned.append(container)
         paths = RemotePathMap(cwd, box.workdir)

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import json
 import os
 import socket
 import urllib.parse
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -629,6 +629,30 @@ def splice_both(client: int, upstream: int) -> tuple[int, int]:
     return up, down[0]
 
 
+@asynccontextmanager
+async def serving(
+    proxy: NetworkProxy, path: str, tool_call_id: str | None = None
+) -> AsyncIterator[str]:
+    """Serve ``proxy`` on the Unix socket ``path`` for the ``async with`` body (one command's
+    run); connections still open when it ends are closed."""
+    async with trio.open_nursery() as nursery:
+        started = await nursery.start(proxy.serve, path, tool_call_id)
+        try:
+            yield started
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+def current_tool_call_id() -> str | None:
+    """The id of the tool call whose ``execute`` runs this code, else ``None``."""
+    from pi_core import current_tool_context
+
+    try:
+        return current_tool_context().tool_call_id
+    except RuntimeError:
+        return None
+
+
 class _Started:
     """A ``task_status`` that reports ``value`` whatever it is started with."""
 
@@ -695,16 +719,6 @@ def _origin_request(request: Any, destination: Destination, path: str) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
-def approval_request_arguments(destination: Destination) -> dict[str, Any]:
-    """What an approval prompt shows of a connection: ``{"host", "port", "protocol"}``."""
-    return {"host": destination.host, "port": destination.port, "protocol": destination.protocol}
-
-
-def approval_key(destination: Destination) -> str:
-    """What an ``always`` answer remembers: the host and port."""
-    return json.dumps(["network", destination.host, destination.port])
-
-
 __all__ = [
     "CHUNK",
     "HEAD_LIMIT",
@@ -714,9 +728,9 @@ __all__ = [
     "NetworkProxy",
     "NotClientHello",
     "Resolver",
-    "approval_key",
-    "approval_request_arguments",
     "client_hello_sni",
+    "current_tool_call_id",
     "read_client_hello",
+    "serving",
     "system_resolve",
 ]

@@ -184,7 +184,7 @@ def _check_network_entry(entry: str) -> str:
 NetworkEntry = Annotated[StrictStr, pydantic.AfterValidator(_check_network_entry)]
 """One ``allow``/``deny`` entry: host, ``*.suffix``, IP or CIDR, with an optional ``:port``."""
 
-NETWORK_BACKENDS = ("bwrap",)
+NETWORK_BACKENDS = ("bwrap", "container")
 """The backends that enforce ``[sandbox.network] mode = "allow-list"``."""
 
 
@@ -361,6 +361,16 @@ def _network_problem(config: SandboxConfig) -> tuple[str, str] | None:
             "network.mode",
             f'"allow-list" is enforced only by backend = {can}, not "{config.backend}" '
             "(its commands could reach any host)",
+        )
+    if (
+        network.mode == "allow-list"
+        and config.backend == "container"
+        and not config.container.image
+    ):
+        return (
+            "network.mode",
+            '"allow-list" with backend = "container" needs sandbox.container.image (a container '
+            "pi starts without a network), not an existing container",
         )
     return None
 
