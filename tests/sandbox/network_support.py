@@ -74,6 +74,57 @@ def http_server(tls: ssl.SSLContext | None = None) -> Iterator[Server]:
 
 
 @contextmanager
+def file_server(directory: Path, tls: ssl.SSLContext | None = None) -> Iterator[Server]:
+    """A threaded static file server of ``directory`` on 127.0.0.1 (HTTPS with ``tls``): a
+    package index, a git repository served by the dumb HTTP protocol."""
+    import functools
+
+    handler = functools.partial(_QuietFiles, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Server(httpd.server_address[1])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def make_wheel(directory: Path, name: str, version: str) -> Path:
+    """A minimal pure-Python wheel ``NAME-VERSION-py3-none-any.whl`` (one module printing
+    ``hello from NAME``)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": f'print("hello from {name}")\n',
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = "\n".join(record) + "\n"
+    wheel = directory / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+@contextmanager
 def recording_server() -> Iterator[Server]:
     """A TCP server on 127.0.0.1 that records every byte it receives (and answers nothing)."""
     listener = socket.create_server(("127.0.0.1", 0))

@@ -13,12 +13,19 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from network_support import audit_lines, http_server
+from network_support import (
+    audit_lines,
+    file_server,
+    http_server,
+    make_certificate,
+    make_wheel,
+    server_context,
+)
 from test_bwrap_backend import bwrap_works  # noqa: F401 - the autouse skip of bwrap tests
 
 PI = Path(sys.executable).with_name("pi")
@@ -35,7 +42,7 @@ def pi_bash(root: Path, command: str) -> tuple[str, bool]:
         check=False,
         stdin=subprocess.DEVNULL,
     )
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 0, out.stdout + out.stderr
     message: dict[str, Any] = json.loads(out.stdout)
     return "".join(block["text"] for block in message["content"]), message["isError"]
 
@@ -241,4 +248,52 @@ def test_the_local_backend_refuses_allow_list(tmp_path: Path) -> None:
         "",
         f'pi: error: {tmp_path / "pi.toml"}: sandbox.network.mode: "allow-list" is enforced '
         'only by backend = "bwrap" or "container", not "local" (its commands could reach any host)\n',
+    )
+
+
+def test_pip_and_git_over_https_through_the_proxy(
+    tmp_path: Path, require_program: Callable[[str], str]
+) -> None:
+    """pip installs from a local HTTPS index and git clones from a local HTTPS server, by name,
+    inside the sandbox, unchanged: only the proxy variables lead them out."""
+    git = require_program("git")
+    python = os.path.realpath(sys.executable)  # the base interpreter: it has pip
+    if subprocess.run([python, "-m", "pip", "--version"], capture_output=True).returncode:
+        pytest.skip(f"{python} has no pip")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    cert, key = make_certificate(require_program("openssl"), workspace)  # the sandbox sees it
+    served = tmp_path / "served"
+    (served / "simple" / "pitestpkg").mkdir(parents=True)
+    wheel = make_wheel(served / "simple" / "pitestpkg", "pitestpkg", "1.0")
+    (served / "simple" / "pitestpkg" / "index.html").write_text(
+        f'<a href="{wheel.name}">{wheel.name}</a>\n'
+    )
+    source = tmp_path / "source"
+    source.mkdir()
+    run = {"check": True, "capture_output": True, "cwd": source}
+    subprocess.run([git, "init", "-q", "-b", "main"], **run)  # type: ignore[call-overload]
+    (source / "README").write_text("cloned through pi's proxy\n")
+    subprocess.run([git, "add", "README"], **run)  # type: ignore[call-overload]
+    subprocess.run(  # type: ignore[call-overload]
+        [git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"], **run
+    )
+    subprocess.run(  # type: ignore[call-overload]
+        [git, "clone", "-q", "--bare", str(source), str(served / "repo.git")], **run
+    )
+    subprocess.run(  # type: ignore[call-overload]
+        [git, "update-server-info"], **{**run, "cwd": served / "repo.git"}
+    )
+    with file_server(served, server_context(cert, key)) as index:
+        configure(workspace, f'allow = ["allowed.localhost:{index.port}"]')
+        base = f"https://allowed.localhost:{index.port}"
+        text, error = pi_bash(
+            workspace,
+            f"REQUESTS_CA_BUNDLE={cert} {python} -m pip --isolated download -q --no-deps -d dl "
+            f"--index-url {base}/simple/ pitestpkg && ls dl; "
+            f"GIT_SSL_CAINFO={cert} git clone -q {base}/repo.git clone && cat clone/README",
+        )
+    assert (text, error) == (
+        "pitestpkg-1.0-py3-none-any.whl\ncloned through pi's proxy\n",
+        False,
     )
