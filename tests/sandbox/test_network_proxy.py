@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import ssl
+import stat
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -405,3 +406,21 @@ async def test_pi_network_request_plugins_decide_before_the_lists(
     assert (
         no.stdout.decode() == blocked(f"listed.localhost:{server}", "plugin gate: not today") + "\n"
     )
+
+
+async def test_only_this_user_can_reach_the_proxy(tmp_path: Path) -> None:
+    """The proxy listens on no TCP port: its socket (0600) is in a directory only this user
+    can enter (0700), one per command of a backend."""
+    from pi_sandbox_plugin.backends.bwrap import BwrapBackend
+    from pi_sandbox_plugin.network.proxy import serving
+
+    backend = BwrapBackend(str(tmp_path), proxy=NetworkProxy(make_policy([])))
+    first, second = backend._socket_path(), backend._socket_path()
+    assert os.path.dirname(first) == os.path.dirname(second) and first != second
+    async with serving(backend.proxy, first) as path:  # type: ignore[arg-type]
+        assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+        assert stat.S_ISSOCK(os.stat(path).st_mode)
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert not await trio.Path(first).exists()
+    await backend.aclose()
+    assert not await trio.Path(first).parent.exists()
