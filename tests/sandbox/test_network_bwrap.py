@@ -297,3 +297,33 @@ def test_pip_and_git_over_https_through_the_proxy(
         "pitestpkg-1.0-py3-none-any.whl\ncloned through pi's proxy\n",
         False,
     )
+
+
+def test_ask_on_the_terminal_lasts_for_the_session(tmp_path: Path, server: int) -> None:
+    from test_policy_sources import run_in_terminal
+
+    configure(tmp_path, 'unknown = "ask"')
+    command = (
+        f"curl -sS http://asked.localhost:{server}/1; echo; "
+        f"curl -sS http://asked.localhost:{server}/2; echo; "
+        f"curl -sS http://refused.localhost:{server}/"
+    )
+    status, output = run_in_terminal(
+        tmp_path, [str(PI), "call", "bash", json.dumps({"command": command})], [b"y\n", b"n\n"]
+    )
+    assert status == 0, output
+    prompt = (
+        f'pi: approval needed for network {{"host": "asked.localhost", "port": {server}, '
+        '"protocol": "http"}\r\n'
+        "  asked by: sandbox.network\r\n"
+        f"  reason: a connection to asked.localhost:{server} (not in sandbox.network.allow)\r\n"
+        "Allow? [y]es, [n]o, [a]lways for this session: "
+    )
+    assert prompt in output
+    assert output.count("Allow? ") == 2  # the second request to asked.localhost is remembered
+    assert f'{{"path": "/1", "host": "asked.localhost:{server}"}}' in output
+    assert f'{{"path": "/2", "host": "asked.localhost:{server}"}}' in output
+    assert (
+        blocked(f"refused.localhost:{server}", "not in sandbox.network.allow; not approved (deny)")
+        in output
+    )
