@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -56,11 +57,9 @@ class Server:
 
 
 @contextmanager
-def http_server(tls: ssl.SSLContext | None = None) -> Iterator[Server]:
-    """A threaded HTTP (or, with ``tls``, HTTPS) server on 127.0.0.1 answering ``GET`` with
-    ``{"path", "host"}`` as JSON, ``/redirect/HOST:PORT/PATH`` with a 302 and ``/bytes/N``
-    with ``N`` bytes."""
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+def _serving(handler: Any, tls: ssl.SSLContext | None) -> Iterator[Server]:
+    """A threaded HTTP(S) server of ``handler`` on a free port of 127.0.0.1, stopped after."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     if tls is not None:
         httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
@@ -74,23 +73,22 @@ def http_server(tls: ssl.SSLContext | None = None) -> Iterator[Server]:
 
 
 @contextmanager
+def http_server(tls: ssl.SSLContext | None = None) -> Iterator[Server]:
+    """A threaded HTTP (or, with ``tls``, HTTPS) server on 127.0.0.1 answering ``GET`` with
+    ``{"path", "host"}`` as JSON, ``/redirect/HOST:PORT/PATH`` with a 302 and ``/bytes/N``
+    with ``N`` bytes."""
+    with _serving(_Handler, tls) as server:
+        yield server
+
+
+@contextmanager
 def file_server(directory: Path, tls: ssl.SSLContext | None = None) -> Iterator[Server]:
     """A threaded static file server of ``directory`` on 127.0.0.1 (HTTPS with ``tls``): a
     package index, a git repository served by the dumb HTTP protocol."""
     import functools
 
-    handler = functools.partial(_QuietFiles, directory=str(directory))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    if tls is not None:
-        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield Server(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with _serving(functools.partial(_QuietFiles, directory=str(directory)), tls) as server:
+        yield server
 
 
 class _QuietFiles(http.server.SimpleHTTPRequestHandler):
