@@ -392,6 +392,8 @@ async def test_pi_network_request_plugins_decide_before_the_lists(
                 return NetworkDecision("allow", f"call {context.tool_call_id} may")
             if context.host == "listed.localhost":
                 return NetworkDecision("deny", "not today")
+            if context.host == "crlf.localhost":
+                return NetworkDecision("deny", "no\r\nSet-Cookie: x=1")
             return None
 
     register_plugin(Gate(), name="gate")
@@ -402,6 +404,13 @@ async def test_pi_network_request_plugins_decide_before_the_lists(
     async with running(proxy, tmp_path, "c7") as port:
         ok = await curl("-x", f"http://127.0.0.1:{port}", f"http://plugin.localhost:{server}/p")
         no = await curl("-x", f"http://127.0.0.1:{port}", f"http://listed.localhost:{server}/")
+        crlf = await curl(
+            "-i", "-x", f"http://127.0.0.1:{port}", f"http://crlf.localhost:{server}/"
+        )
+    headers = crlf.stdout.decode().split("\r\n\r\n")[0].split("\r\n")
+    text = blocked(f"crlf.localhost:{server}", "plugin gate: no  Set-Cookie: x=1")
+    assert f"X-Pi-Blocked: {text}" in headers  # one header line, whatever the reason holds
+    assert not any(line.startswith("Set-Cookie") for line in headers)
     assert ok.stdout == b'{"path": "/p", "host": "plugin.localhost:%d"}' % server
     assert (
         no.stdout.decode() == blocked(f"listed.localhost:{server}", "plugin gate: not today") + "\n"

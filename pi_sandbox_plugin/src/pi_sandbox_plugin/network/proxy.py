@@ -400,8 +400,9 @@ class NetworkProxy:
     async def _reply(self, stream: trio.abc.Stream, status: str, text: str, blocked: bool) -> None:
         body = (text + "\n").encode()
         head = f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        if blocked:
-            head += f"X-Pi-Blocked: {text}\r\n"
+        if blocked:  # one header line whatever a plugin's reason holds
+            header = "".join(c if c.isprintable() else " " for c in text)
+            head += f"X-Pi-Blocked: {header}\r\n"
         head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         await stream.send_all(head.encode() + body)
 
