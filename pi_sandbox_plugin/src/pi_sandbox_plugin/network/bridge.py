@@ -11,15 +11,16 @@ connection to ``SOCKET`` (the proxy, bound into the sandbox) and back, until the
 it then exits with the command's status (a command killed by signal ``N`` kills it with ``N``,
 so bwrap reports ``128 + N`` as before). Standard library only, nothing imported from pi: it runs
 with the host's interpreter in isolated mode (``-I -S``), whatever the sandbox sees of the
-virtual environment.
+virtual environment, and imports only built-in modules (``_socket``, ``_thread``, ``_signal``:
+its start costs a bare interpreter's).
 """
 
 from __future__ import annotations
 
 SOURCE = r"""
-import os, signal, socket, sys, threading
+import os, sys, _signal, _socket, _thread
 
-def pump(src, dst):
+def pump(src, dst, done):
     read, write = os.pipe()
     try:
         while True:
@@ -33,52 +34,55 @@ def pump(src, dst):
     finally:
         os.close(read)
         os.close(write)
-    try:
-        dst.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
+        try:
+            dst.shutdown(_socket.SHUT_WR)
+        except OSError:
+            pass
+        if done is not None:
+            done.release()
 
-def pair(client, path):
+def pair(fd, path):
+    client = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, 0, fd)
     try:
-        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         upstream.connect(path)
     except OSError:
         client.close()
         return
-    back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
-    back.start()
-    pump(client, upstream)
-    back.join()
+    done = _thread.allocate_lock()
+    done.acquire()
+    _thread.start_new_thread(pump, (upstream, client, done))
+    pump(client, upstream, None)
+    done.acquire()
     client.close()
     upstream.close()
 
 def serve(server, path):
     while True:
         try:
-            client, _ = server.accept()
+            fd, _ = server._accept()
         except OSError:
             return
-        threading.Thread(target=pair, args=(client, path), daemon=True).start()
+        _thread.start_new_thread(pair, (fd, path))
 
 def main():
     path, port, command = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("127.0.0.1", port))
+    server = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    server.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+    server.bind(('127.0.0.1', port))
     server.listen(128)
     if port == 0:
-        sys.stdout.write("%d\n" % server.getsockname()[1])
-        sys.stdout.flush()
+        os.write(1, b'%d\n' % server.getsockname()[1])
     pid = os.fork()
     if pid == 0:
         server.close()
         try:
             os.execvp(command[0], command)
         except OSError as error:
-            sys.stderr.write("pi network bridge: %s: %s\n" % (command[0], error.strerror))
+            os.write(2, ('pi network bridge: %s: %s\n' % (command[0], error.strerror)).encode())
             os._exit(127)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=serve, args=(server, path), daemon=True).start()
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    _thread.start_new_thread(serve, (server, path))
     while True:
         try:
             _, status = os.waitpid(pid, 0)
@@ -87,7 +91,7 @@ def main():
             continue
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        signal.signal(number, signal.SIG_DFL)
+        _signal.signal(number, _signal.SIG_DFL)
         os.kill(os.getpid(), number)
     os._exit(os.waitstatus_to_exitcode(status))
 
