@@ -17,6 +17,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -433,3 +434,32 @@ async def test_only_this_user_can_reach_the_proxy(tmp_path: Path) -> None:
     assert not await trio.Path(first).exists()
     await backend.aclose()
     assert not await trio.Path(first).parent.exists()
+
+
+async def test_a_decision_the_audit_log_cannot_record_refuses_the_connection(
+    needs_curl: None, server: int, tmp_path: Path, small_filesystem: Any
+) -> None:
+    from support import fill_up
+
+    disk = small_filesystem(64 * 1024)
+    audit = AuditLog(disk / "audit.jsonl")
+    await trio.to_thread.run_sync(fill_up, disk)
+    proxy = NetworkProxy(make_policy([f"allowed.localhost:{server}"]), audit=audit)
+    async with running(proxy, tmp_path) as port:
+        refused = await curl(
+            "-x", f"http://127.0.0.1:{port}", f"http://allowed.localhost:{server}/"
+        )
+        audit.on_error = "allow"
+        allowed = await curl(
+            "-x", f"http://127.0.0.1:{port}", f"http://allowed.localhost:{server}/"
+        )
+    audit.close()
+    assert (
+        refused.stdout.decode()
+        == blocked(
+            f"allowed.localhost:{server}",
+            "the audit log could not record it: No space left on device",
+        )
+        + "\n"
+    )
+    assert allowed.stdout == b'{"path": "/", "host": "allowed.localhost:%d"}' % server
