@@ -47,6 +47,8 @@ from pi_core._plugins import caller as hook_caller
 from pi_core._plugins.contexts import (
     BackendContext,
     BashSpawnContext,
+    NetworkDecision,
+    NetworkRequestContext,
     PluginCommand,
     RegisterToolsContext,
 )
@@ -631,6 +633,67 @@ def test_pi_bash_spawn_context_wrong_type_and_async(
 
     with pytest.raises(PluginError, match=r"with async def, but pi_bash_spawn_context takes sync"):
         register_plugin(plugin(pi_bash_spawn_context=eager), name="eager")
+
+
+# ---------------------------------------------------------------------------------------------
+# pi_network_request (first non-None, sync or async)
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_pi_network_request_first_decision_wins_sync_and_async(
+    pi_hooks: PluginHooks, register_plugin: Register
+) -> None:
+    seen: list[tuple[str, str, int, str, str | None]] = []
+
+    @hookimpl
+    def undecided(context: NetworkRequestContext) -> None:
+        seen.append(
+            ("undecided", context.host, context.port, context.protocol, context.tool_call_id)
+        )
+
+    @hookimpl
+    async def gate(context: NetworkRequestContext) -> NetworkDecision | None:
+        seen.append(("gate", context.host, context.port, context.protocol, context.tool_call_id))
+        if context.host.endswith(".corp.example"):
+            return NetworkDecision("deny", "corporate hosts are off limits")
+        return None
+
+    @hookimpl
+    def never(context: NetworkRequestContext) -> NetworkDecision:
+        seen.append(("never", context.host, context.port, context.protocol, context.tool_call_id))
+        return NetworkDecision("allow")
+
+    register_plugin(plugin(pi_network_request=never), name="never")
+    register_plugin(plugin(pi_network_request=gate), name="gate")
+    register_plugin(plugin(pi_network_request=undecided), name="undecided")
+    decided = await pi_hooks.network_request(
+        NetworkRequestContext(
+            host="db.corp.example", port=5432, protocol="https", tool_call_id="c1"
+        )
+    )
+    assert decided == ("gate", NetworkDecision("deny", "corporate hosts are off limits"))
+    assert seen == [
+        ("undecided", "db.corp.example", 5432, "https", "c1"),
+        ("gate", "db.corp.example", 5432, "https", "c1"),
+    ]
+
+
+async def test_pi_network_request_none_and_wrong_type(
+    pi_hooks: PluginHooks, register_plugin: Register
+) -> None:
+    context = NetworkRequestContext(host="a.example", port=80, protocol="http")
+    assert await pi_hooks.network_request(context) == (None, None)
+
+    @hookimpl
+    def wrong(context: NetworkRequestContext) -> str:
+        return "allow"
+
+    register_plugin(plugin(pi_network_request=wrong), name="wrong")
+    with pytest.raises(PluginError) as info:
+        await pi_hooks.network_request(context)
+    assert str(info.value) == (
+        "plugin 'wrong' returned 'allow' from pi_network_request; expected a NetworkDecision or None"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1566,6 +1629,7 @@ def test_hookspecs_are_the_design_hooks_and_have_call_modes() -> None:
             "pi_bash_operations",
             "pi_file_operations",
             "pi_bash_spawn_context",
+            "pi_network_request",
             "pi_register_providers",
             "pi_register_commands",
             "pi_on_event",

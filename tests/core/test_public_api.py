@@ -41,6 +41,8 @@ DOOR_NAMES = {
     "ConstrainedSampling",
     "ConfigError",
     "LoopConfig",
+    "NetworkDecision",
+    "NetworkRequestContext",
     "OnUpdate",
     "PathArgument",
     "PiError",

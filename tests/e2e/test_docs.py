@@ -167,6 +167,7 @@ def test_configuration_reference_names_every_key() -> None:
         sandbox.ClaudeHooksConfig,
         sandbox.CodexRulesConfig,
         sandbox.AuditConfig,
+        sandbox.NetworkConfig,
     ):
         keys += [field.alias or name for name, field in model.model_fields.items()]
     assert [k for k in keys if f"`{k}`" not in page and f".{k}]`" not in page] == []
@@ -321,6 +322,7 @@ def test_sandbox_config_snippets_are_valid(path: Path) -> None:
         "options": "local",
         "container-exec": "container",
         "container-local": "container",
+        "network": "bwrap",
     }
     assert sandbox.backend == backends.get(path.stem, path.stem)
 
@@ -420,6 +422,18 @@ def test_sandbox_how_to_bwrap_example(tmp_path: Path, require_program) -> None:
     assert proc.stdout == (
         "cat: .env: Permission denied\ntouch: cannot touch '/usr/x': Read-only file system\ndone\n"
     )
+
+
+def test_sandbox_how_to_network_check() -> None:
+    snippet = str(SNIPPETS / "sandbox" / "network.toml")
+    check = pi("--config", snippet, "policy", "check", "--network", "files.pythonhosted.org")
+    assert (check.returncode, check.stdout) == (
+        0,
+        "decision: allow\ndestination: files.pythonhosted.org:443\nprotocol: https\n"
+        "rule: sandbox.network.allow '*.pythonhosted.org'\n",
+    )
+    page = (DOCS / "how-to" / "sandbox.md").read_text()
+    assert check.stdout in page
 
 
 def test_parallel_batch_snippet_orders_results_by_source(tmp_path: Path) -> None:

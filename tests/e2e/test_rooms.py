@@ -174,6 +174,7 @@ def test_the_top_levels_hold_only_the_door_the_plugin_and_the_rooms() -> None:
         "backends",
         "cli",
         "interop",
+        "network",
         "plugin.py",
         "policies",
         "py.typed",

@@ -283,7 +283,11 @@ def pi_replay(cwd: Path, *options: str) -> subprocess.CompletedProcess[str]:
             "[sandbox.ssh]\nport = 0\n",
             "sandbox.ssh.port: Input should be greater than or equal to 1",
         ),
-        ("[sandbox]\nnetwork = false\n", "sandbox.network: unknown key"),
+        ("[sandbox]\nnetworking = false\n", "sandbox.networking: unknown key"),
+        (
+            "[sandbox]\nnetwork = false\n",
+            'sandbox.network: must be a table: [sandbox.network] mode = "off", "allow-list" or "on"',
+        ),
         (
             '[sandbox.policy]\ndeny = [["rm"]]\n[sandbox.policy.tests]\nallow = ["rm -rf x"]\n',
             "sandbox.policy.tests.allow[0]: 'rm -rf x' is denied, expected allow "

@@ -69,6 +69,8 @@ from pi_core._plugins.contexts import (
     BackendContext,
     BashSpawnContext,
     CommandInvocation,
+    NetworkDecision,
+    NetworkRequestContext,
     PluginCommand,
     RegisterToolsContext,
 )
@@ -140,6 +142,8 @@ __all__ = [
     "LoadoutChanges",
     "LoopConfig",
     "Mutates",
+    "NetworkDecision",
+    "NetworkRequestContext",
     "OnUpdate",
     "PathArgument",
     "PathIssue",

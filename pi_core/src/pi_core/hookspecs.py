@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from pi_core._plugins.contexts import (
         BackendContext,
         BashSpawnContext,
+        NetworkDecision,
+        NetworkRequestContext,
         RegisterToolsContext,
     )
     from pi_core._session.context import SessionContext
@@ -239,6 +241,22 @@ def pi_bash_spawn_context(context: BashSpawnContext) -> BashSpawnContext | None:
     """
 
 
+@hookspec
+def pi_network_request(context: NetworkRequestContext) -> NetworkDecision | None:
+    """Decide a connection a sandboxed command attempts (the sandbox's network allow-list).
+
+    **When**: for each connection attempt through the sandbox's network proxy
+    (``[sandbox.network] mode = "allow-list"``), before the configured lists are consulted.
+    **Call mode**: first non-None; sync or async.
+    **Params**: ``context``: :class:`~pi_core.NetworkRequestContext` (``host``, ``port``,
+    ``protocol``, ``tool_call_id``, ``session``).
+    **Returns**: a :class:`~pi_core.NetworkDecision` (``allow``, ``deny`` or ``ask``, with a
+    ``reason``; the plugin's name is the deciding rule) or ``None`` to let the next plugin and
+    then the lists decide. An allowed name is still resolved by the proxy and refused when it
+    resolves into a denied IP/CIDR range. A return of another type is a ``PluginError``.
+    """
+
+
 # ---------------------------------------------------------------------------------------------
 # Checkpoints
 # ---------------------------------------------------------------------------------------------
@@ -302,6 +320,7 @@ HOOK_CALL_MODES: dict[str, tuple[str, bool]] = {
     "pi_approve_tool_call": ("first_non_none", True),
     "pi_after_tool_call": ("chain", True),
     "pi_bash_spawn_context": ("chain", False),
+    "pi_network_request": ("first_non_none", True),
     "pi_on_event": ("notify", True),
     "pi_session_start": ("notify", True),
     "pi_session_end": ("notify", True),
@@ -321,6 +340,7 @@ __all__ = [
     "pi_before_tool_call",
     "pi_checkpoint_exclude",
     "pi_file_operations",
+    "pi_network_request",
     "pi_on_event",
     "pi_prepare_arguments",
     "pi_register_commands",

@@ -318,7 +318,14 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
     session = sandbox_session(
         context.config, context.cwd, _state(context.session), _protected(context.session)
     )
-    return None if session is None else session.bash
+    if session is None:
+        return None
+    proxy = getattr(getattr(session.bash, "inner", session.bash), "proxy", None)
+    if proxy is not None:
+        from pi_sandbox_plugin.network.sources import attach_session
+
+        attach_session(proxy, context.session)
+    return session.bash
 
 
 @hookimpl

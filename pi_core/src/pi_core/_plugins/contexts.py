@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pi_core._session.context import SessionContext
 
@@ -43,6 +43,31 @@ class BackendContext:
     cwd: str
     config: dict[str, Any] = field(default_factory=dict)
     session: SessionContext | None = None
+
+
+@dataclass
+class NetworkRequestContext:
+    """What ``pi_network_request`` gets: one connection a sandboxed command attempts through
+    the sandbox's network proxy: ``host`` (normalised: lower case, IDNA ASCII form; an IP
+    address's text), ``port``, ``protocol`` (``"http"``: a plain-HTTP request, ``"https"``: a
+    ``CONNECT`` tunnel, ``"socks5_tcp"``), ``tool_call_id`` (the call whose command connects;
+    ``None`` when unknown) and the ``session``."""
+
+    host: str
+    port: int
+    protocol: str
+    tool_call_id: str | None = None
+    session: SessionContext | None = None
+
+
+@dataclass(frozen=True)
+class NetworkDecision:
+    """What a ``pi_network_request`` implementation returns: ``decision`` (``"allow"``,
+    ``"deny"``, or ``"ask"``: the session's approval path decides) and a ``reason`` (shown in
+    the refusal and the audit log)."""
+
+    decision: Literal["allow", "deny", "ask"]
+    reason: str = ""
 
 
 @dataclass

@@ -36,6 +36,8 @@ from pi_core._plugins import caller as hook_caller
 from pi_core._plugins.contexts import (
     BackendContext,
     BashSpawnContext,
+    NetworkDecision,
+    NetworkRequestContext,
     PluginCommand,
     RegisterToolsContext,
 )
@@ -377,6 +379,28 @@ class PluginHooks:
         if outcome.allowed:
             return None
         return BeforeToolCallResult(block=True, reason=outcome.block_reason, source=plugin)
+
+    async def network_request(
+        self, context: NetworkRequestContext
+    ) -> tuple[str | None, NetworkDecision | None]:
+        """``pi_network_request`` (first non-None, sync or async): ``(plugin, decision)`` of the
+        first plugin that decided, else ``(None, None)``. A return that is not a
+        ``NetworkDecision`` is a ``PluginError``."""
+
+        def accept(impl: HookImpl, value: Any) -> bool:
+            if value is not None and not isinstance(value, NetworkDecision):
+                raise self._wrong_type(
+                    impl.plugin_name, "pi_network_request", value, "a NetworkDecision"
+                )
+            return value is not None
+
+        if context.session is None:
+            context.session = self.session
+        hook = self.pm.hook.pi_network_request
+        plugin, decision = await hook_caller.acall_first(
+            hook, {"context": context}, accept, observe=self._observe
+        )
+        return plugin, decision
 
     @staticmethod
     def _audit_entry(

@@ -322,6 +322,7 @@ def build_session(
     if audit is not None:
         context.open_audit(audit)
     hooks = PluginHooks(pm, config, session=context)
+    context.network_request = hooks.network_request
     backend_context = BackendContext(cwd=abs_cwd, config=config, session=context)
     bash_operations = hooks.bash_operations(backend_context)
     file_operations = hooks.file_operations(backend_context)

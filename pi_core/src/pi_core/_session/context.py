@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +92,9 @@ class SessionContext:
       restrict the agent: a policy plugin enforces it (the sandbox refuses the file tools'
       writes and mounts them read-only for sandboxed commands). It is read at each operation,
       so a file protected after the backends were built is protected too.
+    * ``network_request``: ``await network_request(NetworkRequestContext)`` asks the plugins'
+      ``pi_network_request`` (``(plugin, NetworkDecision)`` or ``(None, None)``); set by
+      :func:`~pi_core.build_session`, ``None`` outside one. The sandbox's network proxy calls it.
     """
 
     cwd: str
@@ -122,6 +125,8 @@ class SessionContext:
             return known
         self.protected_files[real] = entry
         return entry
+
+    network_request: Callable[[Any], Awaitable[Any]] | None = field(default=None, repr=False)
 
     def set_approver(self, approver: Approver | None, *, replace: bool = True) -> bool:
         """Make ``approver`` answer this session's approval requests; with ``replace=False``

@@ -23,6 +23,17 @@ than names found stops the sandbox (:class:`SandboxUnavailable` naming it): a co
 it under the name not found. A command cannot add a name to a masked file: ``link(2)`` of a
 masked name, or of a file outside the workspace, crosses a mount (``EXDEV``).
 
+**Network allow-list** (``proxy=``, ``[sandbox.network] mode = "allow-list"``): the sandbox still
+has no network of its own; each command gets a Unix socket of the session's
+:class:`~pi_sandbox_plugin.network.proxy.NetworkProxy` (in a directory only this user can enter,
+served while the command runs, its connections attributed to the tool call), bound into the
+sandbox at :data:`PROXY_SOCKET`, and runs behind the bridge
+(:mod:`pi_sandbox_plugin.network.bridge`): ``127.0.0.1:3128`` inside leads to the proxy, and
+``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` (both cases) point there. ``/run`` is an empty
+tmpfs (no host Unix socket: the container engine's, D-Bus, ``$XDG_RUNTIME_DIR``); abstract Unix
+sockets belong to the network namespace. A program that ignores the variables has no route, no
+DNS, no UDP and no IPv6 path out.
+
 **Commands** run as ``bwrap ... -- SHELL -c COMMAND``, one sandbox per command (a command longer
 than one argument may be, 128 KiB, is handed over as an inherited descriptor of an anonymous
 temporary file: ``SHELL -c ". /dev/fd/N"``). bwrap's own init
@@ -50,6 +61,8 @@ import errno
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -70,7 +83,11 @@ from pi_sandbox_plugin.backends.errors import SandboxUnavailable
 from pi_sandbox_plugin.backends.shell_files import ShellFileOperations
 
 if TYPE_CHECKING:
+    from pi_sandbox_plugin.network.proxy import NetworkProxy
     from pi_sandbox_plugin.policies.file_identity import MaskPlan
+
+PROXY_SOCKET = "/tmp/.pi-network-proxy.sock"
+"""Where the proxy's socket is in a sandbox with a network allow-list."""
 
 
 def _default_rg() -> str:
@@ -97,7 +114,8 @@ class BwrapBackend(ShellFileOperations):
     commands (it must exist in the sandbox). ``extra_args``: more bwrap arguments, appended
     before ``--chdir``. ``rg``: the ``rg`` the file tools run (default: this Python's ripgrep
     wheel, else ``PATH``'s). ``drain_idle``/``drain_max``: seconds output is still read after
-    bwrap exited.
+    bwrap exited. ``proxy``: the session's network proxy, the only way out (see the module;
+    ``network`` must then be false).
     """
 
     def __init__(
@@ -113,8 +131,15 @@ class BwrapBackend(ShellFileOperations):
         drain_idle: float = 0.1,
         drain_max: float = 1.0,
         masks: Callable[[Sequence[str]], MaskPlan] | None = None,
+        proxy: NetworkProxy | None = None,
     ) -> None:
         super().__init__(rg=rg or _default_rg())
+        if proxy is not None and network:
+            raise ValueError("a network proxy needs the sandbox without the host's network")
+        self.proxy = proxy
+        self.python = os.path.realpath(sys.executable)
+        self._socket_dir: str | None = None
+        self._sockets = 0
         self.workspace = os.path.realpath(workspace)
         self.network = network
         self.fixed_deny_paths = [os.path.realpath(os.path.expanduser(p)) for p in deny_paths]
@@ -136,10 +161,14 @@ class BwrapBackend(ShellFileOperations):
         finds a denied file it cannot hide."""
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         args += ["--tmpfs", "/tmp", "--bind", self.workspace, self.workspace]
-        if self.rg.startswith("/tmp/") and os.path.exists(self.rg):
-            # the file tools' rg may live under the host's /tmp (a virtual environment there),
-            # which the private /tmp hides: keep that one binary visible, read-only
-            args += ["--ro-bind", self.rg, self.rg]
+        for program in (self.rg, self.python) if self.proxy is not None else (self.rg,):
+            if program.startswith("/tmp/") and os.path.exists(program):
+                # the file tools' rg (or the bridge's Python) may live under the host's /tmp
+                # (a virtual environment there), which the private /tmp hides: keep that one
+                # binary visible, read-only
+                args += ["--ro-bind", program, program]
+        if self.proxy is not None:
+            args += ["--tmpfs", "/run"]
         hidden = list(self.fixed_deny_paths)
         read_only: list[str] = []
         if self.masks is not None:
@@ -234,13 +263,43 @@ class BwrapBackend(ShellFileOperations):
         if not await trio.to_thread.run_sync(self.cwd_usable, cwd):
             raise missing_cwd_error(cwd)
         await self.check_available()
+        if self.proxy is None:
+            return await self._exec(command, cwd, on_data, env, timeout, None)
+        from pi_sandbox_plugin.network.proxy import current_tool_call_id, serving
+
+        async with serving(self.proxy, self._socket_path(), current_tool_call_id()) as path:
+            return await self._exec(command, cwd, on_data, env, timeout, path)
+
+    def _socket_path(self) -> str:
+        """A new socket path in the session's private directory (made on first use)."""
+        if self._socket_dir is None:
+            self._socket_dir = tempfile.mkdtemp(prefix="pi-network-")
+        self._sockets += 1
+        return os.path.join(self._socket_dir, f"proxy-{self._sockets}.sock")
+
+    async def _exec(
+        self,
+        command: str,
+        cwd: str,
+        on_data: Callable[[bytes], None],
+        env: Mapping[str, str] | None,
+        timeout: float | None,
+        proxy_socket: str | None,
+    ) -> int | None:
         sandbox = await trio.to_thread.run_sync(self.sandbox_args)
         script = None if command_fits_argv(command) else long_command_file(command)
         if script is not None:
             command = sourcing_command(script.fileno())
+        argv = [self.shell, "-c", command]
+        if proxy_socket is not None:
+            from pi_sandbox_plugin.network.bridge import PORT, bridge_argv, proxy_environment
+
+            sandbox += ["--bind", proxy_socket, PROXY_SOCKET]
+            argv = bridge_argv(self.python, PROXY_SOCKET, PORT, argv)
+            env = {**(os.environ if env is None else env), **proxy_environment(PORT)}
         try:
             process = await trio.lowlevel.open_process(
-                [*sandbox, "--chdir", cwd, "--", self.shell, "-c", command],
+                [*sandbox, "--chdir", cwd, "--", *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -264,6 +323,12 @@ class BwrapBackend(ShellFileOperations):
             drain_idle=self.drain_idle,
             drain_max=self.drain_max,
         )
+
+    async def aclose(self) -> None:
+        """Remove the directory of the proxy's sockets (the session ends)."""
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
 
     # -- FileOperations (ShellFileOperations) ---------------------------------------------------
 
@@ -318,4 +383,4 @@ class BwrapBackend(ShellFileOperations):
         )
 
 
-__all__ = ["BwrapBackend", "SandboxUnavailable"]
+__all__ = ["PROXY_SOCKET", "BwrapBackend", "SandboxUnavailable"]

@@ -41,6 +41,16 @@ ShellFileOperations`: one ``exec`` of a short ``bash`` script per operation usin
 coreutils and ``rg``), so paths are the container's (the workspace is at ``workdir``;
 :meth:`ContainerBackend.container_path` maps a workspace path).
 
+**Network allow-list** (``proxy=``, image mode only): the container starts with ``--network
+none`` (a loopback of its own, nothing else) and a bridge (:mod:`pi_sandbox_plugin.network.bridge`)
+runs on this machine inside the container's network namespace only (``nsenter -t PID -n``, which
+needs the privilege to enter it: root, or the engine's user namespace), listening on
+``127.0.0.1:3128`` there and connecting to the session's
+:class:`~pi_sandbox_plugin.network.proxy.NetworkProxy` on a Unix socket outside the container;
+the proxy serves it while a command runs, its connections attributed to that tool call. Each
+command gets ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` (both cases) pointing there. No host
+Unix socket is mounted into the container.
+
 Errors: the CLI missing, or ``exec`` failing itself (container gone, exit 125), raises
 :class:`~pi_sandbox_plugin.backends.errors.SandboxUnavailable` with the CLI's message; a missing
 working directory gives Pi's ``Working directory does not exist`` text.
@@ -53,9 +63,11 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -71,6 +83,9 @@ from pi_core.backends import (
 )
 from pi_sandbox_plugin.backends.errors import SandboxUnavailable
 from pi_sandbox_plugin.backends.shell_files import ShellFileOperations
+
+if TYPE_CHECKING:
+    from pi_sandbox_plugin.network.proxy import NetworkProxy
 
 EXEC_WRAPPER = 'exec 2>&1; exec bash -c "$1"'
 """Run as ``bash -c EXEC_WRAPPER bash COMMAND``: merge stderr into stdout, then run COMMAND."""
@@ -128,6 +143,8 @@ class ContainerBackend(ShellFileOperations):
     container's name (default ``pi-sandbox-`` + random hex). ``kill_grace``: seconds between
     SIGTERM and SIGKILL. ``rg``: the container's ``rg``. ``drain_idle``/``drain_max``: seconds
     output is still read after ``exec`` returned. ``start_timeout``: seconds for ``run``/``rm``.
+    ``proxy``: the session's network proxy, the container's only way out (image mode; see the
+    module).
 
     Raises ``ValueError`` for a bad combination of arguments.
     """
@@ -150,8 +167,15 @@ class ContainerBackend(ShellFileOperations):
         start_timeout: float = 120.0,
         pass_env: Sequence[str] = (),
         protected: Mapping[str, ProtectedFile] | None = None,
+        proxy: NetworkProxy | None = None,
     ) -> None:
         super().__init__(rg=rg)
+        if proxy is not None and not image:
+            raise ValueError("a network proxy needs a container started from an image")
+        self.proxy = proxy
+        self.python = os.path.realpath(sys.executable)
+        self._bridge: trio.Process | None = None
+        self._socket_dir: str | None = None
         self.pass_env = tuple(pass_env)
         if bool(container) == bool(image):
             raise ValueError("give exactly one of container (to exec into) and image (to run)")
@@ -217,6 +241,8 @@ class ContainerBackend(ShellFileOperations):
                 return
             assert self.workspace is not None
             args = self._cli("run", "-d", "--rm", "--name", self.container, *self.run_args)
+            if self.proxy is not None:
+                args += ["--network", "none"]
             args += ["-v", f"{self.workspace}:{self.workdir}", "-w", self.workdir]
             args += self.protected_mounts()
             args += [self.image, "bash", "-c", PID1_LOOP]
@@ -227,6 +253,53 @@ class ContainerBackend(ShellFileOperations):
                 message = result.stderr.decode("utf-8", "replace").strip()
                 raise SandboxUnavailable(f"{self.cli} run {self.image} failed: {message}")
             self._started = True
+            if self.proxy is not None:
+                await self._start_bridge()
+
+    @property
+    def proxy_socket(self) -> str:
+        """The Unix socket (on this machine) the bridge connects to."""
+        if self._socket_dir is None:
+            self._socket_dir = tempfile.mkdtemp(prefix="pi-network-")
+        return os.path.join(self._socket_dir, "proxy.sock")
+
+    async def _start_bridge(self) -> None:
+        """Start the bridge in the container's network namespace (see the module);
+        :class:`SandboxUnavailable` when it cannot."""
+        from pi_sandbox_plugin.network.bridge import PORT, bridge_argv
+
+        found = await self._run_cli(self._cli("inspect", "-f", "{{.State.Pid}}", self.container))
+        pid = found.stdout.decode().strip()
+        if found.exit_code != 0 or not pid.isdigit():
+            raise SandboxUnavailable(
+                f"{self.cli} inspect {self.container} failed: {found.stderr!r}"
+            )
+        argv = ["nsenter", "-t", pid, "-n", "--"]
+        argv += bridge_argv(self.python, self.proxy_socket, PORT, ["cat"])
+        try:
+            self._bridge = await trio.lowlevel.open_process(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True
+            )
+        except OSError as exc:
+            raise SandboxUnavailable(f"the network bridge cannot start: {exc}") from exc
+        with trio.move_on_after(0.5):
+            await self._bridge.wait()
+            raise SandboxUnavailable(
+                f"the network bridge cannot enter the container's network namespace "
+                f"(nsenter -t {pid} -n exited with {self._bridge.returncode})"
+            )
+
+    async def _stop_bridge(self) -> None:
+        with trio.CancelScope(shield=True):
+            if self._bridge is not None:
+                await kill_process_group(self._bridge)
+                await self._bridge.wait()
+                if self._bridge.stdin is not None:
+                    await self._bridge.stdin.aclose()
+                self._bridge = None
+            if self._socket_dir is not None:
+                shutil.rmtree(self._socket_dir, ignore_errors=True)
+                self._socket_dir = None
 
     async def _remove(self) -> None:
         with trio.CancelScope(shield=True), trio.move_on_after(self.start_timeout):
@@ -240,6 +313,7 @@ class ContainerBackend(ShellFileOperations):
         """Remove the container started from ``image`` (shielded; nothing for ``container``);
         later calls raise :class:`SandboxUnavailable`."""
         self._closed = True
+        await self._stop_bridge()
         if self.image is not None and self._started:
             self._started = False
             await self._remove()
@@ -306,10 +380,27 @@ class ContainerBackend(ShellFileOperations):
         await trio.lowlevel.checkpoint_if_cancelled()
         await self.start()
         self._check_cli()
+        if self.proxy is None:
+            return await self._exec(command, cwd, on_data, env, timeout, {})
+        from pi_sandbox_plugin.network.bridge import PORT, proxy_environment
+        from pi_sandbox_plugin.network.proxy import current_tool_call_id, serving
+
+        async with serving(self.proxy, self.proxy_socket, current_tool_call_id()):
+            return await self._exec(command, cwd, on_data, env, timeout, proxy_environment(PORT))
+
+    async def _exec(
+        self,
+        command: str,
+        cwd: str,
+        on_data: Callable[[bytes], None],
+        env: Mapping[str, str] | None,
+        timeout: float | None,
+        extra_env: Mapping[str, str],
+    ) -> int | None:
         token = secrets.token_hex(12)
         script = None if command_fits_argv(command) else long_command_file(command)
         args = self._cli("exec", *([] if script is None else ["-i"]), "-w", cwd)
-        for key, value in remote_environment(env, self.pass_env).items():
+        for key, value in {**remote_environment(env, self.pass_env), **extra_env}.items():
             args += ["-e", f"{key}={value}"]
         if script is None:
             args += ["-e", f"PI_EXEC_ID={token}", self.container, "bash", "-c", EXEC_WRAPPER]

@@ -288,15 +288,23 @@ def make_backends(
     owned = resources if resources is not None else []
     if sandbox.backend == "bwrap":
         cfg = sandbox.bwrap
+        proxy = None
+        if sandbox.network_mode == "allow-list":
+            from pi_sandbox_plugin.network.proxy import NetworkProxy
+            from pi_sandbox_plugin.network.sources import network_policy
+
+            proxy = NetworkProxy(network_policy(sandbox, cwd))
         bwrap = BwrapBackend(
             cwd,
-            network=cfg.network,
+            network=sandbox.network_mode == "on",
+            proxy=proxy,
             deny_paths=fixed_masks(policy) if policy is not None else (),
             bwrap=cfg.bwrap,
             shell=cfg.shell,
             extra_args=cfg.extra_args,
             masks=identities.mask_plan if identities is not None else None,
         )
+        owned.append(bwrap)
         return bwrap, bwrap
     if sandbox.backend == "ssh":
         ssh = sandbox.ssh
@@ -315,6 +323,12 @@ def make_backends(
         )
     if sandbox.backend == "container":
         box = sandbox.container
+        container_proxy = None
+        if sandbox.network_mode == "allow-list":
+            from pi_sandbox_plugin.network.proxy import NetworkProxy
+            from pi_sandbox_plugin.network.sources import network_policy
+
+            container_proxy = NetworkProxy(network_policy(sandbox, cwd))
         container = ContainerBackend(
             cli=box.cli,
             cli_args=box.cli_args,
@@ -325,6 +339,7 @@ def make_backends(
             run_args=list(getattr(box, "run_args", [])),
             pass_env=box.env,
             protected=policy.protected if policy is not None else None,
+            proxy=container_proxy,
         )
         owned.append(container)
         paths = RemotePathMap(cwd, box.workdir)

@@ -19,7 +19,22 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "who decided, the rule and the simple commands the parser found; exit 0 for allow, 1 "
         "for deny, 4 for ask.",
     )
-    check.add_argument("policy_command", metavar="COMMAND", help="the command line to check")
+    check.add_argument(
+        "policy_command", metavar="COMMAND", nargs="?", help="the command line to check"
+    )
+    check.add_argument(
+        "--network",
+        metavar="HOST[:PORT]",
+        dest="policy_network",
+        help="check a connection under the network policy instead (default port 443)",
+    )
+    check.add_argument(
+        "--protocol",
+        choices=["https", "http", "socks5_tcp"],
+        default="https",
+        dest="policy_protocol",
+        help="with --network: a CONNECT tunnel (https, the default), a plain-HTTP request or SOCKS5",
+    )
     check.add_argument(
         "--json",
         action="store_true",
@@ -39,6 +54,25 @@ def _run(invocation: CommandInvocation) -> int:
     from pi_sandbox_plugin.cli.policy_check import run_policy_check
 
     args = invocation.args
+    if (args.policy_command is None) == (args.policy_network is None):
+        invocation.stderr.write("pi policy check: give either COMMAND or --network HOST[:PORT]\n")
+        return 2
+    if args.policy_network is not None:
+        from pi_sandbox_plugin.cli.network_check import run_network_check
+
+        try:
+            status, text = run_network_check(
+                args.policy_network,
+                args.policy_protocol,
+                invocation.config,
+                json_output=args.policy_json,
+                config_path=invocation.config_path,
+            )
+        except ValueError as error:
+            invocation.stderr.write(f"pi policy check: --network: {error}\n")
+            return 2
+        invocation.stdout.write(text)
+        return status
     cwd = args.cwd
     if cwd is not None and not os.path.isdir(cwd):
         reason = "not a directory" if os.path.exists(cwd) else "no such directory"

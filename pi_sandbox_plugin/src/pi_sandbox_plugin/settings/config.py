@@ -19,8 +19,13 @@
     [sandbox.policy.tests]       # checked when the config loads
     deny = ["rm -rf build"]
     allow = ["echo rm"]
+    [sandbox.network]            # what sandboxed commands may reach (see network/rules.py)
+    mode = "allow-list"          # "off" (default: no network), "allow-list", "on" (host network)
+    allow = ["pypi.org", "*.pythonhosted.org", "api.github.com:443", "10.20.0.0/16"]
+    deny = ["*.internal.example"] # deny wins over allow
+    unknown = "deny"             # or "ask": a host on neither list goes to the approval path
     [sandbox.bwrap]
-    network = false
+    network = false              # without [sandbox.network]: true is mode "on", false "off"
     [sandbox.ssh]
     host = "127.0.0.1"
     port = 2222
@@ -169,6 +174,32 @@ class PolicyConfig(_Model):
         )
 
 
+def _check_network_entry(entry: str) -> str:
+    from pi_sandbox_plugin.network.rules import parse_rule
+
+    parse_rule(entry, "allow", "check")  # ValueError: pydantic names the key
+    return entry
+
+
+NetworkEntry = Annotated[StrictStr, pydantic.AfterValidator(_check_network_entry)]
+"""One ``allow``/``deny`` entry: host, ``*.suffix``, IP or CIDR, with an optional ``:port``."""
+
+NETWORK_BACKENDS = ("bwrap", "container")
+"""The backends that enforce ``[sandbox.network] mode = "allow-list"``."""
+
+
+class NetworkConfig(_Model):
+    """``[sandbox.network]``: ``mode`` (``"off"``: no network, the default; ``"allow-list"``:
+    only through pi's proxy, to what the lists allow; ``"on"``: the host's network), the
+    ``allow`` and ``deny`` entries (see :mod:`pi_sandbox_plugin.network.rules`) and what a
+    destination on neither list gets (``unknown``: ``"deny"`` or ``"ask"``)."""
+
+    mode: Literal["off", "allow-list", "on"] = "off"
+    allow: list[NetworkEntry] = []
+    deny: list[NetworkEntry] = []
+    unknown: Literal["deny", "ask"] = "deny"
+
+
 class BwrapConfig(_Model):
     """``[sandbox.bwrap]``: ``network`` (default off), the ``bwrap`` program, the ``shell`` run
     inside and ``extra_args`` for bwrap."""
@@ -288,10 +319,60 @@ class SandboxConfig(_Model):
     claude_hooks: ClaudeHooksConfig | None = None
     codex_rules: CodexRulesConfig | None = None
     audit: AuditConfig | None = None
+    network: NetworkConfig | None = None
     bwrap: BwrapConfig = BwrapConfig()
     ssh: SshConfig = SshConfig()
     container: ContainerConfig = ContainerConfig()
     ray: RayConfig = RayConfig()
+
+    @pydantic.field_validator("network", mode="before")
+    @classmethod
+    def _network_table(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, Mapping):
+            raise ValueError(
+                'must be a table: [sandbox.network] mode = "off", "allow-list" or "on"'
+            )
+        return value
+
+    @property
+    def network_mode(self) -> Literal["off", "allow-list", "on"]:
+        """The effective network mode: ``[sandbox.network] mode``, else ``"on"``/``"off"`` from
+        ``[sandbox.bwrap] network``."""
+        if self.network is not None:
+            return self.network.mode
+        return "on" if self.bwrap.network else "off"
+
+
+def _network_problem(config: SandboxConfig) -> tuple[str, str] | None:
+    """(key, problem) for a ``[sandbox.network]`` the configuration cannot honour."""
+    network = config.network
+    if network is None:
+        return None
+    if "network" in config.bwrap.model_fields_set and config.network_mode != (
+        "on" if config.bwrap.network else "off"
+    ):
+        return (
+            "bwrap.network",
+            f'contradicts sandbox.network.mode = "{network.mode}": remove sandbox.bwrap.network',
+        )
+    if network.mode == "allow-list" and config.backend not in NETWORK_BACKENDS:
+        can = " or ".join(f'"{name}"' for name in NETWORK_BACKENDS)
+        return (
+            "network.mode",
+            f'"allow-list" is enforced only by backend = {can}, not "{config.backend}" '
+            "(its commands could reach any host)",
+        )
+    if (
+        network.mode == "allow-list"
+        and config.backend == "container"
+        and not config.container.image
+    ):
+        return (
+            "network.mode",
+            '"allow-list" with backend = "container" needs sandbox.container.image (a container '
+            "pi starts without a network), not an existing container",
+        )
+    return None
 
 
 def _backend_problem(config: SandboxConfig) -> tuple[str, str] | None:
@@ -342,7 +423,7 @@ def _validate(table: Mapping[str, Any], file: str) -> SandboxConfig:
         config = SandboxConfig.model_validate(table)
     except pydantic.ValidationError as e:
         raise ConfigError(format_config_error(file, SANDBOX_TABLE, e, show_value=False)) from None
-    problem = _backend_problem(config)
+    problem = _backend_problem(config) or _network_problem(config)
     if problem is not None:
         raise ConfigError(f"{file}: {SANDBOX_TABLE}.{problem[0]}: {problem[1]}")
     if config.policy is not None:
@@ -418,6 +499,7 @@ __all__ = [
     "CodexRulesConfig",
     "ContainerConfig",
     "GrammarConfig",
+    "NetworkConfig",
     "PolicyConfig",
     "PolicyTests",
     "RayConfig",
