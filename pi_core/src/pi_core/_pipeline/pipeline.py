@@ -186,11 +186,13 @@ async def prepare_call(
     )
 
 
-async def _execute(prepared: PreparedCall, update: OnUpdate) -> Any:
+async def _execute(prepared: PreparedCall, update: OnUpdate, ready: trio.Event | None) -> Any:
     """``tool.execute``, checkpointed when the session records checkpoints and the tool
     declares ``mutates``: the recorder looks before (a failure to record is the call's error:
     it does not run) and, shielded, after; the mutation queue reports the call's file changes
-    to it (``mutates="paths"``)."""
+    to it (``mutates="paths"``). ``ready`` is set just before ``execute`` is entered: the look
+    before is part of entering, so the next call of a batch starts after it, as it would
+    without checkpoints (the order of a batch's events does not depend on them)."""
     tool = prepared.tool
     checkpoints = prepared.checkpoints
     record: CallRecord | None = None
@@ -204,8 +206,12 @@ async def _execute(prepared: PreparedCall, update: OnUpdate) -> Any:
             tool.path_arguments,
         )
     if record is None or checkpoints is None:
+        if ready is not None:
+            ready.set()
         return await tool.execute(prepared.tool_call.id, prepared.args, update)
     await checkpoints.before_call(record)
+    if ready is not None:
+        ready.set()
     token = checkpoints.bind(record)
     try:
         with observe_mutations(checkpoints if record.mutates == "paths" else None):
@@ -229,7 +235,8 @@ async def execute_call(
 
     ``previous``/``ready`` chain the calls of a batch so ``execute`` is entered in source order
     (as ``Promise.all`` over the deferred tasks does): this call waits for ``previous`` and
-    sets ``ready`` just before entering ``execute`` (or when it gives up).
+    sets ``ready`` just before entering ``execute``, after the checkpoint's look before it
+    (or when it gives up).
 
     ``tool_context`` is what :func:`~pi_core._pipeline.nested.current_tool_context` gives the
     tool while ``execute`` runs (default: a context whose nested calls are not available)."""
@@ -251,14 +258,10 @@ async def execute_call(
             if limiter is not None:
                 async with limiter:
                     await trio.lowlevel.checkpoint_if_cancelled()
-                    if ready is not None:
-                        ready.set()
-                    raw = await _execute(prepared, update)
+                    raw = await _execute(prepared, update, ready)
             else:
                 await trio.lowlevel.checkpoint_if_cancelled()
-                if ready is not None:
-                    ready.set()
-                raw = await _execute(prepared, update)
+                raw = await _execute(prepared, update, ready)
         if scope.cancelled_caught:
             return AgentToolResult.error(ABORTED_TEXT), True
         result = _coerce_result(raw)
