@@ -468,6 +468,7 @@ def test_policy_check_reports_every_source_and_asks(tmp_path: Path) -> None:
     assert [(s["source"], s["decision"]) for s in data["sources"]] == [
         ("claude hooks", "none"),
         ("codex rule default.rules:1", "ask"),
+        ("command policy", "none"),
     ]
     (run,) = data["sources"][0]["detail"]["hooks"]
     assert (run["exit_code"], run["stdout_json"], run["decision"]) == (0, None, None)

@@ -214,11 +214,19 @@ def _codex_detail(verdict: Any) -> dict[str, Any]:
     }
 
 
-def command_policy_decision(sandbox: SandboxConfig, command: str) -> SourceDecision | None:
-    """``[sandbox.policy]``'s decision on ``command`` (``None`` without a policy)."""
-    if sandbox.policy is None:
+def command_policy_decision(
+    sandbox: SandboxConfig, command: str, *, rules_only: bool = False
+) -> SourceDecision | None:
+    """``[sandbox.policy]``'s decision on ``command`` (``None`` without a policy); with
+    ``rules_only`` (Codex rules configured, and they did not decide every part of the line) a
+    policy with no rules stands in for a missing one: what no one can read is denied, as the
+    rules would fail closed on it."""
+    if sandbox.policy is None and not rules_only:
         return None
-    decision = sandbox.policy.command_policy().check(command)
+    from pi_sandbox_plugin.policies.command_policy import CommandPolicy
+
+    policy = sandbox.policy.command_policy() if sandbox.policy is not None else CommandPolicy()
+    decision = policy.check(command)
     detail: dict[str, Any] = {"commands": [list(c) for c in decision.commands]}
     if decision.rule is not None:
         detail["rule"] = list(decision.rule)
@@ -290,7 +298,8 @@ async def judge_call(
             decision, decided_every_part = codex_decision(policies.codex_rules, command, cwd)
             sources.append(decision)
         if not decided_every_part:
-            policy = command_policy_decision(sandbox, command)
+            rules_only = policies.codex_rules is not None
+            policy = command_policy_decision(sandbox, command, rules_only=rules_only)
             if policy is not None:
                 sources.append(policy)
     if path_reason is not None:
