@@ -181,8 +181,11 @@ def server_context(cert: Path, key: Path) -> ssl.SSLContext:
 
 
 def audit_lines(path: Path) -> list[dict[str, object]]:
-    """The audit log's lines without their ``time``."""
+    """The audit log's lines without their ``time``, by connection (the file's order within
+    one: its ``connect`` line, then its ``close``). Lines of different connections may be
+    written in either order: a client can open the next connection before the proxy has seen
+    the last one close."""
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     for line in lines:
         assert str(line.pop("time")).endswith("Z")
-    return lines
+    return sorted(lines, key=lambda line: int(line.get("connection", 0)))

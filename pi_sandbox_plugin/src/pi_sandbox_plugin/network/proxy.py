@@ -199,10 +199,13 @@ async def read_client_hello(reader: _Reader) -> tuple[bytes, bytes] | None:
 
 @dataclass
 class Attempt:
-    """One connection attempt, as the audit log records it."""
+    """One connection attempt, as the audit log records it (``number``: its place among the
+    proxy's attempts, the ``connection`` of its lines, so a ``close`` line names its
+    ``connect``)."""
 
     destination: Destination
     tool_call_id: str | None
+    number: int = 0
     verdict: Verdict | None = None
     addresses: tuple[IPAddress, ...] = ()
     bytes_up: int = 0
@@ -240,6 +243,7 @@ class NetworkProxy:
         self.hook = hook
         self.audit = audit
         self.session_id = session_id
+        self._attempts = 0
         self.connect_timeout = connect_timeout
         self.audit_source: Any = None
         self.threads = trio.CapacityLimiter(MAX_RELAYS)
@@ -292,6 +296,10 @@ class NetworkProxy:
             return rebound, []
         return verdict, addresses
 
+    def _attempt(self, destination: Destination, tool_call_id: str | None) -> Attempt:
+        self._attempts += 1
+        return Attempt(destination, tool_call_id, self._attempts)
+
     async def _record(self, attempt: Attempt, event: str) -> str | None:
         audit = self.audit_log()
         if audit is None or attempt.verdict is None:
@@ -302,6 +310,7 @@ class NetworkProxy:
             "tool_call_id": attempt.tool_call_id,
             "phase": "network",
             "event": event,
+            "connection": attempt.number,
             "protocol": attempt.destination.protocol,
             "host": attempt.destination.host,
             "port": attempt.destination.port,
@@ -435,7 +444,7 @@ class NetworkProxy:
         except ValueError as error:
             await self._reply(stream, "400 Bad Request", f"pi proxy: {error}", False)
             return
-        attempt = Attempt(destination, tool_call_id)
+        attempt = self._attempt(destination, tool_call_id)
         try:
             addresses = await self._decide(attempt)
             upstream = await self._open(attempt, addresses)
@@ -522,7 +531,7 @@ class NetworkProxy:
         except ValueError:
             await stream.send_all(_socks_reply(4))
             return
-        attempt = Attempt(destination, tool_call_id)
+        attempt = self._attempt(destination, tool_call_id)
         try:
             addresses = await self._decide(attempt)
             upstream = await self._open(attempt, addresses)
