@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import re
 import signal
 import stat
@@ -595,9 +596,17 @@ async def _tool_session(ops: FileOperations, cwd: str) -> list[str]:
     return texts
 
 
-async def test_file_tools_give_the_local_results(ssh_server: SshServer, tmp_path: Path) -> None:
+async def test_file_tools_give_the_local_results(
+    ssh_server: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pi_builtin_tools.files.local import LocalFileOperations
+    from pi_core._backend_kit import local_files
 
+    # grep passes on the error text of the ripgrep that runs: the local side runs the rg the
+    # remote's login shell finds (not this environment's wheel, first on the tests' PATH)
+    remote_rg = shutil.which("rg", path="/usr/local/bin:/usr/bin:/bin")
+    assert remote_rg is not None
+    monkeypatch.setattr(local_files, "find_rg", lambda: remote_rg)
     local = tmp_path / "local"
     remote = tmp_path / "remote"
     local.mkdir()
