@@ -11,8 +11,8 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import re
+import shutil
 import signal
 import stat
 import subprocess
