@@ -74,7 +74,7 @@ EPILOG = (
 )
 
 
-BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run")
+BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run", "export")
 """The commands of the core; plugins add others through ``pi_register_commands``."""
 
 
@@ -188,6 +188,11 @@ def build_parser(
         help="append every policy decision to FILE as JSON Lines (the audit log)",
     )
     replay.add_argument(
+        "--report",
+        metavar="FILE",
+        help="at the end, write the run as an HTML report to FILE (see pi export)",
+    )
+    replay.add_argument(
         "--events",
         action="store_true",
         help="print every agent event as JSON Lines (from the first tool execution on)",
@@ -281,12 +286,34 @@ def build_parser(
         metavar="FILE",
         help="append every policy decision to FILE as JSON Lines (the audit log)",
     )
+    run.add_argument(
+        "--report",
+        metavar="FILE",
+        help="at the end, write the run as an HTML report to FILE (see pi export)",
+    )
     run.add_argument("--base-url", metavar="URL", help="the provider's base URL")
     run.add_argument(
         "--strict-tools",
         action="store_true",
         help="the provider supports strict tools: send the tools that ask for JSON-schema "
         "constrained sampling strict",
+    )
+    export = command(
+        "export", "write a session as one self-contained HTML report (opens from disk, offline)"
+    )
+    export.add_argument(
+        "file", metavar="SESSION", help="a Pi session file (pi's or Pi 1.6's) or message JSONL"
+    )
+    export.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="the HTML file to write (default: SESSION's name with .html, in the current folder)",
+    )
+    export.add_argument(
+        "--audit",
+        metavar="FILE",
+        help="an audit log (JSON Lines) whose policy decisions are shown beside their calls",
     )
     for extra in extra_commands:
         extra.configure(command(extra.name, extra.help))
