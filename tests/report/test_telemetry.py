@@ -160,3 +160,4 @@ def test_telemetry_off_imports_nothing_of_opentelemetry(tmp_path: Path) -> None:
     imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line]
     assert "pi_core._cli" in imported  # the listing is real
     assert [m for m in imported if m.startswith(("opentelemetry", "google.protobuf"))] == []
+    assert [m for m in imported if m.startswith("pi_core._report")] == []

@@ -105,19 +105,22 @@ class CommandContext:
         turn it on (:mod:`pi_core._report.telemetry`; nothing of OpenTelemetry is imported
         otherwise). A ``[telemetry]`` table pi cannot use is a usage error; without the
         ``otel`` extra installed, one line says how to get it."""
-        from pi_core._report.telemetry import (
-            PLUGIN_NAME,
-            TelemetryConfigError,
-            enable_telemetry,
-            telemetry_settings,
-        )
+        if "telemetry" not in self.config.data and not any(
+            name.startswith("OTEL_EXPORTER_OTLP") for name in os.environ
+        ):
+            return  # off: the start-up of every command imports nothing more
+        from pi_core._report.settings import TelemetryConfigError, telemetry_settings
 
         try:
             settings = telemetry_settings(self.config.data)
         except TelemetryConfigError as e:
             where = self.config.path if self.config.path is not None else "pi.toml"
             raise UsageError(f"{where}: {e}") from None
-        if settings is None or pm.get_plugin(PLUGIN_NAME) is not None:
+        if settings is None:
+            return
+        from pi_core._report.telemetry import PLUGIN_NAME, enable_telemetry
+
+        if pm.get_plugin(PLUGIN_NAME) is not None:
             return
         try:
             enable_telemetry(pm, settings, host)
