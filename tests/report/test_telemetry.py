@@ -17,6 +17,7 @@ from otlp_receiver import Span, otlp_receiver
 
 from pi_core._cli import main
 
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = 'const r = await tools.read({path: "a.txt"});\nreturn r;'
 
 
@@ -129,8 +130,14 @@ def test_record_content_and_the_telemetry_table(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
     with otlp_receiver() as receiver:
+        # the how-to's example, pointed at the receiver and recording content
+        example = (REPO / "docs" / "examples" / "telemetry" / "pi.toml").read_text()
+        assert 'otlp_endpoint = "http://127.0.0.1:4318"' in example
+        assert "record_content = false" in example
         (tmp_path / "pi.toml").write_text(
-            f'[telemetry]\notlp_endpoint = "{receiver.url}"\nrecord_content = true\n'
+            example.replace("http://127.0.0.1:4318", receiver.url).replace(
+                "record_content = false", "record_content = true"
+            )
         )
         assert run_pi(tmp_path) == 0, capsys.readouterr().err
     nested = one(receiver.spans, "execute_tool read")
