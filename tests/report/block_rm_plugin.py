@@ -11,5 +11,7 @@ from pi_core import BeforeToolCallResult, hookimpl
 def pi_before_tool_call(context: Any) -> BeforeToolCallResult | None:
     command = context.args.get("command") if isinstance(context.args, dict) else None
     if isinstance(command, str) and command.startswith("rm "):
-        return BeforeToolCallResult(block=True, reason="rm is not allowed here", source="no-rm rule")
+        return BeforeToolCallResult(
+            block=True, reason="rm is not allowed here", source="no-rm rule"
+        )
     return None

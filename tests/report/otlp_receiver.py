@@ -87,7 +87,10 @@ def otlp_receiver() -> Iterator[Receiver]:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             if self.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
-            if self.path != "/v1/traces" or self.headers.get("Content-Type") != "application/x-protobuf":
+            if (
+                self.path != "/v1/traces"
+                or self.headers.get("Content-Type") != "application/x-protobuf"
+            ):
                 self.send_response(404)
                 self.end_headers()
                 return

@@ -51,7 +51,9 @@ def by_name(spans: list[Span], name: str) -> list[Span]:
 
 def one(spans: list[Span], name: str, **attributes: str) -> Span:
     found = [
-        s for s in by_name(spans, name) if all(s.attributes.get(k) == v for k, v in attributes.items())
+        s
+        for s in by_name(spans, name)
+        if all(s.attributes.get(k) == v for k, v in attributes.items())
     ]
     assert len(found) == 1, (name, attributes, [(s.name, s.attributes) for s in spans])
     return found[0]
@@ -83,7 +85,8 @@ def test_span_tree_of_a_batch_with_a_nested_and_a_blocked_call(
     assert one(spans, "turn 2").parent_id == session.span_id
     batch = one(spans, "batch 1")
     assert (batch.parent_id, batch.attributes) == (
-        turn1.span_id, {"pi.batch.index": 1, "pi.batch.size": 3}
+        turn1.span_id,
+        {"pi.batch.index": 1, "pi.batch.size": 3},
     )
     echo = one(spans, "execute_tool bash", **{"gen_ai.tool.call.id": "c1"})
     assert echo.parent_id == batch.span_id
@@ -148,7 +151,11 @@ def test_record_content_and_the_telemetry_table(
 def test_a_bad_telemetry_table_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "pi.toml").write_text("[telemetry]\nrecord_content = 1\n")
     done = subprocess.run(
-        [str(PI), "call", "read", '{"path": "x"}'], cwd=tmp_path, capture_output=True, text=True, check=False
+        [str(PI), "call", "read", '{"path": "x"}'],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert (done.returncode, done.stdout, done.stderr) == (
         2, "", f"pi: error: {tmp_path / 'pi.toml'}: [telemetry] record_content: must be true or false\n"
@@ -168,3 +175,19 @@ def test_telemetry_off_imports_nothing_of_opentelemetry(tmp_path: Path) -> None:
     assert "pi_core._cli" in imported  # the listing is real
     assert [m for m in imported if m.startswith(("opentelemetry", "google.protobuf"))] == []
     assert [m for m in imported if m.startswith("pi_core._report")] == []
+
+
+def test_pi_call_has_a_span_and_its_command_the_trace_context(tmp_path: Path) -> None:
+    with otlp_receiver() as receiver:
+        env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
+        done = subprocess.run(
+            [str(PI), "call", "bash", '{"command": "echo $TRACEPARENT"}', "--json"],
+            cwd=tmp_path, capture_output=True, text=True, env=env, check=True,
+        )  # fmt: skip
+    spans = receiver.spans
+    assert sorted(s.name for s in spans) == ["execute_tool bash", "invoke_agent pi"]
+    session, bash = one(spans, "invoke_agent pi"), one(spans, "execute_tool bash")
+    assert bash.parent_id == session.span_id
+    assert session.attributes["pi.host"] == "call"
+    text = json.loads(done.stdout)["content"][0]["text"]
+    assert text.startswith(f"00-{bash.trace_id}-{bash.span_id}-")
