@@ -187,11 +187,7 @@ def build_parser(
         metavar="FILE",
         help="append every policy decision to FILE as JSON Lines (the audit log)",
     )
-    replay.add_argument(
-        "--report",
-        metavar="FILE",
-        help="at the end, write the run as an HTML report to FILE (see pi export)",
-    )
+    _add_report_option(replay)
     replay.add_argument(
         "--events",
         action="store_true",
@@ -286,11 +282,7 @@ def build_parser(
         metavar="FILE",
         help="append every policy decision to FILE as JSON Lines (the audit log)",
     )
-    run.add_argument(
-        "--report",
-        metavar="FILE",
-        help="at the end, write the run as an HTML report to FILE (see pi export)",
-    )
+    _add_report_option(run)
     run.add_argument("--base-url", metavar="URL", help="the provider's base URL")
     run.add_argument(
         "--strict-tools",
@@ -318,6 +310,14 @@ def build_parser(
     for extra in extra_commands:
         extra.configure(command(extra.name, extra.help))
     return parser
+
+
+def _add_report_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--report",
+        metavar="FILE",
+        help="at the end, write the run as an HTML report to FILE (see pi export)",
+    )
 
 
 def global_options(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]:

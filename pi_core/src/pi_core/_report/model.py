@@ -25,6 +25,7 @@ import binascii
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -96,6 +97,13 @@ def _image(block: dict[str, Any]) -> dict[str, str] | None:
     return {"mime": mime, "data": data}
 
 
+def _blocks(content: Any) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """``(type, block)`` of each object block of a message's ``content`` list."""
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict):
+            yield block.get("type"), block
+
+
 def _content_text(content: Any) -> tuple[str, list[dict[str, str]], int]:
     """(text, images, invalid images) of a message's ``content`` (a string or blocks)."""
     if isinstance(content, str):
@@ -103,10 +111,7 @@ def _content_text(content: Any) -> tuple[str, list[dict[str, str]], int]:
     texts: list[str] = []
     images: list[dict[str, str]] = []
     invalid = 0
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
+    for kind, block in _blocks(content):
         if kind == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif kind == "image":
@@ -239,11 +244,7 @@ class _Builder:
         self.turns += 1
         tool_calls: list[dict[str, Any]] = []
         texts: list[str] = []
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
+        for kind, block in _blocks(message.get("content")):
             if kind == "text" and isinstance(block.get("text"), str):
                 texts.append(block["text"])
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
