@@ -380,3 +380,49 @@ def test_pi_export_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
         )
         assert (done.returncode, done.stdout, done.stderr) == (2, "", err)
     assert base64  # (used by the support module's sessions)
+
+
+def test_replay_report_shows_the_audit_decisions_of_the_run(
+    browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pi replay --audit A --report R`` with a policy plugin that blocks ``rm``: the report
+    puts the run's own decisions (a real audit log) beside the calls."""
+    recorded = write_jsonl(
+        tmp_path / "replay.jsonl",
+        [
+            {"role": "assistant", "stopReason": "toolUse", "content": [
+                call("k1", "bash", command="echo kept"),
+                call("k2", "bash", command="rm -rf build"),
+            ]},
+        ],
+    )  # fmt: skip
+    html = tmp_path / "replay.html"
+    audit = tmp_path / "audit.jsonl"
+    status = main(
+        ["-p", "pi_builtin_tools.plugin", "-p", "block_rm_plugin", "replay", str(recorded),
+         "--cwd", str(tmp_path), "--audit", str(audit), "--report", str(html), "--json"]
+    )  # fmt: skip
+    assert status == 0, capsys.readouterr().err
+    with open_report(browser, html) as r:
+        page = r.page
+        assert stats(page)["blocked"] == "1"
+        assert texts(page, ".call .badge") == ["ok", "blocked"]
+        assert texts(page, ".call .audit") == [
+            "policy · before · allow — no policy blocked the call",
+            "policy · before · deny · by no-rm rule — rm is not allowed here",
+        ]
+        assert texts(page, ".call pre.output") == ["kept\n", "rm is not allowed here"]
+        assert len(page.query_selector_all(".lane .bar.est")) == 0
+
+
+def test_report_in_a_missing_folder_is_refused_before_the_run(tmp_path: Path) -> None:
+    import subprocess
+
+    target = tmp_path / "no" / "r.html"
+    done = subprocess.run(
+        [str(PI), "run", "--report", str(target), "--cwd", str(tmp_path / "w")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"pi: error: --report {target}: cannot write: No such file or directory\n"
+    assert not (tmp_path / "w").exists()

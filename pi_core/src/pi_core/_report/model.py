@@ -224,9 +224,10 @@ class _Builder:
     def message(self, message: dict[str, Any], entry_time: float | None) -> None:
         role = message.get("role")
         stamp = _ms(message.get("timestamp"))
-        for value in (entry_time, stamp):
-            if value is not None:
-                self.times.append(value)
+        # a live run's wall time is its calls' and messages' own times: a replayed assistant
+        # message keeps the time it was recorded at
+        if not (self.run.timings and role == "assistant"):
+            self.times += [value for value in (entry_time, stamp) if value is not None]
         if role == "user":
             text, images, _ = _content_text(message.get("content"))
             self.items.append({"k": "user", "text": text, "images": images})
