@@ -63,6 +63,24 @@ def small_filesystem(tmp_path: Path) -> Iterator[Callable[[int], Path]]:
         subprocess.run(["umount", "--lazy", str(target)], check=False)
 
 
+# -- checkpoints stay in the test session's own folder ------------------------------------
+# `pi call`, `pi replay` and `pi run` record checkpoints by default, in $XDG_STATE_HOME: every
+# test (and every `pi` process it starts) records into a folder of the test session, never
+# into the user's ~/.local/state.
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkpoints_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory):
+    """Point ``XDG_STATE_HOME`` (where checkpoints are kept) at a folder of this test session."""
+    previous = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = previous
+
+
 # -- no process outlives the test session --------------------------------------------------
 # The pytest process becomes a child subreaper: every process a test starts stays its
 # descendant, even when orphaned (a background job of a finished bash command). After the last

@@ -572,3 +572,56 @@ def test_integers_beyond_a_double_reach_tools_and_text_as_infinity(tmp_path: Pat
         "==> text 2/3 <==\nInfinity\n"
         f"==> text 3/3 <==\n[-Infinity,{10**300},5]"
     )
+
+
+def _order(rec: Any) -> list[tuple[str, str, Any]]:
+    """The tool events of a run as ``(type, id, rows)``: a script's update carries its call
+    rows as ``(id, status)``."""
+    out: list[tuple[str, str, Any]] = []
+    for e in rec.events:
+        if e.type == "tool_execution_start":
+            out.append(("start", e.tool_call_id, None))
+        elif e.type == "tool_execution_end":
+            out.append(("end", e.tool_call_id, None))
+        elif e.type == "tool_execution_update" and e.tool_call_id == "c":
+            rows = [(c["id"], c["name"], c["status"]) for c in e.partial_result.details["calls"]]
+            out.append(("update", "c", rows))
+    return out
+
+
+PI_ORDER = [
+    ("start", "c", None),
+    ("update", "c", []),
+    ("update", "c", [("c/?", "a", "running")]),
+    ("start", "c/1", None),
+    ("update", "c", [("c/?", "a", "running"), ("c/?", "b", "running")]),
+    ("start", "c/2", None),
+    ("end", "c/1", None),
+    ("update", "c", [("c/1", "a", "ok"), ("c/?", "b", "running")]),
+    ("end", "c/2", None),
+    ("update", "c", [("c/1", "a", "ok"), ("c/2", "b", "ok")]),
+    ("end", "c", None),
+]
+"""Pi 1.6.0's events for a script that makes two calls before it waits, in sequential mode
+(``tests/e2e/cases16_pi/codemode-events/cm-sequential-all``): each call's row and update, then
+its start, in the script's order; then each end and the update that records it."""
+
+
+@pytest.mark.parametrize("engine", ["codemode", "codemode_python"])
+async def test_calls_made_before_the_script_waits_start_in_its_order(engine: str) -> None:
+    """Both engines give Pi's order, every time (trio may run new tasks in any order; the
+    calls are registered in the script's order and run once the script waits)."""
+    from pi_builtin_tools.codemode.javascript import create_codemode_tool_definition
+    from pi_core._loop.config import LoopConfig
+
+    if engine == "codemode":
+        definition = create_codemode_tool_definition()
+        code = "await Promise.all([tools.a(), tools.b()]);"
+    else:
+        definition = create_codemode_python_tool_definition()
+        code = "import asyncio\nawait asyncio.gather(tools.a(), tools.b())\n"
+    tools = [to_agent_tool(definition), sleeper("a", 0.0), sleeper("b", 0.0)]
+    for _ in range(5):
+        script = [tool_use(call("c", engine, {"code": code})), text("ok")]
+        _, rec, _ = await run(script, tools, config=LoopConfig(tool_execution="sequential"))
+        assert _order(rec) == PI_ORDER

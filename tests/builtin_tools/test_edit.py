@@ -303,7 +303,7 @@ async def test_scenario_96_no_partial_application(tmp_path: Path) -> None:
         ],
     }
     assert await edit_error(tmp_path, params) == (
-        "Could not find edits[1] in f.txt. The old text must match exactly including all "
+        "Could not find edits[1] in f.txt. The oldText must match exactly including all "
         "whitespace and newlines.\nFile starts with:\n  1: alpha\n  2: beta\n  3: gamma\n  4: "
     )
     assert (tmp_path / "f.txt").read_bytes() == b"alpha\nbeta\ngamma\n"
@@ -605,13 +605,13 @@ async def test_scenario_119_duplicates_across_crlf_and_lf(tmp_path: Path) -> Non
     )
 
 
-async def test_crlf_details_are_lf_for_display_and_crlf_in_the_patch(tmp_path: Path) -> None:
+async def test_crlf_and_bom_details_are_of_the_lf_views(tmp_path: Path) -> None:
+    # Pi 1.6: diff and patch both come from the LF-normalised text without the BOM
     put(tmp_path, "f.txt", b"\xef\xbb\xbffirst\r\nsecond\r\nthird\r\n")
     result = await edit(tmp_path, one("second", "REPLACED"))
     assert result.details == {
         "diff": " 1 first\n-2 second\n+2 REPLACED\n 3 third",
-        "patch": "--- f.txt\n+++ f.txt\n@@ -1,3 +1,3 @@\n \ufefffirst\r\n-second\r\n+REPLACED\r\n"
-        " third\r\n",
+        "patch": "--- f.txt\n+++ f.txt\n@@ -1,3 +1,3 @@\n first\n-second\n+REPLACED\n third\n",
         "firstChangedLine": 2,
     }
 
@@ -742,8 +742,8 @@ async def test_conformance_edit_crlf_and_bom(tmp_path: Path) -> None:
 async def test_conformance_edit_edits_invalid_json_string(tmp_path: Path) -> None:
     put(tmp_path, "s2.txt", b"x\n")
     assert await call_through_loop(tmp_path, {"path": "s2.txt", "edits": "not json"}) == (
-        'Validation failed for tool "edit":\n  - edits: must be array\n\nReceived arguments:\n'
-        '{\n  "path": "s2.txt",\n  "edits": "not json"\n}',
+        'Validation failed for tool "edit":\n  - edits.0: expected object, got string\n\n'
+        'Received arguments:\n{\n  "path": "s2.txt",\n  "edits": "not json"\n}',
         True,
     )
     assert (tmp_path / "s2.txt").read_bytes() == b"x\n"
@@ -873,7 +873,7 @@ async def test_conformance_edit_no_partial_application(tmp_path: Path) -> None:
         "edits": [{"oldText": "alpha", "newText": "A"}, {"oldText": "missing", "newText": "X"}],
     }
     assert await call_through_loop(tmp_path, params) == (
-        "Could not find edits[1] in greek.txt. The old text must match exactly including all "
+        "Could not find edits[1] in greek.txt. The oldText must match exactly including all "
         "whitespace and newlines.\nFile starts with:\n  1: alpha\n  2: beta\n  3: gamma\n"
         "  4: delta\n  5: ",
         True,
@@ -1000,9 +1000,9 @@ async def test_c02_edit_bare_cr_mixed_endings(tmp_path: Path) -> None:
         (b"one\rtwo\rthree\r", "two", "2", b"one\r2\rthree\r"),
         # lone CR kept on the edited line itself
         (b"x = 1\rprogress\n", "x = 1", "x = 2", b"x = 2\rprogress\n"),
-        # a multi-line edit in the LF part of a CRLF-first file uses the first ending for new
-        # lines but keeps the lines around it
-        (b"h\r\na\nb\nc\n", "a\nb", "A\nB", b"h\r\nA\r\nB\nc\n"),
+        # a multi-line edit in the LF part of a CRLF-first file: its new lines take the LF of
+        # the line the edit starts on (Pi 1.6), the lines around it keep theirs
+        (b"h\r\na\nb\nc\n", "a\nb", "A\nB", b"h\r\nA\nB\nc\n"),
         # CR CR LF is kept as it is
         (b"a\r\r\nb\r\n", "b", "B", b"a\r\r\nB\r\n"),
     ],
@@ -1386,8 +1386,8 @@ def test_c14_kind_json_string_shapes(edits: Any, expected: Any) -> None:
 async def test_c14_kind_unparseable_text_is_a_validation_error(tmp_path: Path) -> None:
     put(tmp_path, "f.txt", b"a\n")
     assert await call_through_loop(tmp_path, {"path": "f.txt", "edits": "[{oldText: a}]"}) == (
-        'Validation failed for tool "edit":\n  - edits: must be array\n\nReceived arguments:\n'
-        '{\n  "path": "f.txt",\n  "edits": "[{oldText: a}]"\n}',
+        'Validation failed for tool "edit":\n  - edits.0: expected object, got string\n\n'
+        'Received arguments:\n{\n  "path": "f.txt",\n  "edits": "[{oldText: a}]"\n}',
         True,
     )
     assert (tmp_path / "f.txt").read_bytes() == b"a\n"
@@ -1539,6 +1539,12 @@ async def test_abort_before_the_write_writes_nothing(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+def _lf_view(data: bytes) -> bytes:
+    """The UTF-8 file as Pi 1.6's diff sees it: no BOM, every CRLF and lone CR an LF."""
+    text = data.decode("utf-8").removeprefix("\ufeff")
+    return text.replace("\r\n", "\n").replace("\r", "\n").encode()
+
+
 def assert_patch_applies(
     root: Path,
     original: bytes,
@@ -1546,15 +1552,16 @@ def assert_patch_applies(
     name: str,
     require_program: Callable[[str], str],
 ) -> None:
-    """``details.patch`` turns a copy of ``original`` into the edited file, with GNU ``patch
-    -p0`` and with ``git apply``."""
+    """``details.patch`` (Pi 1.6's: of the LF views, without BOM) turns the LF view of
+    ``original`` into the LF view of the edited file, with GNU ``patch -p0`` and with
+    ``git apply``."""
     patch = result.details["patch"].encode()
-    edited = (root / name).read_bytes()
+    edited = _lf_view((root / name).read_bytes())
     for tool in ("patch", "git"):
         require_program(tool)
         work = root / f"_apply_{tool}"
         work.mkdir()
-        (work / name).write_bytes(original)
+        (work / name).write_bytes(_lf_view(original))
         (work / "change.patch").write_bytes(patch)
         command = (
             ["patch", "-p0", "--quiet", "--batch", "-i", "change.patch"]

@@ -14,13 +14,13 @@ from pi_builtin_tools.files.edit_diff import (
     LineEndingView,
     apply_edits,
     count_occurrences,
-    detect_line_ending,
     diff_lines,
     find_closest_match_context,
     generate_diff_string,
     generate_unified_patch,
     js_trim,
     js_trim_end,
+    line_ending_at,
     normalize_for_fuzzy_match,
     normalize_to_lf,
     tokenize_lines,
@@ -43,19 +43,23 @@ def apply_error(original: str, *pairs: tuple[str, str], path: str = "f.txt") -> 
 
 
 @pytest.mark.parametrize(
-    ("text", "ending"),
+    ("text", "offset", "ending"),
     [
-        ("a\r\nb\n", "\r\n"),
-        ("a\nb\r\n", "\n"),
-        ("a\rb\nc\r\n", "\n"),  # a lone CR before the first LF is not a line ending
-        ("a\rb\r\nc\n", "\r\n"),
-        ("no newline", "\n"),
-        ("a\r", "\n"),
-        ("", "\n"),
+        ("a\r\nb\n", 0, "\r\n"),
+        ("a\r\nb\n", 3, "\n"),  # the line's own ending, not the file's first
+        ("a\nb\r\n", 2, "\r\n"),
+        ("a\rb\nc\r\n", 0, "\n"),  # a lone CR in a file with LF is no line ending
+        ("a\r\nb", 3, "\r\n"),  # unterminated last line: the line before's ending
+        ("a\rb\r", 2, "\r"),  # no LF at all: classic Mac line endings
+        ("no newline", 3, "\n"),
+        ("\nx", 1, "\n"),  # the LF found before the offset is at index 0
+        ("", 0, "\n"),
     ],
 )
-def test_detect_line_ending_is_the_first_lf_break(text: str, ending: str) -> None:
-    assert detect_line_ending(text) == ending
+def test_line_ending_at_is_the_ending_of_the_line_holding_the_offset(
+    text: str, offset: int, ending: str
+) -> None:
+    assert line_ending_at(text, offset) == ending
 
 
 def test_normalize_to_lf_turns_crlf_and_lone_cr_into_lf() -> None:
@@ -130,16 +134,30 @@ def test_exact_edit_keeps_every_other_byte() -> None:
     assert applied.new_content == "a\nB\nc\nd\n"
 
 
-def test_replacement_line_breaks_use_the_first_line_ending() -> None:
+def test_replacement_line_breaks_take_the_ending_of_the_replaced_line() -> None:
+    # Pi 1.6's applyReplacementsToOriginal: the line where the replaced range starts decides
     applied = apply_edits("x\r\ny\nz\n", edits(("y\n", "1\n2\n")), "m.txt")
-    assert applied.new_text == "x\r\n1\r\n2\r\nz\n"
-    applied = apply_edits("x\ny\r\n", edits(("x", "1\r\n2")), "m.txt")
-    assert applied.new_text == "1\n2\ny\r\n"
+    assert applied.new_text == "x\r\n1\n2\nz\n"
+    applied = apply_edits("x\ny\r\n", edits(("y", "1\r\n2")), "m.txt")
+    assert applied.new_text == "x\n1\r\n2\r\n"
+    applied = apply_edits("one\rtwo\rthree\r", edits(("two", "two\nmore")), "c.txt")
+    assert applied.new_text == "one\rtwo\rmore\rthree\r"
+    assert applied.new_content == "one\ntwo\nmore\nthree\n"
 
 
-def test_lone_cr_in_new_text_stays_a_lone_cr() -> None:
-    applied = apply_edits("log: 10%\r50%\n", edits(("50%", "60%\r70%")), "p.txt")
-    assert applied.new_text == "log: 10%\r60%\r70%\n"
+def test_lone_cr_in_new_text_is_a_line_break() -> None:
+    applied = apply_edits("log: 10%\n50%\n", edits(("50%", "60%\r70%")), "p.txt")
+    assert applied.new_text == "log: 10%\n60%\n70%\n"
+
+
+def test_kept_cr_never_merges_with_an_inserted_lf() -> None:
+    # "x\r" is kept; the new text starts with a line break: it must not make "x\r\n" one break
+    applied = apply_edits("x\ry\n", edits(("y", "\nz")), "s.txt")
+    assert applied.new_text == "x\r\n\nz\n"
+    assert applied.new_content == "x\n\nz\n"
+    # deleting what stood between a kept CR and a kept LF
+    applied = apply_edits("a\rb\nc", edits(("b", "")), "s.txt")
+    assert applied.new_text == "a\r\n\nc"
 
 
 def test_match_across_crlf_and_lone_cr() -> None:
@@ -388,8 +406,10 @@ def test_generate_unified_patch_matches_jsdiff(old: str, new: str, patch: str) -
 
 
 def test_random_edits_keep_every_byte_outside_the_match() -> None:
-    """Property check over mixed line endings: only the matched span changes, the LF view of
-    the written text is the reported new content, and the patch turns old into new."""
+    """Property check over mixed line endings: the bytes before and after the matched span are
+    kept, the new text's line breaks take the ending of the line the span starts on, the LF
+    view of the written text is the reported new content, and the patch (of the LF views)
+    turns the old content into the new."""
     import random
 
     rng = random.Random(20260)
@@ -402,20 +422,26 @@ def test_random_edits_keep_every_byte_outside_the_match() -> None:
         old = view.text[start:end]
         if count_occurrences(view.text, old) != 1:
             continue
-        new = rng.choice(["", "Z", "P\nQ", "R\r\nS\n", "T\rU"])
+        new = rng.choice(["", "Z", "P\nQ", "R\r\nS\n", "T\rU", "\nV"])
         try:
             applied = apply_edits(original, edits((old, new)), "r.txt")
         except EditError as exc:
             assert str(exc).startswith("No changes made")
             continue
         o_start, o_end = view.to_original(start), view.to_original(end)
-        ending = detect_line_ending(original)
-        assert applied.new_text == (
-            original[:o_start] + new.replace("\r\n", "\n").replace("\n", ending) + original[o_end:]
-        )
+        assert applied.new_text.startswith(original[:o_start])
+        assert applied.new_text.endswith(original[o_end:])
+        middle = applied.new_text[o_start : len(applied.new_text) - (len(original) - o_end)]
+        written = normalize_to_lf(new).replace("\n", line_ending_at(original, o_start))
+        seam = original[o_start - 1 : o_start] == "\r" and written.startswith("\n")
+        if not written and original[o_start - 1 : o_start] == "\r":
+            seam = original[o_end : o_end + 1] == "\n"
+        assert middle == ("\n" if seam else "") + written
+        expected_content = view.text[:start] + normalize_to_lf(new) + view.text[end:]
+        assert applied.new_content == expected_content
         assert normalize_to_lf(applied.new_text) == applied.new_content
-        patch = generate_unified_patch("r.txt", original, applied.new_text)
-        assert _apply_patch(original, patch) == applied.new_text
+        patch = generate_unified_patch("r.txt", view.text, applied.new_content)
+        assert _apply_patch(view.text, patch) == applied.new_content
 
 
 def _apply_patch(old: str, patch: str) -> str:

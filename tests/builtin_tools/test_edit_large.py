@@ -17,7 +17,7 @@ from pi_builtin_tools.files.edit import (
     MAX_EDIT_FILE_BYTES,
     MAX_EDIT_LARGE_FILE_BYTES,
     _decode_text,
-    _details,
+    _details_of,
     _edit_bytes,
     _NeedsDecodedText,
     _utf8_without_cr,
@@ -27,6 +27,7 @@ from pi_builtin_tools.files.edit_diff import (
     apply_edits,
     generate_diff_string,
     generate_unified_patch,
+    line_diff,
 )
 from pi_core import AgentToolResult, ToolError
 from pi_core.backends import LocalFileOperations
@@ -39,9 +40,7 @@ def decoded_outcome(data: bytes, edits: list[dict[str, str]]) -> tuple[bytes, di
         file = _decode_text(data, "f.txt")
         applied = apply_edits(file.text, edits, "f.txt")
         new = file.encode(applied.new_text, "f.txt")
-        return new, _details(
-            "f.txt", file, applied.base_content, applied.new_content, applied.new_text
-        )
+        return new, _details_of(line_diff(applied.base_content, applied.new_content), "f.txt")
     except ToolError as exc:
         return str(exc)
 
@@ -119,9 +118,13 @@ def test_bytes_path_is_only_for_utf8_without_cr(data: bytes) -> None:
     assert _utf8_without_cr(data) is None
 
 
-def test_new_text_with_cr_or_fuzzy_match_goes_to_the_decoded_path() -> None:
-    with pytest.raises(_NeedsDecodedText):
-        _edit_bytes(b"a\nb\n", 0, [{"oldText": "a", "newText": "x\ry"}], "f.txt")
+def test_new_text_with_cr_stays_on_the_bytes_path_as_lf() -> None:
+    # a file without CR writes every line break of newText as LF, as the decoded path does
+    done = _edit_bytes(b"a\nb\n", 0, [{"oldText": "a", "newText": "x\ry\r\nz"}], "f.txt")
+    assert b"".join(done.pieces) == b"x\ny\nz\nb\n"
+
+
+def test_fuzzy_match_goes_to_the_decoded_path() -> None:
     with pytest.raises(_NeedsDecodedText):
         _edit_bytes(b"it\xe2\x80\x99s\n", 0, [{"oldText": "it's", "newText": "x"}], "f.txt")
 
@@ -152,11 +155,12 @@ def test_big_text_is_over_the_decoded_limit() -> None:
     assert len(big_text()) > MAX_EDIT_FILE_BYTES
 
 
-def expected_details(old: str, new: str, bom: str = "") -> dict[str, Any]:
+def expected_details(old: str, new: str) -> dict[str, Any]:
+    """Pi 1.6's details: both the diff and the patch of the texts without the BOM."""
     display = generate_diff_string(old, new)
     details: dict[str, Any] = {
         "diff": display.diff,
-        "patch": generate_unified_patch("big.txt", bom + old, bom + new),
+        "patch": generate_unified_patch("big.txt", old, new),
     }
     if display.first_changed_line is not None:
         details["firstChangedLine"] = display.first_changed_line
@@ -182,7 +186,7 @@ async def test_large_file_edit_has_the_texts_of_the_whole_diff(
     after = text.replace(old, new, 1)
     assert (tmp_path / "big.txt").read_bytes() == (bom + after).encode()
     assert result.text == "Successfully replaced 1 block(s) in big.txt."
-    assert result.details == expected_details(text, after, bom)
+    assert result.details == expected_details(text, after)
 
 
 async def test_large_file_multi_edit(tmp_path: Path) -> None:
@@ -256,7 +260,7 @@ async def test_large_file_errors(tmp_path: Path) -> None:
         "and no closest match is shown."
     )
     assert await edit_error(tmp_path, call(("line 0000001", "x"), ("nope", "y"))) == (
-        "Could not find edits[1] in big.txt. The old text must match exactly including "
+        "Could not find edits[1] in big.txt. The oldText must match exactly including "
         "all whitespace and newlines; in a file over 8.0MB it is not looked up approximately "
         "and no closest match is shown."
     )

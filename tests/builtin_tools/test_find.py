@@ -11,7 +11,12 @@ import pytest
 import trio
 
 from pi_builtin_tools.files.local import LocalFileOperations
-from pi_builtin_tools.search.fd_glob import GlobError, compile_fd_glob, fd_effective_pattern
+from pi_builtin_tools.search.fd_glob import (
+    EffectivePattern,
+    GlobError,
+    compile_fd_glob,
+    fd_effective_pattern,
+)
 from pi_builtin_tools.search.find import create_find_tool_definition
 from pi_core._errors import ToolError
 from pi_core._wire.messages import AgentToolResult
@@ -53,7 +58,8 @@ def test_definition_is_pis() -> None:
             "pattern": {
                 "type": "string",
                 "description": (
-                    "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"
+                    "Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without "
+                    "'/', e.g. '*.ts', it matches file names at any depth"
                 ),
             },
             "path": {
@@ -180,13 +186,22 @@ async def test_smart_case(tmp_path: Path) -> None:
     assert await find_text(tmp_path, pattern="upper.ts") == "Upper.TS"
 
 
-async def test_star_does_not_cross_directories_in_a_path_pattern(tmp_path: Path) -> None:
+async def test_path_pattern_is_anchored_at_the_search_directory(tmp_path: Path) -> None:
+    # Pi 1.6: a pattern with "/" is matched from the start of the relative path
     make(tmp_path, ["src/a.ts", "src/x/b.ts", "lib/src/c.ts"])
-    assert await find_text(tmp_path, pattern="src/*.ts") == "lib/src/c.ts\nsrc/a.ts"
-    assert await find_text(tmp_path, pattern="src/**") == (
-        "lib/src/c.ts\nsrc/a.ts\nsrc/x/\nsrc/x/b.ts"
-    )
+    assert await find_text(tmp_path, pattern="src/*.ts") == "src/a.ts"
+    assert await find_text(tmp_path, pattern="./src/*.ts") == "src/a.ts"
+    assert await find_text(tmp_path, pattern="**/src/*.ts") == "lib/src/c.ts\nsrc/a.ts"
+    assert await find_text(tmp_path, pattern="src/**") == "src/a.ts\nsrc/x/\nsrc/x/b.ts"
     assert await find_text(tmp_path, pattern="**/x") == "src/x/"
+    assert await find_text(tmp_path, pattern="src/*.ts", path="lib") == "src/c.ts"
+
+
+async def test_path_pattern_case_follows_the_pattern_as_given(tmp_path: Path) -> None:
+    make(tmp_path, ["Docs/README.md", "Docs/readme.txt"])
+    # all lowercase: --ignore-case (the search path's own capitals do not count)
+    assert await find_text(tmp_path, pattern="docs/readme*") == "Docs/README.md\nDocs/readme.txt"
+    assert await find_text(tmp_path, pattern="Docs/README*") == "Docs/README.md"
 
 
 async def test_path_pattern_matches_the_absolute_path(tmp_path: Path) -> None:
@@ -238,10 +253,10 @@ async def test_a_file_as_search_path_is_an_error(tmp_path: Path) -> None:
     )
 
 
-async def test_glob_error_names_the_rewritten_pattern(tmp_path: Path) -> None:
+async def test_glob_error_names_the_anchored_pattern(tmp_path: Path) -> None:
     assert await find_error(tmp_path, pattern="src/{a,b") == (
-        "[fd error]: error parsing glob '**/src/{a,b': unclosed alternate group; missing '}' "
-        "(maybe escape '{' with '[{]'?)"
+        f"[fd error]: error parsing glob '{tmp_path}/src/{{a,b': unclosed alternate group; "
+        "missing '}' (maybe escape '{' with '[{]'?)"
     )
 
 
@@ -285,7 +300,7 @@ async def test_file_names_with_newlines_survive(tmp_path: Path) -> None:
     ],
 )
 def test_glob_matches(pattern: str, path: str, expected: bool) -> None:
-    assert compile_fd_glob(pattern).matches(path) is expected
+    assert compile_fd_glob(pattern, "/w").matches(path) is expected
 
 
 @pytest.mark.parametrize(
@@ -299,15 +314,20 @@ def test_glob_matches(pattern: str, path: str, expected: bool) -> None:
 )
 def test_glob_errors(pattern: str, message: str) -> None:
     with pytest.raises(GlobError) as caught:
-        compile_fd_glob(pattern)
+        compile_fd_glob(pattern, "/w")
     assert str(caught.value) == f"error parsing glob '{pattern}': {message}"
 
 
 def test_effective_pattern() -> None:
-    assert fd_effective_pattern("*.ts") == ("*.ts", False)
-    assert fd_effective_pattern("src/*.ts") == ("**/src/*.ts", True)
-    assert fd_effective_pattern("**/a") == ("**/a", True)
-    assert fd_effective_pattern("/abs/*") == ("/abs/*", True)
+    """Pi 1.6's rewrite: ./ dropped; relative path patterns anchored at the escaped root."""
+    assert fd_effective_pattern("*.ts", "/w") == EffectivePattern("*.ts", False)
+    assert fd_effective_pattern("././*.ts", "/w") == EffectivePattern("*.ts", False)
+    assert fd_effective_pattern("src/*.ts", "/w/") == EffectivePattern("/w/src/*.ts", True, True)
+    assert fd_effective_pattern("**/A", "/w") == EffectivePattern("/w/**/A", True, False)
+    assert fd_effective_pattern("a/b", "/x[1]{2}*?") == (
+        EffectivePattern("/x\\[1\\]\\{2\\}\\*\\?/a/b", True, True)
+    )
+    assert fd_effective_pattern("/abs/*", "/w") == EffectivePattern("/abs/*", True)
 
 
 async def test_limit_zero_or_below_means_one(tmp_path: Path) -> None:
@@ -353,16 +373,14 @@ async def test_float_limit_with_integer_value(tmp_path: Path) -> None:
     )
 
 
-# --- documented differences from fd (see the module docstring of pi_builtin_tools.search.find) ---
+# --- documented differences from fd (see the module docstring of pi_builtin_tools.search.find) -------
 
 
-async def test_known_difference_symlinks_and_empty_directories_are_not_listed(
-    tmp_path: Path,
-) -> None:
+async def test_known_difference_symlinks_are_not_listed(tmp_path: Path) -> None:
     make(tmp_path, ["real/a.txt", "empty/"])
     os.symlink("real/a.txt", tmp_path / "link.txt")
     os.symlink("real", tmp_path / "linkdir")
-    assert await find_text(tmp_path, pattern="*") == "real/\nreal/a.txt"
+    assert await find_text(tmp_path, pattern="*") == "empty/\nreal/\nreal/a.txt"
 
 
 async def test_git_directory_is_listed_as_fd_does(tmp_path: Path) -> None:

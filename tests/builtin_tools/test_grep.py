@@ -3,15 +3,19 @@ of its kind, grep/long-line)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from pi_builtin_tools.files.local import LocalFileOperations
-from pi_builtin_tools.search.grep import clean_rg_error, create_grep_tool_definition
+from pi_builtin_tools.files.local import LocalFileOperations, find_rg
+from pi_builtin_tools.search.grep import create_grep_tool_definition
 from pi_core._errors import ToolError
 from pi_core._wire.messages import AgentToolResult
 from support import make, text
@@ -55,7 +59,10 @@ def test_definition_is_pis() -> None:
     ]
     assert tool.parameters["properties"]["glob"] == {
         "type": "string",
-        "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'",
+        "description": (
+            "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', "
+            "e.g. '*.ts', it matches file names at any depth"
+        ),
     }
     assert tool.parameters["properties"]["context"] == {
         "type": "number",
@@ -88,9 +95,7 @@ async def test_conformance_grep_errors(tmp_path: Path) -> None:
     assert await grep_error(tmp_path, pattern="x", path="nope") == (
         f"Path not found: {tmp_path}/nope"
     )
-    assert await grep_error(tmp_path, pattern="(") == (
-        "regex parse error:\n    (\n    ^\nerror: unclosed group"
-    )
+    assert await grep_error(tmp_path, pattern="(") == rg_says(tmp_path, "(")
 
 
 @pytest.mark.parametrize(
@@ -139,6 +144,19 @@ async def test_conformance_grep_glob_directory(tmp_path: Path) -> None:
     )
 
 
+async def test_glob_is_relative_to_the_search_path_without_leading_dot_slash(
+    tmp_path: Path,
+) -> None:
+    # Pi 1.6 drops leading "./" (after a "!" too); ripgrep roots the glob at the search path
+    make(tmp_path, {"src/a.ts": "hit\n", "pkg/src/b.ts": "hit\n", "c.txt": "hit\n"})
+    assert await grep_text(tmp_path, pattern="hit", glob="./src/*.ts") == "src/a.ts:1: hit"
+    assert await grep_text(tmp_path, pattern="hit", glob="src/*.ts") == "src/a.ts:1: hit"
+    assert await grep_text(tmp_path, pattern="hit", glob="!././*.ts") == "c.txt:1: hit"
+    assert await grep_text(tmp_path, pattern="hit", path="pkg", glob="./src/*") == (
+        "src/b.ts:1: hit"
+    )
+
+
 async def test_conformance_grep_literal_ignore_case(tmp_path: Path) -> None:
     make(tmp_path, {"dots.txt": "a.b\naxb\nA.B\n"})
     text = await grep_text(tmp_path, pattern="a.b", path="dots.txt", literal=True, ignoreCase=True)
@@ -181,11 +199,10 @@ async def test_scenario_153_flag_like_pattern_never_runs_a_preprocessor(tmp_path
 
 async def test_scenario_155_invalid_regex_other_forms(tmp_path: Path) -> None:
     make(tmp_path, {"a.txt": "x\n"})
-    assert await grep_error(tmp_path, pattern="a{2,1}") == (
-        "regex parse error:\n    a{2,1}\n     ^^^^^\n"
-        "error: invalid repetition count range, the start must be <= the end"
-    )
-    assert await grep_error(tmp_path, pattern="x", glob="[") == (
+    assert await grep_error(tmp_path, pattern="a{2,1}") == rg_says(tmp_path, "a{2,1}")
+    assert "invalid repetition count range" in rg_says(tmp_path, "a{2,1}")
+    glob_error = await grep_error(tmp_path, pattern="x", glob="[")
+    assert glob_error.removeprefix("rg: ") == (
         "error parsing glob '[': unclosed character class; missing ']'"
     )
 
@@ -452,25 +469,6 @@ async def test_special_spaces_in_the_search_path(tmp_path: Path) -> None:
     assert await grep_text(tmp_path, pattern="hit", path="my\u00a0dir") == "a.txt:1: hit"
 
 
-def test_clean_rg_error_unwraps_the_pattern_group() -> None:
-    rg14 = "rg: regex parse error:\n    (?:a{2,1})\n        ^^^^^\nerror: invalid repetition"
-    assert clean_rg_error(rg14, "a{2,1}") == (
-        "regex parse error:\n    a{2,1}\n     ^^^^^\nerror: invalid repetition"
-    )
-    rg13 = "regex parse error:\n    (\n    ^\nerror: unclosed group\n"
-    assert clean_rg_error(rg13, "(") == "regex parse error:\n    (\n    ^\nerror: unclosed group"
-
-
-async def test_stray_closing_paren_error_points_at_it(tmp_path: Path) -> None:
-    make(tmp_path, {"a.txt": "x\n"})
-    assert await grep_error(tmp_path, pattern=")") == (
-        "regex parse error:\n    )\n    ^\nerror: unopened group"
-    )
-    assert await grep_error(tmp_path, pattern="f(a)) [)]") == (
-        "regex parse error:\n    f(a)) [)]\n        ^\nerror: unopened group"
-    )
-
-
 async def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
     make_latin1_name(tmp_path, "zq7\n")
     assert await grep_text(tmp_path, pattern="zq7") == "caf\ufffd.txt:1: zq7"
@@ -538,24 +536,80 @@ REGEX_ERRORS_OF_RIPGREP_13 = [
 ]
 
 
-@pytest.mark.parametrize(("pattern", "expected"), REGEX_ERRORS_OF_RIPGREP_13)
-async def test_regex_errors_read_as_ripgrep_13(tmp_path: Path, pattern: str, expected: str) -> None:
-    """The wheel's ripgrep 14 wraps the pattern in ``(?:…)``; the text is still ripgrep 13's,
-    including errors at the end of the pattern the wrapper's ``)`` would change, the stray
-    ``)`` ripgrep 14 accepts (``x)(``) and the PCRE2 hint (rg_errors)."""
+def rg_says(cwd: Path, pattern: str) -> str:
+    """The error text of the ripgrep pi runs (:func:`find_rg`) for ``pattern``, trimmed."""
+    done = subprocess.run(
+        [find_rg(), "--no-config", "--", pattern, "."],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    return done.stderr.strip()
+
+
+@pytest.mark.parametrize("pattern", [p for p, _ in REGEX_ERRORS_OF_RIPGREP_13 if p != "x)("])
+async def test_a_regex_error_is_the_text_of_the_ripgrep_that_runs(
+    tmp_path: Path, pattern: str
+) -> None:
+    """As Pi: ripgrep's message, trimmed, whatever its version (no mapping between versions)."""
     make(tmp_path, {"a.txt": "x\n"})
-    assert await grep_error(tmp_path, pattern=pattern) == expected
+    assert await grep_error(tmp_path, pattern=pattern) == rg_says(tmp_path, pattern)
 
 
-def test_clean_rg_error_of_ripgrep_14_text() -> None:
-    rg14 = "rg: regex parse error:\n    (?:a\\)\n    ^\nerror: unclosed group\n"
-    assert clean_rg_error(rg14, "a\\") == (
-        "regex parse error:\n    a\\\n     ^\n"
-        "error: incomplete escape sequence, reached end of pattern prematurely"
+def test_ripgrep_on_path_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """find_rg looks as Pi does: the user's rg on PATH, else the one pi ships (the wheel's)."""
+    fake = tmp_path / "bin" / "rg"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake.parent))
+    assert find_rg.__wrapped__() == str(fake)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    import sysconfig
+
+    assert find_rg.__wrapped__() == os.path.join(sysconfig.get_path("scripts"), "rg")
+
+
+def _system_ripgrep_13() -> str:
+    path = os.pathsep.join(
+        p
+        for p in os.environ.get("PATH", "").split(os.pathsep)
+        if p != os.path.dirname(sys.executable)
     )
-    assert clean_rg_error("rg: some/file: Permission denied (os error 13)\n", "x") == (
-        "some/file: Permission denied (os error 13)"
+    found = shutil.which("rg", path=path)
+    if found is None:
+        pytest.skip("no ripgrep on PATH besides the wheel's")
+    version = subprocess.run([found, "--version"], capture_output=True, text=True).stdout
+    if not version.startswith("ripgrep 13."):
+        pytest.skip(f"the system ripgrep is not 13 ({version.splitlines()[0]})")
+    return path
+
+
+@pytest.mark.parametrize(("pattern", "expected"), REGEX_ERRORS_OF_RIPGREP_13)
+def test_with_ripgrep_13_on_path_the_texts_are_ripgrep_13s(
+    tmp_path: Path, pattern: str, expected: str
+) -> None:
+    """``pi call grep`` with the system's ripgrep 13 first on PATH (as the reference runs it):
+    exactly its texts, also where ripgrep 14 words them otherwise (``x)(``, which 14 accepts)."""
+    path = _system_ripgrep_13()
+    make(tmp_path, {"a.txt": "x\n"})
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "pi"),
+            "call",
+            "grep",
+            json.dumps({"pattern": pattern}),
+            "--json",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
+    assert json.loads(done.stdout)["content"][0]["text"] == expected
 
 
 async def test_literal_pattern_with_stray_paren_is_searched(tmp_path: Path) -> None:

@@ -186,7 +186,7 @@ async def test_a_failed_search_is_run_again_in_path_order(tmp_path: Path) -> Non
     ops = Failing()
     with pytest.raises(ToolError) as caught:
         await grep(tmp_path, ops, pattern="hit")
-    assert str(caught.value) == "./b: denied\n./a: denied (sorted)"
+    assert str(caught.value) == "rg: ./b: denied\nrg: ./a: denied (sorted)"  # as ripgrep says it
     assert [("--sort=path" in call) for call in ops.calls] == [False, True]
 
 

@@ -278,11 +278,10 @@ async def test_offset_zero_is_line_one(tmp_path: Path) -> None:
         ({"offset": -3}, "offset must be a non-negative integer, got -3"),
         ({"offset": 1.5}, "offset must be a non-negative integer, got 1.5"),
         ({"offset": math.inf}, "offset must be a non-negative integer, got Infinity"),
-        ({"limit": 0}, "limit must be a positive integer, got 0"),
-        ({"limit": -1}, "limit must be a positive integer, got -1"),
-        ({"limit": 1.5}, "limit must be a positive integer, got 1.5"),
-        ({"limit": math.inf}, "limit must be a positive integer, got Infinity"),
-        ({"limit": math.nan}, "limit must be a positive integer, got NaN"),
+        ({"limit": -1}, "limit must be a non-negative integer, got -1"),
+        ({"limit": 1.5}, "limit must be a non-negative integer, got 1.5"),
+        ({"limit": math.inf}, "limit must be a non-negative integer, got Infinity"),
+        ({"limit": math.nan}, "limit must be a non-negative integer, got NaN"),
     ],
 )
 async def test_nonsense_offset_or_limit_is_an_error(
@@ -291,6 +290,14 @@ async def test_nonsense_offset_or_limit_is_an_error(
     """The reference answers ``limit: -1`` with "[5 more lines ... Use offset=0]": refused."""
     (tmp_path / "four.txt").write_text("1\n2\n3\n4")
     assert await read_error(tmp_path, path="four.txt", **args) == message
+
+
+async def test_limit_zero_selects_no_line(tmp_path: Path) -> None:
+    """Pi 1.6 streams integer limits from 0 (``limit: ""`` and ``false`` coerce to 0)."""
+    (tmp_path / "five.txt").write_text("l1\nl2\nl3\nl4\nl5\n")
+    assert (await read(tmp_path, path="five.txt", limit=0)).text == (
+        "\n\n[6 more lines in file. Use offset=1 to continue.]"
+    )
 
 
 async def test_limit_reaching_end_has_no_notice(tmp_path: Path) -> None:

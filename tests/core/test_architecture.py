@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pi_core._backend_kit",),
     ("pi_core._tools",),
     ("pi_core._session",),
+    ("pi_core._checkpoints",),
     ("pi_core._pipeline",),
     ("pi_core._providers",),
     ("pi_core._loop",),
@@ -65,6 +66,8 @@ no floor (and fails the test) until it is given one here.
 3. ``_tools``: what a tool is (``AgentTool``, ``@tool``, exposure and loadout types), a
    session's tool sets (``ToolSet``) and argument validation;
 4. ``_session``: one session's state (``SessionContext``), its approvals and its audit log;
+4b. ``_checkpoints``: every change a session makes to its workspace and the way back (the
+   recorder the pipeline drives, the store, listing and rewinding);
 5. ``_pipeline``: one tool call (hook contexts, prepare, execute, finalize), nested calls and
    the callbacks a call reads (``AgentContext``, ``PipelineConfig``);
 6. ``_providers``: the models (the ``ModelProvider`` protocol, HTTP, OpenAI, Anthropic);

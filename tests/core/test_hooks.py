@@ -30,6 +30,7 @@ from pi_core import (
     TextContent,
     ToolCall,
     ToolDefinition,
+    build_session,
     hookimpl,
     hookspecs,
     tool,
@@ -1388,6 +1389,95 @@ async def test_no_path_leaves_a_coroutine_unawaited(
 
 
 # ---------------------------------------------------------------------------------------------
+# Checkpoints
+# ---------------------------------------------------------------------------------------------
+
+
+def test_pi_checkpoint_exclude_collects_patterns_and_they_are_never_recorded(
+    pi_hooks: PluginHooks, register_plugin: Register, tmp_path: pathlib.Path
+) -> None:
+    seen: list[str] = []
+
+    @hookimpl
+    def secrets(context: SessionContext) -> list[str]:
+        seen.append(context.host)
+        return ["*.key", "build/out"]
+
+    @hookimpl
+    def nothing(context: SessionContext) -> None:
+        return None
+
+    register_plugin(plugin(pi_checkpoint_exclude=nothing), name="nothing")
+    register_plugin(plugin(pi_checkpoint_exclude=secrets), name="secrets")
+    context = SessionContext(cwd=str(tmp_path), host="call")
+    assert pi_hooks.checkpoint_exclude(context) == ["*.key", "build/out"]
+    assert seen == ["call"]
+
+    session = build_session(pi_hooks.pm, tmp_path, {}, host="call")
+    assert session.checkpoints is not None
+    tree = session.checkpoints.recorder.tree
+    assert [tree.excludes(p) for p in ("a.key", "d/b.key", "build/out/x", "build/x", ".git/HEAD")] == [
+        True, True, True, False, True,
+    ]  # fmt: skip
+
+    @hookimpl
+    def wrong(context: SessionContext) -> str:
+        return "*.key"
+
+    register_plugin(plugin(pi_checkpoint_exclude=wrong), name="wrong")
+    with pytest.raises(PluginError) as info:
+        pi_hooks.checkpoint_exclude(context)
+    assert str(info.value) == (
+        "plugin 'wrong' returned '*.key' from pi_checkpoint_exclude; expected a list of path"
+        " patterns or None"
+    )
+
+
+async def test_pi_before_rewind_first_reason_refuses_the_rewind(
+    pi_hooks: PluginHooks, register_plugin: Register, tmp_path: pathlib.Path
+) -> None:
+    from pi_core import RewindContext, RewindRefused, rewind
+
+    seen: list[tuple[str, str]] = []
+
+    @hookimpl
+    async def veto(context: RewindContext) -> str | None:
+        seen.append(("veto", context.target))
+        return "a release is being cut" if context.changes else None
+
+    @hookimpl(tryfirst=True)
+    def look(context: RewindContext) -> None:
+        seen.append(("look", ",".join(c.label() for c in context.changes)))
+
+    register_plugin(plugin(pi_before_rewind=veto), name="veto")
+    register_plugin(plugin(pi_before_rewind=look), name="look")
+
+    session = build_session(pi_hooks.pm, tmp_path, {}, host="agent", checkpoints=True)
+    assert session.checkpoints is not None
+    tool_call = ToolCall(id="w1", name="touch", arguments={})
+    recorder = session.checkpoints.recorder
+    async with session:
+        record = recorder.open_call(tool_call.id, "touch", None, "workspace")
+        assert record is not None
+        await recorder.before_call(record)
+        (tmp_path / "made.txt").write_text("made")
+        await recorder.after_call(record)
+    with pytest.raises(RewindRefused) as info:
+        await rewind(tmp_path, to="w1", before_rewind=pi_hooks.before_rewind)
+    assert (str(info.value), info.value.source) == ("a release is being cut", "veto")
+    assert seen == [("look", "-made.txt"), ("veto", "before call w1")]
+    assert (tmp_path / "made.txt").exists()
+
+    @hookimpl(tryfirst=True)
+    def wrong(context: RewindContext) -> int:
+        return 1
+
+    register_plugin(plugin(pi_before_rewind=wrong), name="wrong")
+    with pytest.raises(PluginError, match="plugin 'wrong' returned 1 from pi_before_rewind"):
+        await rewind(tmp_path, to="w1", before_rewind=pi_hooks.before_rewind)
+
+
+# ---------------------------------------------------------------------------------------------
 # Composition into LoopConfig
 # ---------------------------------------------------------------------------------------------
 
@@ -1481,6 +1571,8 @@ def test_hookspecs_are_the_design_hooks_and_have_call_modes() -> None:
             "pi_on_event",
             "pi_session_start",
             "pi_session_end",
+            "pi_checkpoint_exclude",
+            "pi_before_rewind",
         ]
     )
     assert sorted(hookspecs.HOOK_CALL_MODES) == SPEC_NAMES

@@ -3,6 +3,7 @@ with an invalid middle call, and a property test: arbitrary JSON never crashes t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -125,19 +126,32 @@ async def test_33_coerced_args_reach_the_tool_raw_args_in_events() -> None:
     assert messages[1].tool_calls[0].arguments == {"count": "5"}  # the model's call is untouched
 
 
-async def test_33_amended_a_number_is_not_coerced_to_a_string() -> None:
-    """Port decision 4 supersedes #33: ``echo{value:5}`` is a validation error."""
+async def test_33_a_number_is_coerced_to_a_string() -> None:
+    """#33 as Pi 1.6 runs it (issue 27): ``echo{value:5}`` runs with ``value: "5"``."""
     log: list[Any] = []
     script = [tool_use(call("c", "echo", {"value": 5})), text("done")]
     messages, _, _ = await run(script, [make_echo(log)])
-    assert log == []
+    assert log == [{"value": "5"}]
+    assert messages[2].text == "echoed: 5"
+
+
+async def test_a_tool_that_opts_out_of_coercion_gets_its_arguments_checked_as_they_are() -> None:
+    log: list[Any] = []
+    strict = dataclasses.replace(make_echo(log), coerce_arguments=False)
+    script = [
+        tool_use(call("c", "echo", {"value": 5}), call("d", "echo", {"value": "x"})),
+        text("done"),
+    ]
+    messages, _, _ = await run(script, [strict])
+    assert log == [{"value": "x"}]
     assert messages[2].text == (
         'Validation failed for tool "echo":\n'
-        "  - value: must be string\n"
+        "  - value: expected string, got integer\n"
         "\n"
         "Received arguments:\n"
         '{\n  "value": 5\n}'
     )
+    assert messages[3].text == "echoed: x"
 
 
 async def test_39_slow_invalid_fast() -> None:

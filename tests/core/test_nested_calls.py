@@ -213,7 +213,7 @@ async def test_nested_failures_come_back_as_error_results() -> None:
         raise RuntimeError("kaput")
 
     async def outer(ctx: Any) -> str:
-        outcomes.append(outcome_json(await ctx.execute_tool("echo", {"value": 3})))
+        outcomes.append(outcome_json(await ctx.execute_tool("echo", {"value": [3]})))
         outcomes.append(outcome_json(await ctx.execute_tool("boom")))
         outcomes.append(outcome_json(await ctx.execute_tool("echo", None)))
         return "survived"
@@ -223,7 +223,7 @@ async def test_nested_failures_come_back_as_error_results() -> None:
     # exactly what the same calls give when the model issues them
     direct = [
         await run_tool_call(call(f"c1/{n}", name, args), AgentContext(tools=tools), LoopConfig())
-        for n, name, args in [(1, "echo", {"value": 3}), (2, "boom", {}), (3, "echo", {})]
+        for n, name, args in [(1, "echo", {"value": [3]}), (2, "boom", {}), (3, "echo", {})]
     ]
     assert direct[0].result.text.startswith('Validation failed for tool "echo":')
     assert outcomes == [outcome_json(o) for o in direct]

@@ -117,10 +117,11 @@ def test_the_hand_check_gives_jsonschema_s_results(
 
 def test_exact_texts_of_the_built_in_shapes() -> None:
     assert outcome(READ, {"path": "a", "offset": "5"}) == ("ok", {"path": "a", "offset": 5})
-    assert outcome(READ, {"path": 6}) == (
+    assert outcome(READ, {"path": 6}) == ("ok", {"path": "6"})
+    assert outcome(READ, {"path": [6]}) == (
         "error",
-        'Validation failed for tool "t":\n  - path: must be string\n\n'
-        'Received arguments:\n{\n  "path": 6\n}',
+        'Validation failed for tool "t":\n  - path: expected string, got array\n\n'
+        'Received arguments:\n{\n  "path": [\n    6\n  ]\n}',
     )
     assert outcome(EDIT, {"path": "p", "edits": {"oldText": "a", "newText": "b"}}) == (
         "ok",

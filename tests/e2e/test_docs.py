@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -49,6 +50,8 @@ def pi(
 ) -> subprocess.CompletedProcess[str]:
     """Run the ``pi`` command with no config file in reach of ``cwd`` unless one is named."""
     env = {"PATH": f"{PI.parent}:/usr/bin:/bin", "HOME": str(Path.home())}
+    if "XDG_STATE_HOME" in os.environ:  # checkpoints go where the test session keeps them
+        env["XDG_STATE_HOME"] = os.environ["XDG_STATE_HOME"]
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run(
@@ -195,7 +198,8 @@ def test_command_plugin_snippet(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert missing.stderr == (
         "pi: error: argument COMMAND: invalid choice: 'hello' "
-        "(choose from 'plugins', 'tools', 'call', 'replay', 'run', 'policy', 'mcp')\n"
+        "(choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'export', 'policy',"
+        " 'mcp')\n"
     )
 
 
@@ -267,7 +271,12 @@ def test_sandbox_config_snippets_are_valid(path: Path) -> None:
     config = load_config(path)
     sandbox = load_sandbox_config(config.data, path)  # runs [sandbox.policy.tests] too
     assert sandbox is not None
-    backends = {"deny": "local", "allow": "local", "container-exec": "container"}
+    backends = {
+        "deny": "local",
+        "allow": "local",
+        "options": "local",
+        "container-exec": "container",
+    }
     assert sandbox.backend == backends.get(path.stem, path.stem)
 
 
@@ -303,6 +312,40 @@ def test_sandbox_how_to_decisions(tmp_path: Path) -> None:
     assert (cat.returncode, cat.stdout) == (0, "K=1\n")
 
 
+def test_sandbox_how_to_identity_and_protected_files(tmp_path: Path) -> None:
+    """The hard-link example of the path policy section, and pi's own config file (here the
+    ``--config`` file) refused to the write tool with the text the page lists."""
+    deny = SNIPPETS / "sandbox" / "deny.toml"
+    (tmp_path / ".env").write_text("K=1\n")
+    (tmp_path / "innocent.txt").hardlink_to(tmp_path / ".env")
+    read = pi(
+        "--config", str(deny), "call", "read", '{"path": "innocent.txt"}', "--cwd", str(tmp_path)
+    )
+    assert (read.returncode, read.stdout) == (
+        1,
+        f"Reading '{tmp_path}/innocent.txt' (the same file as '{tmp_path}/.env') is denied by "
+        "the sandbox path policy (deny_paths pattern '.env')\n",
+    )
+    target = json.dumps({"path": str(deny.absolute()), "content": "[sandbox]\n"})
+    write = pi("--config", str(deny), "call", "write", target, "--cwd", str(tmp_path))
+    assert (write.returncode, write.stdout) == (
+        1,
+        f"Writing '{deny.absolute()}' is denied: pi's own configuration is protected from the "
+        "agent\n",
+    )
+    # the local backend cannot protect anything from bash
+    cat = pi(
+        "--config",
+        str(deny),
+        "call",
+        "bash",
+        '{"command": "cat innocent.txt"}',
+        "--cwd",
+        str(tmp_path),
+    )
+    assert (cat.returncode, cat.stdout) == (0, "K=1\n")
+
+
 def test_sandbox_how_to_bwrap_example(tmp_path: Path, require_program) -> None:
     require_program("bwrap")
     (tmp_path / ".env").write_text("K=1\n")
@@ -317,10 +360,15 @@ def test_sandbox_how_to_bwrap_example(tmp_path: Path, require_program) -> None:
     )
 
 
-def test_parallel_batch_snippet_orders_results_by_source() -> None:
+def test_parallel_batch_snippet_orders_results_by_source(tmp_path: Path) -> None:
     def order(*extra: str) -> list[str]:
         proc = pi(
-            "replay", "docs/snippets/parallel-batch.jsonl", "--events", "--cwd", "/tmp", *extra
+            "replay",
+            "docs/snippets/parallel-batch.jsonl",
+            "--events",
+            "--cwd",
+            str(tmp_path),
+            *extra,
         )
         assert proc.returncode == 0, proc.stderr
         seen = []

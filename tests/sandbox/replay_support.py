@@ -11,7 +11,7 @@ from typing import Any
 
 from pi_core._pipeline.config import AgentContext
 from pi_core._pipeline.pipeline import run_tool_call
-from pi_core._plugins.session import Session
+from pi_core._plugins.session import Session, build_session
 from pi_core._wire.messages import ToolCall
 
 PI = str(Path(sys.executable).with_name("pi"))
@@ -60,6 +60,20 @@ def texts(results: list[dict[str, Any]]) -> dict[str, tuple[str, bool]]:
     }
 
 
+def project_session(ws: Path) -> Session:
+    """The session of the built-in tools and the sandbox plugin in ``ws``, with the config
+    loaded from ``ws/pi.toml`` as ``pi`` loads it (so the session knows the file)."""
+    import pi_builtin_tools.plugin as builtin_plugin
+    import pi_sandbox_plugin.plugin as sandbox_plugin
+    from pi_core import load_config
+    from pi_core._plugins.manager import PiPluginManager
+
+    pm = PiPluginManager()
+    pm.register(builtin_plugin, name="builtin_tools")
+    pm.register(sandbox_plugin, name="sandbox")
+    return build_session(pm, ws, load_config(ws / "pi.toml").data)
+
+
 async def call(session: Session, name: str, **args: Any) -> tuple[str, bool]:
     """Run one ``name`` tool call through the loop's pipeline: (result text, is_error)."""
     outcome = await run_tool_call(
@@ -70,4 +84,4 @@ async def call(session: Session, name: str, **args: Any) -> tuple[str, bool]:
     return outcome.result.text, outcome.is_error
 
 
-__all__ = ["PI", "call", "replay", "texts", "tool_call"]
+__all__ = ["PI", "call", "project_session", "replay", "texts", "tool_call"]

@@ -127,7 +127,14 @@ def test_scan_word_globs(raw: str, glob: bool) -> None:
         (">out curl x", [["curl", "x"]]),
         ("cu\\\nrl x", [["curl", "x"]]),
         ("echo 'a\\\nb'", [["echo", "a\\\nb"]]),
-        ("echo $((1+2)) $(( $(arith) ))", [["arith"], ["echo", "$((1+2))", "$(( $(arith) ))"]]),
+        (
+            "echo $((1+2)) $(( $(arith) ))",
+            [
+                ["arith"],
+                ["echo", "$((1+2))", "$(( $(arith) ))"],
+                "?arithmetic evaluates a command's output, which is not a literal",
+            ],
+        ),
         ("for rm in a b; do :; done", [[":"]]),
         ("[[ $x == rm ]]", []),
         ("alias del='rm -v'", [["alias", "del=rm -v"]]),
@@ -182,7 +189,16 @@ def test_every_simple_command_is_found(line: str, expected: list[list[str]]) -> 
         ("[[ $x =~ `rm` ]]", [["rm"]]),
         ("[[ $x =~ '$(rm)' ]]", []),
         ("echo $'\\'$(rm)'", [["echo", "'$(rm)"]]),
-        ("arr[$(rm)]=1; echo ${a[$(curl)]}", [["rm"], ["curl"], ["echo", "${a[$(curl)]}"]]),
+        (
+            "arr[$(rm)]=1; echo ${a[$(curl)]}",
+            [
+                ["rm"],
+                ["curl"],
+                ["echo", "${a[$(curl)]}"],
+                "?the subscript of arr evaluates a command's output, which is not a literal",
+                "?the subscript of a evaluates a command's output, which is not a literal",
+            ],
+        ),
     ],
 )
 def test_substitutions_are_commands(line: str, expected: list[list[str]]) -> None:

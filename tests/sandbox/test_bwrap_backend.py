@@ -310,7 +310,7 @@ def test_sandbox_arguments(tmp_path: Path) -> None:
         "--tmpfs", f"{ws}/d", "--remount-ro", f"{ws}/d",
         "--ro-bind", "/dev/null", f"{ws}/f",
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-        "--unshare-net", "--die-with-parent", "--new-session",
+        "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
     ]  # fmt: skip
     assert "--unshare-net" not in BwrapBackend(ws, network=True, rg="rg").sandbox_args()
 

@@ -175,7 +175,7 @@ def test_ask_allow_setting_lets_the_call_run_when_nobody_can_be_asked(tmp_path: 
 
 def test_updated_input_is_mapped_back_revalidated_and_judged_again(tmp_path: Path) -> None:
     bad = json.dumps(
-        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"content": 5}}}
+        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"content": [5]}}}
     )
     settings(
         tmp_path,
@@ -193,8 +193,9 @@ def test_updated_input_is_mapped_back_revalidated_and_judged_again(tmp_path: Pat
     (text,) = texts(broken)
     assert text == (
         f"Blocked: the updatedInput of claude hook {hook('answer.py', bad)} does not match the "
-        'schema of write: Validation failed for tool "write":\n  - content: must be string\n\n'
-        f'Received arguments:\n{{\n  "path": "{tmp_path}/a.txt",\n  "content": 5\n}}'
+        'schema of write: Validation failed for tool "write":\n'
+        "  - content: expected string, got array\n\n"
+        f'Received arguments:\n{{\n  "path": "{tmp_path}/a.txt",\n  "content": [\n    5\n  ]\n}}'
     )
     assert not (tmp_path / "a.txt").exists()
 

@@ -113,7 +113,17 @@ async def test_without_a_path_policy_the_tools_give_identical_results(
     assert without[1]["content"] == [{"type": "text", "text": f"TOKEN={SECRET}\n"}]
     session = session_of(ws, config)
     assert type(session.bash_operations) is LocalBashOperations
-    assert type(session.file_operations) is LocalFileOperations
+    files = session.file_operations
+    if "sandbox" not in config:
+        assert type(files) is LocalFileOperations
+    else:  # pi's own files are kept from the agent: the only thing this guard refuses
+        assert isinstance(files, GuardedFileOperations)
+        assert type(files.inner) is LocalFileOperations
+        assert (files.policy.read_roots, files.policy.write_roots) == (("/",), ("/",))
+        assert (files.policy.deny_patterns, files.policy.protected) == ((), {})
+        # no read is restricted: the local backend's one-hop read stays (P1's cost)
+        head = await files.read_head("a.txt", str(ws), whole_limit=1 << 20, head_size=4096)
+        assert head is not None and head[2] == (ws / "a.txt").read_bytes()
 
 
 # -- local backend with a policy --------------------------------------------------------------
@@ -194,6 +204,7 @@ async def test_bwrap_backend_masks_denied_paths_from_bash(tmp_path: Path, bwrap_
     session = session_of(ws, config)
     bash = session.bash_operations
     assert isinstance(bash, BwrapBackend)
+    bash.sandbox_args()  # the masks are found when a sandbox starts
     assert sorted(bash.deny_paths) == [str(ws / ".env"), str(ws / "sub" / ".env")]
     files = session.file_operations
     assert isinstance(files, GuardedFileOperations) and files.inner is bash
@@ -209,11 +220,15 @@ async def test_bwrap_backend_masks_denied_paths_from_bash(tmp_path: Path, bwrap_
     await assert_full_output_readable(session)
 
 
-async def test_bwrap_without_a_policy_is_not_guarded(tmp_path: Path, bwrap_ok: None) -> None:
+async def test_bwrap_without_a_policy_only_protects_pis_files(
+    tmp_path: Path, bwrap_ok: None
+) -> None:
     ws = make_workspace(tmp_path / "ws")
     session = session_of(ws, {"sandbox": {"backend": "bwrap", "bwrap": {"network": False}}})
     assert isinstance(session.bash_operations, BwrapBackend)
-    assert session.file_operations is session.bash_operations
+    files = session.file_operations
+    assert isinstance(files, GuardedFileOperations) and files.inner is session.bash_operations
+    assert (files.policy.deny_patterns, files.policy.protected) == ((), {})
     assert session.bash_operations.deny_paths == []
     assert await call(session, "read", path=".env") == (f"TOKEN={SECRET}\n", False)
 
@@ -286,7 +301,9 @@ def test_container_backend_maps_the_session_cwd_to_workdir(tmp_path: Path) -> No
         }
     }
     session = session_of(ws, config)
-    bash, files = session.bash_operations, session.file_operations
+    bash, guard = session.bash_operations, session.file_operations
+    assert isinstance(guard, GuardedFileOperations)  # pi's own files are kept from the agent
+    files = guard.inner
     assert isinstance(bash, MappedBashOperations) and isinstance(files, MappedFileOperations)
     assert isinstance(bash.inner, ContainerBackend) and bash.inner is files.inner
     assert bash.inner.container == "dev-box"

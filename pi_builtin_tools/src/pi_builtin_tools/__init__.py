@@ -97,7 +97,6 @@ _MOVED = {
     "find": "search.find",
     "ls": "search.ls",
     "fd_glob": "search.fd_glob",
-    "rg_errors": "search.rg_errors",
     "search_output": "search.output",
     "bash": "shell.bash",
     "powershell": "shell.powershell",

@@ -12,7 +12,8 @@ and a few documented sub-modules hold the rest:
 Everything else lives in private sub-packages, one per concern: ``_wire`` (messages, events,
 session files), ``_tools`` (tool types, ``@tool``, validation), ``_pipeline`` (one tool call),
 ``_loop`` (turns and batches, ``Agent``), ``_plugins`` (markers, hook caller, facade, manager),
-``_providers`` (scripted, OpenAI, Anthropic), ``_backend_kit`` and ``_cli``.
+``_providers`` (scripted, OpenAI, Anthropic), ``_backend_kit``, ``_checkpoints`` (every change
+a session makes to the workspace, and the way back) and ``_cli``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,24 @@ from __future__ import annotations
 from pi_core._abort import Abort
 from pi_core._backend_kit.mutation_queue import with_file_mutation_queue
 from pi_core._backend_kit.operations import BashOperations, FileOperations
+from pi_core._checkpoints.api import (
+    Checkpoints,
+    checkpoint_sessions,
+    list_checkpoints,
+    prune_checkpoints,
+    rewind,
+)
+from pi_core._checkpoints.history import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointSession,
+    FileChange,
+    PathIssue,
+    RewindContext,
+    RewindRefused,
+    RewindResult,
+)
+from pi_core._checkpoints.store import checkpoint_dir
 from pi_core._config import config_file, find_config, format_config_error, load_config
 from pi_core._errors import (
     CommandTimeout,
@@ -59,11 +78,12 @@ from pi_core._plugins.markers import hookimpl, hookspec
 from pi_core._plugins.session import Session, build_session
 from pi_core._session.approval import ApprovalOutcome, ApprovalRequest
 from pi_core._session.audit import AuditLog
-from pi_core._session.context import SessionContext
+from pi_core._session.context import ProtectedFile, SessionContext
 from pi_core._tools.definition import (
     AgentTool,
     ConstrainedSampling,
     LoadoutChanges,
+    Mutates,
     OnUpdate,
     PathArgument,
     ToolDefinition,
@@ -105,23 +125,34 @@ __all__ = [
     "BashSpawnContext",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointSession",
+    "Checkpoints",
     "CommandInvocation",
     "CommandTimeout",
     "ConfigError",
     "ConstrainedSampling",
+    "FileChange",
     "FileOperations",
     "ImageContent",
     "LoadoutChanges",
     "LoopConfig",
+    "Mutates",
     "OnUpdate",
     "PathArgument",
+    "PathIssue",
     "PiError",
     "PiPluginManager",
     "PluginCommand",
     "PluginError",
     "PluginHooks",
+    "ProtectedFile",
     "ProviderError",
     "RegisterToolsContext",
+    "RewindContext",
+    "RewindRefused",
+    "RewindResult",
     "Session",
     "SessionContext",
     "SystemMessage",
@@ -139,6 +170,8 @@ __all__ = [
     "ToolSet",
     "UserMessage",
     "build_session",
+    "checkpoint_dir",
+    "checkpoint_sessions",
     "config_file",
     "current_tool_context",
     "find_config",
@@ -148,11 +181,14 @@ __all__ = [
     "hookspec",
     "js_number_to_string",
     "lazy_door",
+    "list_checkpoints",
     "load_config",
     "make_plugin_manager",
     "nested_calls_context",
     "parse_json",
+    "prune_checkpoints",
     "request_approval",
+    "rewind",
     "run_agent_loop",
     "run_tool_call",
     "tool",

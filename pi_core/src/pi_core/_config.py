@@ -2,12 +2,16 @@
 
 Without ``--config``, pi looks for ``pi.toml`` in the working directory and then in each parent
 directory; the first one found is used, and no file at all means the defaults. The file is TOML
-(read with :mod:`tomllib`). The core owns the ``[pi]`` table; every other top-level table
-belongs to a plugin and is kept as is in :attr:`PiConfig.data` (the ``config`` dict hooks get)::
+(read with :mod:`tomllib`). The core owns the ``[pi]`` and ``[checkpoints]`` tables; every other top-level
+table belongs to a plugin and is kept as is in :attr:`PiConfig.data` (the ``config`` dict hooks get)::
 
     [pi]
     tool_execution = "sequential"   # "parallel" (default) or "sequential"
     max_parallel_tools = 4          # cap on concurrently executing tools; integer >= 1
+
+    [checkpoints]                   # the core's checkpoints (docs/how-to/undo.md)
+    enabled = true
+    exclude = ["node_modules", ".venv"]
 
     [sandbox]                       # a plugin's own table
     allow_network = false
@@ -32,6 +36,7 @@ from pi_core._errors import ConfigError
 
 CONFIG_FILENAME = "pi.toml"
 CORE_TABLE = "pi"
+CHECKPOINTS_TABLE = "checkpoints"
 
 _POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 _AT_END = re.compile(r"\s*\(at end of document\)$")
@@ -47,6 +52,58 @@ class CoreSettings(pydantic.BaseModel):
 
     max_parallel_tools: pydantic.StrictInt | None = pydantic.Field(default=None, ge=1)
     """At most this many tools execute at once in a parallel batch; unset: no cap."""
+
+
+class CheckpointSettings(pydantic.BaseModel):
+    """The ``[checkpoints]`` table (``docs/reference/configuration.md``). Unknown keys are
+    errors."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    enabled: pydantic.StrictBool = True
+    """Record checkpoints in ``pi run``, ``pi call``, ``pi replay`` and ``pi mcp serve``."""
+
+    dir: pydantic.StrictStr | None = None
+    """Where checkpoints are stored (``~`` expanded; must then be absolute); unset:
+    ``$XDG_STATE_HOME/pi/checkpoints``, else ``~/.local/state/pi/checkpoints``."""
+
+    exclude: list[pydantic.StrictStr] = pydantic.Field(default_factory=list)
+    """Paths never recorded nor restored, besides ``.git``: a name (any depth) or a path from
+    the workspace root, shell globs allowed."""
+
+    max_file_bytes: pydantic.StrictInt = pydantic.Field(default=16 * 1024 * 1024, ge=0)
+    """Files larger than this are recorded by hash and size only (they cannot be restored)."""
+
+    max_files: pydantic.StrictInt = pydantic.Field(default=100_000, ge=1)
+    """A workspace with more entries than this is not read: its shell calls are not recorded
+    (file tools still are)."""
+
+    max_bytes: pydantic.StrictInt = pydantic.Field(default=1024 * 1024 * 1024, ge=0)
+    """The most the checkpoints of one workspace keep; the oldest sessions go first."""
+
+    @pydantic.field_validator("dir")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        expanded = os.path.expanduser(value)
+        if not os.path.isabs(expanded):
+            raise ValueError("must be an absolute path (or start with ~)")
+        return expanded
+
+
+def checkpoint_settings(config: Mapping[str, Any] | None) -> CheckpointSettings:
+    """The validated ``[checkpoints]`` table of a loaded ``config`` dict (defaults without
+    one); :class:`ConfigError` ``FILE: checkpoints.KEY: ...`` for a bad value."""
+    table = (config or {}).get(CHECKPOINTS_TABLE, {})
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"{config_file(config)}: {CHECKPOINTS_TABLE}: must be a table ([{CHECKPOINTS_TABLE}])"
+        )
+    try:
+        return CheckpointSettings.model_validate(table)
+    except pydantic.ValidationError as e:
+        raise ConfigError(format_config_error(config_file(config), CHECKPOINTS_TABLE, e)) from None
 
 
 class ConfigData(dict[str, Any]):
@@ -168,6 +225,7 @@ def parse_config(raw: bytes, path: Path) -> PiConfig:
         core = CoreSettings.model_validate(table)
     except pydantic.ValidationError as e:
         raise ConfigError(format_config_error(path, CORE_TABLE, e)) from None
+    checkpoint_settings(data)  # a bad [checkpoints] table is reported before anything runs
     return PiConfig(path=path, data=data, core=core)
 
 
@@ -226,11 +284,14 @@ def _toml_repr(value: Any) -> str:
 
 
 __all__ = [
+    "CHECKPOINTS_TABLE",
     "CONFIG_FILENAME",
+    "CheckpointSettings",
     "ConfigData",
     "CoreSettings",
     "LoopSettings",
     "PiConfig",
+    "checkpoint_settings",
     "config_file",
     "find_config",
     "format_config_error",

@@ -22,6 +22,9 @@ built-in and sandbox backends share:
 * commands longer than one ``argv`` element (128 KiB): :func:`command_fits_argv`,
   :func:`long_command_file`, :func:`sourcing_command` (run ``SHELL -c COMMAND`` when it fits,
   else ``SHELL -c ". /dev/fd/N"`` with the command in descriptor ``N``);
+* a workspace as checkpoints read and restore it: :class:`WorkspaceTree` (what a backend's
+  optional ``FileOperations.checkpoint_tree(root, exclude)`` returns), :class:`TreeEntry`,
+  :class:`LocalWorkspaceTree` (a workspace on this machine);
 * the command environment policy (``[env]``): :class:`EnvPolicy`, :func:`looks_secret` (what
   it drops by default), :func:`command_environment`
   (what a command starts from), :func:`remote_environment` (what an ssh or container backend
@@ -68,6 +71,7 @@ from pi_core._backend_kit.operations import (
 from pi_core._backend_kit.paths import resolve_existing_path, resolve_to_cwd
 from pi_core._backend_kit.process_stream import stream_process, unwrap_exception_group
 from pi_core._backend_kit.rg_output import RgRecord, iter_rg_records
+from pi_core._backend_kit.tree import LocalWorkspaceTree, TreeEntry, WorkspaceTree
 from pi_core._errors import CommandTimeout, missing_cwd_error
 
 __all__ = [
@@ -79,7 +83,10 @@ __all__ = [
     "FileOperations",
     "FileStat",
     "LocalFileOperations",
+    "LocalWorkspaceTree",
     "RgRecord",
+    "TreeEntry",
+    "WorkspaceTree",
     "atomic_write_bytes",
     "command_environment",
     "command_fits_argv",

@@ -28,6 +28,7 @@ from pi_core._plugins.markers import hookspec
 
 if TYPE_CHECKING:
     from pi_core._backend_kit.operations import BashOperations, FileOperations
+    from pi_core._checkpoints.history import RewindContext
     from pi_core._pipeline.contexts import (
         AfterToolCallContext,
         AfterToolCallResult,
@@ -239,6 +240,42 @@ def pi_bash_spawn_context(context: BashSpawnContext) -> BashSpawnContext | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Checkpoints
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def pi_checkpoint_exclude(context: SessionContext) -> list[str] | None:
+    """Name paths that checkpoints never record nor restore (secrets, caches, build output).
+
+    **When**: once per session that records checkpoints, when they are set up (``pi run``,
+    ``pi call``, ``pi replay``, ``pi mcp serve``, or a program's session with checkpoints on).
+    **Call mode**: collect; sync implementations only. Every pattern returned is added to
+    ``[checkpoints] exclude``, and kept with the session: recovering or rewinding it later
+    leaves out the same paths.
+    **Params**: ``context``: :class:`~pi_core._session.context.SessionContext` (``cwd``,
+    ``config``, ``host``, ``session_id``).
+    **Returns**: a list of patterns (a name matches at any depth, ``a/b`` from the workspace
+    root, shell globs allowed; ``docs/reference/configuration.md``), or ``None``.
+    """
+
+
+@hookspec
+def pi_before_rewind(context: RewindContext) -> str | None:
+    """Veto a rewind before it changes anything (``pi rewind``, ``pi_core.rewind``).
+
+    **When**: after the rewind is planned (conflicts found) and before any file changes; not
+    for ``--dry-run``.
+    **Call mode**: first non-None; sync or async. The first reason returned refuses the
+    rewind: ``pi rewind`` prints ``pi rewind: refused by plugin NAME: REASON`` and exits 1.
+    **Params**: ``context``: :class:`~pi_core._checkpoints.history.RewindContext`
+    (``session_id``, ``cwd``, ``target``, the ``changes`` it would make, its ``conflicts``,
+    ``force``).
+    **Returns**: a reason (``str``) to refuse, or ``None`` to let it happen.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
 # Observation
 # ---------------------------------------------------------------------------------------------
 
@@ -268,6 +305,8 @@ HOOK_CALL_MODES: dict[str, tuple[str, bool]] = {
     "pi_on_event": ("notify", True),
     "pi_session_start": ("notify", True),
     "pi_session_end": ("notify", True),
+    "pi_checkpoint_exclude": ("collect", False),
+    "pi_before_rewind": ("first_non_none", True),
 }
 """Each hook's call mode and whether ``async def`` implementations are allowed."""
 
@@ -278,7 +317,9 @@ __all__ = [
     "pi_approve_tool_call",
     "pi_bash_operations",
     "pi_bash_spawn_context",
+    "pi_before_rewind",
     "pi_before_tool_call",
+    "pi_checkpoint_exclude",
     "pi_file_operations",
     "pi_on_event",
     "pi_prepare_arguments",

@@ -12,7 +12,8 @@ nothing: every hook returns ``None``.
 * ``pi_bash_operations`` / ``pi_file_operations``: the ``[sandbox] backend``'s objects
   (:func:`~pi_sandbox_plugin.backends.wiring.sandbox_session`, kept in the session's
   ``state["sandbox"]``); the file backend is guarded by the path policy when
-  ``[sandbox.policy]`` exists. ``None`` (the built-in local ones) otherwise.
+  ``[sandbox.policy]`` exists, and (``local``, ``bwrap``, ``container``) keeps the session's
+  ``protected_files`` (pi's own files) from the agent in any case.
 * ``pi_session_end``: closes the SSH connection or removes the container the session started.
 """
 
@@ -70,7 +71,8 @@ def session_config(context: BeforeToolCallContext) -> Mapping[str, Any] | None:
 def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsContext) -> None:
     """Validate ``[sandbox]`` at session set-up (raises ``ConfigError``); registers nothing.
     Also loads the Codex rule files and Claude Code hooks (a bad file or a failing example is a
-    ``ConfigError`` here, before any call), opens ``[sandbox.audit] path`` unless the host
+    ``ConfigError`` here, before any call) and adds them (and the hook scripts they name) to the
+    session's ``protected_files``, opens ``[sandbox.audit] path`` unless the host
     opened an audit log, and makes ``[sandbox] ask = "allow"`` the session's approver when the
     host has none (no terminal, no callback)."""
     if SANDBOX_TABLE not in context.config:
@@ -82,9 +84,10 @@ def pi_register_tools(register: Callable[[Any], None], context: RegisterToolsCon
     if sandbox is None or session is None:
         return
     if sandbox.codex_rules is not None or sandbox.claude_hooks is not None:
-        from pi_sandbox_plugin.interop.policy_sources import session_policies
+        from pi_sandbox_plugin.interop.policy_sources import protect_policy_files, session_policies
 
-        session_policies(sandbox, context.cwd, session.state, config_file(context.config))
+        loaded = session_policies(sandbox, context.cwd, session.state, config_file(context.config))
+        protect_policy_files(sandbox, context.cwd, loaded, session)
     if sandbox.ask == "allow":
         session.set_approver(_allow_when_nobody_is_asked, replace=False)
     if sandbox.audit is not None:
@@ -300,6 +303,10 @@ def _state(session: SessionContext | None) -> dict[str, Any] | None:
     return None if session is None else session.state
 
 
+def _protected(session: SessionContext | None) -> dict[str, Any] | None:
+    return None if session is None else session.protected_files
+
+
 @hookimpl
 def pi_bash_operations(context: BackendContext) -> BashOperations | None:
     """The bash backend of ``[sandbox] backend`` (``None`` for ``local`` or no ``[sandbox]``),
@@ -308,20 +315,40 @@ def pi_bash_operations(context: BackendContext) -> BashOperations | None:
         return None
     from pi_sandbox_plugin.backends.wiring import sandbox_session
 
-    session = sandbox_session(context.config, context.cwd, _state(context.session))
+    session = sandbox_session(
+        context.config, context.cwd, _state(context.session), _protected(context.session)
+    )
     return None if session is None else session.bash
 
 
 @hookimpl
 def pi_file_operations(context: BackendContext) -> FileOperations | None:
     """The file backend of ``[sandbox] backend``, guarded by the path policy when
-    ``[sandbox.policy]`` exists (``None`` for ``local`` without a policy, or no ``[sandbox]``)."""
+    ``[sandbox.policy]`` exists, and keeping pi's own files (the session's
+    ``protected_files``) from the agent (``None`` without ``[sandbox]``; for ``local`` without
+    a policy and without a session, whose files there is no knowing)."""
     if SANDBOX_TABLE not in context.config:
         return None
     from pi_sandbox_plugin.backends.wiring import sandbox_session
 
-    session = sandbox_session(context.config, context.cwd, _state(context.session))
+    session = sandbox_session(
+        context.config, context.cwd, _state(context.session), _protected(context.session)
+    )
     return None if session is None else session.files
+
+
+@hookimpl
+def pi_checkpoint_exclude(context: SessionContext) -> list[str] | None:
+    """The ``deny_paths`` of ``[sandbox.policy]`` as checkpoint exclusions: checkpoints never
+    read, store nor restore a file the policy denies to the agent."""
+    if SANDBOX_TABLE not in context.config:
+        return None
+    from pi_sandbox_plugin.backends.wiring import sandbox_session
+
+    session = sandbox_session(context.config, context.cwd, context.state)
+    if session is None or session.policy is None:
+        return None
+    return session.policy.checkpoint_exclude()
 
 
 @hookimpl

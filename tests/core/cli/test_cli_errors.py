@@ -26,9 +26,9 @@ from cli_helpers import PI, start_waiting
         (["call", "echo", "{}", "--bogus"], "unrecognized arguments: --bogus"),
         (
             ["frobnicate"],
-            "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay', 'run', 'export')",
+            "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'export')",
         ),
-        ([], "a command is required: plugins, tools, call, replay, run or export"),
+        ([], "a command is required: plugins, tools, call, replay, run, checkpoints, rewind or export"),
         (["replay", "missing.jsonl"], "cannot read missing.jsonl: No such file or directory"),
         (["replay"], "the following arguments are required: FILE"),
         (["replay", "--json"], "the following arguments are required: FILE"),

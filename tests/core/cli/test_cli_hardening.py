@@ -186,7 +186,10 @@ def test_a_second_ctrl_c_on_call_exits_130_printing_nothing(plugin_env: Path) ->
 def test_no_command_lists_plugin_commands(pi: Callable[..., Result]) -> None:
     r = pi("-p", "command_plugin")
     assert (r.status, r.out) == (2, "")
-    assert r.err == "pi: error: a command is required: plugins, tools, call, replay, run, export or greet\n"
+    assert (
+        r.err
+        == "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind, export or greet\n"
+    )
 
 
 def test_no_command_without_plugin_commands(pi: Callable[..., Result]) -> None:
@@ -194,7 +197,7 @@ def test_no_command_without_plugin_commands(pi: Callable[..., Result]) -> None:
     assert (r.status, r.out, r.err) == (
         2,
         "",
-        "pi: error: a command is required: plugins, tools, call, replay, run or export\n",
+        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind or export\n",
     )
 
 
@@ -205,7 +208,7 @@ def test_no_command_when_plugins_fail_to_load_lists_the_builtins(
     assert (r.status, r.out, r.err) == (
         2,
         "",
-        "pi: error: a command is required: plugins, tools, call, replay, run or export\n",
+        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind or export\n",
     )
 
 
@@ -214,7 +217,17 @@ def test_help_lists_plugin_commands(pi: Callable[..., Result]) -> None:
     assert (r.status, r.err) == (0, "")
     lines = r.out.splitlines()
     commands = [line.split()[0] for line in lines if line.startswith("    ") and line[4] != " "]
-    assert commands == ["plugins", "tools", "call", "replay", "run", "export", "greet"]
+    assert commands == [
+        "plugins",
+        "tools",
+        "call",
+        "replay",
+        "run",
+        "checkpoints",
+        "rewind",
+        "export",
+        "greet",
+    ]
     assert "    greet           say hello" in lines
     assert pi("-p", "command_plugin", "greet", "you").out == "hello you\n"
 

@@ -110,12 +110,12 @@ def test_replay_of_a_read_imports_only_what_the_call_needs(tmp_path: Path) -> No
 
 
 def test_invalid_arguments_import_jsonschema_for_the_error_lines(tmp_path: Path) -> None:
-    proc = replay_read(tmp_path, {"path": 6}, ("jsonschema", "pi_core._tools.schema_validation"))
+    proc = replay_read(tmp_path, {"path": [6]}, ("jsonschema", "pi_core._tools.schema_validation"))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["isError"] is True
     assert result["content"][0]["text"].startswith(
-        'Validation failed for tool "read":\n  - path: must be string\n'
+        'Validation failed for tool "read":\n  - path: expected string, got array\n'
     )
     assert proc.stderr.splitlines()[-1] == "['jsonschema', 'pi_core._tools.schema_validation']"
 

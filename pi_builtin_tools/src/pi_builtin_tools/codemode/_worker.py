@@ -7,6 +7,7 @@ nothing of pi. It speaks JSON lines (the messages of Pi 1.6.0's ``pi-codemode`` 
   [{name, spread}], "store": {key: json}, "memoryLimitBytes"}``; then
   ``{"type": "result", "id", "ok", "payload", "properties"?}`` for each call the script made.
 * stdout: ``{"type": "call", "id", "target": "tool"|"global", "name", "args"}``,
+  ``{"type": "waiting"}`` (the script waits for a result: the calls sent since may run),
   ``{"type": "output", "item"}``, ``{"type": "done", "ok", ...}``, ``{"type": "crash",
   "message"}``.
 
@@ -37,9 +38,14 @@ OUT_OF_MEMORY = {
 }
 
 
-def _send(message: dict[str, Any]) -> None:
+def _send(message: dict[str, Any], *, flush: bool = False) -> None:
+    """Write one message. A call reaches the host with the ``waiting`` message the worker sends
+    when it waits for a result (:meth:`Worker.receive`): the host registers the calls a script
+    makes before it awaits (``Promise.all([...])``) in the script's order and runs them once it
+    waits, as Pi's do. Output and the end are sent at once."""
     sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+    if flush:
+        sys.stdout.flush()
 
 
 def _describe(error: jsbox.JavaScriptError) -> dict[str, Any]:
@@ -117,15 +123,15 @@ class Worker:
                 item = {"type": "text", "text": b, "console": True}
             else:
                 item = {"type": "text", "text": b}
-            _send({"type": "output", "item": item})
+            _send({"type": "output", "item": item}, flush=True)
         elif kind == "done":
             self.finished = True
             if a:
-                _send({"type": "done", "ok": True, "value": b, "writes": c})
+                _send({"type": "done", "ok": True, "value": b, "writes": c}, flush=True)
             else:
                 if b == '{"message":"null"}' and self.near_memory_limit():
                     b = json.dumps(OUT_OF_MEMORY)
-                _send({"type": "done", "ok": False, "error": b})
+                _send({"type": "done", "ok": False, "error": b}, flush=True)
 
     def near_memory_limit(self) -> bool:
         """Whether this process grew to half the VM's heap limit: QuickJS throws ``null``
@@ -140,7 +146,7 @@ class Worker:
         try:
             runtime.eval_module("codemode-prelude.js")
         except jsbox.JavaScriptError as e:
-            _send({"type": "crash", "message": f"{e.name}: {e.message}"})
+            _send({"type": "crash", "message": f"{e.name}: {e.message}"}, flush=True)
             return
         # The prefix has the length of Pi's `(async (tools, console) => {` and shares the first
         # line with the script, so reported lines and columns are those of Pi.
@@ -171,10 +177,11 @@ class Worker:
         """Report an error the prelude could not report itself."""
         if not self.finished:
             self.finished = True
-            _send({"type": "done", "ok": False, "error": json.dumps(_describe(error))})
+            _send({"type": "done", "ok": False, "error": json.dumps(_describe(error))}, flush=True)
 
     def receive(self) -> dict[str, Any] | None:
         """The next result from the host (``None``: the host closed stdin)."""
+        _send({"type": "waiting"}, flush=True)  # with the calls written since the last wait
         while True:
             line = sys.stdin.readline()
             if not line:

@@ -208,6 +208,7 @@ class _Script:
         self.run = run
         self.tools = tools
         self.publish = publish
+        self.gate = trio.Event()  # set when the script waits: the calls made since may run
         self.done: dict[str, Any] | None = None
         self.error: ScriptError | None = None
         self.samples = {name: render_tool_sample(tool) for name, tool in tools.items()}
@@ -223,16 +224,26 @@ class _Script:
             self.run.output.append(OutputItem(kind, text=str(item.get("text", ""))))
 
     async def call(
-        self, message: dict[str, Any], reply: Callable[[dict[str, Any]], Awaitable[None]]
+        self,
+        message: dict[str, Any],
+        reply: Callable[[dict[str, Any]], Awaitable[None]],
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Run ``tools.<id>(args)`` as a nested tool call and answer the worker with what the
-        script receives (Pi's ``toScriptValue``)."""
+        script receives (Pi's ``toScriptValue``).
+
+        Started with ``nursery.start``: ``started()`` comes just before the nested call, whose
+        id, record and ``tool_execution_start`` are made before its first checkpoint, so calls
+        get their rows, ids and events in the order the script made them, as in Pi (trio
+        may run newly started tasks in any order)."""
         call_id, name = message["id"], message["name"]
         if message.get("target") == "global":
+            task_status.started()
             await reply({"type": "result", "id": call_id, **self.call_global(message)})
             return
         tool = self.tools.get(name)
         if tool is None:
+            task_status.started()
             unknown = f'Unknown tool "{name}"'
             await reply({"type": "result", "id": call_id, "ok": False, "payload": unknown})
             return
@@ -241,7 +252,8 @@ class _Script:
         row = self.run.start_call(name, args)
         row.args = preview_args(args)
         self.publish()
-        outcome = await current_tool_context().execute_tool(name, args)
+        task_status.started()
+        outcome = await current_tool_context().execute_tool(name, args, run_after=self.gate)
         if trio.current_effective_deadline() == -math.inf:
             # The script is ending (done, timeout, abort): as in Pi, whose script returns without
             # waiting for it, the row keeps its "/?" id and becomes "cancelled".
@@ -363,7 +375,10 @@ class _Script:
                 if kind == "output":
                     self.add_output(message["item"])
                 elif kind == "call":
-                    nursery.start_soon(self.call, message, send)
+                    await nursery.start(self.call, message, send)
+                elif kind == "waiting":  # the script waits: the calls made since may run
+                    self.gate.set()
+                    self.gate = trio.Event()
                 elif kind == "done":
                     self.done = message
                     if not message.get("ok"):

@@ -241,6 +241,7 @@ class _ScriptDriver:
         self.on_update = on_update
         self.results: dict[int, dict[str, Any]] = {}
         self.finished = trio.Event()
+        self.gate = trio.Event()  # set when the script waits: the calls made since may run
         self.pid: int | None = None
         self.exited = False
         self.failure: ScriptFailure | None = None
@@ -335,11 +336,25 @@ class _ScriptDriver:
 
     # -- tool calls -----------------------------------------------------------------------
 
-    async def call_tool(self, call_id: int, tool: Any, kwargs: dict[str, Any]) -> None:
-        """One nested call; its answer to the script goes to ``results[call_id]``."""
+    async def call_tool(
+        self,
+        call_id: int,
+        tool: Any,
+        kwargs: dict[str, Any],
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """One nested call; its answer to the script goes to ``results[call_id]``.
+
+        Started with ``nursery.start``: the row, the progress update and the nested call's id
+        and ``tool_execution_start`` come in the order the script made the calls (as the
+        JavaScript engine's, and Pi's)."""
         row = self.run.start_call(tool.name, kwargs)
         self.progress()
-        outcome = await current_tool_context().execute_tool(tool.name, kwargs)
+        task_status.started()
+        # registered (id, tool_execution_start) now, run once the script waits, as in asyncio:
+        # the calls a script makes before it waits all start first, in its order, as a
+        # JavaScript script's do
+        outcome = await current_tool_context().execute_tool(tool.name, kwargs, run_after=self.gate)
         result = outcome.result
         text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
         error = (text or f'Tool "{tool.name}" failed') if outcome.is_error else None
@@ -431,10 +446,14 @@ class _ScriptDriver:
                     return await self._resume(
                         snap.resume, {"exc_type": "TypeError", "message": message}
                     )
-                nursery.start_soon(self.call_tool, snap.call_id, tool, js_value(dict(snap.kwargs)))
+                kwargs = js_value(dict(snap.kwargs))
+                await nursery.start(self.call_tool, snap.call_id, tool, kwargs)
                 return await self._resume(snap.resume, {"future": ...})
             return await self._call_global(snap, host.get(name))
-        # a FutureSnapshot: every script task waits on tool calls
+        # a FutureSnapshot: every script task waits on tool calls; those made since the last
+        # wait may run now
+        self.gate.set()
+        self.gate = trio.Event()
         pending = list(snap.pending_call_ids)
         while not any(i in self.results for i in pending):
             self.finished = trio.Event()

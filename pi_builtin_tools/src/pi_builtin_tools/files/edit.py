@@ -3,8 +3,7 @@
 ``create_edit_tool_definition(cwd, operations)`` gives the tool. A call takes ``path`` and
 ``edits: [{oldText, newText}]``; every ``oldText`` is located in the original file (exact first,
 then the fuzzy fallback), must be unique there and must not overlap another; then all edits are
-written at once, or none. The matching and the texts live in
-:mod:`pi_builtin_tools.files.edit_diff`.
+written at once, or none. The matching and the texts live in :mod:`pi_builtin_tools.edit_diff`.
 
 Execution (inside the file mutation queue of the file, so edits and writes of one file run one
 after another):
@@ -24,7 +23,7 @@ after another):
    :data:`MAX_EDIT_FILE_LINES`, 400,000 lines; a larger file is refused with ``Could not edit
    file: {path}. It is larger than edit handles (8.0MB or 400000 lines; up to 128.0MB for UTF-8
    text without CR line endings whose old texts match exactly); change it with bash (sed, a
-   script) instead.``) and classified (:mod:`pi_builtin_tools.files.encoding`): binary files are
+   script) instead.``) and classified (:mod:`pi_builtin_tools.file_encoding`): binary files are
    refused with their size and kind; UTF-8 (with or without BOM), UTF-16/32 with BOM and
    Windows-1252/Latin-1 are decoded, and refused unless they encode back to the same bytes.
    Both give the same texts and errors (``tests/builtin_tools/test_edit_large.py``);
@@ -49,8 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from pi_builtin_tools.files.access import check_access, check_write_bits
-from pi_builtin_tools.files.encoding import (
+from pi_builtin_tools.file_access import check_access, check_write_bits
+from pi_builtin_tools.file_encoding import (
     SNIFF_BYTES,
     TextEncoding,
     binary_kind,
@@ -58,14 +57,14 @@ from pi_builtin_tools.files.encoding import (
     detect_encoding,
     encode_text,
 )
-from pi_builtin_tools.files.fs_errors import (
+from pi_builtin_tools.fs_errors import (
     check_no_surrogate,
     error_code,
     node_error_message,
     not_regular_file_error,
     show_path,
 )
-from pi_builtin_tools.files.truncate import format_size
+from pi_builtin_tools.truncate import format_size
 from pi_core import (
     AgentToolResult,
     FileOperations,
@@ -84,8 +83,8 @@ from pi_core.backends import (
 )
 
 if TYPE_CHECKING:
-    from pi_builtin_tools.files.edit_diff import EditError as EditError
-    from pi_builtin_tools.files.edit_diff import LineDiff
+    from pi_builtin_tools.edit_diff import EditError as EditError
+    from pi_builtin_tools.edit_diff import LineDiff
 
 _FROM_EDIT_DIFF = frozenset(
     {
@@ -104,7 +103,7 @@ _FROM_EDIT_DIFF = frozenset(
         "_no_change_error",
     }
 )
-"""Names of :mod:`pi_builtin_tools.files.edit_diff` this module gives too (``EditError`` is public
+"""Names of :mod:`pi_builtin_tools.edit_diff` this module gives too (``EditError`` is public
 here). The matching and diff module is imported by the first edit, not when the plugin registers
 the tool: this module's functions import what they use, and these names are looked up in it on
 first access (``__getattr__``)."""
@@ -112,7 +111,7 @@ first access (``__getattr__``)."""
 
 def __getattr__(name: str) -> Any:
     if name in _FROM_EDIT_DIFF:
-        from pi_builtin_tools.files import edit_diff
+        from pi_builtin_tools import edit_diff
 
         return getattr(edit_diff, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -475,33 +474,16 @@ async def _read_text(operations: FileOperations, absolute: str, path: str) -> _F
     return _decode_text(data, path)
 
 
-def _patch_text(file: _FileText, text: str) -> str:
-    """The text a unified patch is made of: with the BOM character when the file has one, so the
-    patch applies to the file as it is on disk."""
-    return file.bom + text
+def _details_of(diff: LineDiff, path: str) -> dict[str, Any]:
+    """``diff``, ``patch`` and ``firstChangedLine`` from the line diff of the LF views of the
+    file before and after (no BOM, no CR), as Pi 1.6 builds them."""
+    from pi_builtin_tools.edit_diff import format_diff_string, format_unified_patch
 
-
-def _details_of(display: LineDiff, patch: LineDiff, path: str) -> dict[str, Any]:
-    from pi_builtin_tools.files.edit_diff import format_diff_string, format_unified_patch
-
-    shown = format_diff_string(display)
-    details: dict[str, Any] = {"diff": shown.diff, "patch": format_unified_patch(path, patch)}
+    shown = format_diff_string(diff)
+    details: dict[str, Any] = {"diff": shown.diff, "patch": format_unified_patch(path, diff)}
     if shown.first_changed_line is not None:
         details["firstChangedLine"] = shown.first_changed_line
     return details
-
-
-def _details(path: str, file: _FileText, base: str, new: str, new_text: str) -> dict[str, Any]:
-    """``diff`` (of the LF views), ``patch`` (of the texts as written, BOM included) and
-    ``firstChangedLine``; one line diff serves both when the texts are the same."""
-    from pi_builtin_tools.files.edit_diff import line_diff
-
-    display = line_diff(base, new)
-    if not file.bom and base is file.text and new == new_text:
-        patch = display
-    else:
-        patch = line_diff(_patch_text(file, file.text), _patch_text(file, new_text))
-    return _details_of(display, patch, path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -512,24 +494,27 @@ def _details(path: str, file: _FileText, base: str, new: str, new_text: str) -> 
 @dataclass(frozen=True)
 class _BytesEdit:
     """An edit done on the file's bytes: ``pieces`` (views of the file and new texts) make the
-    new file; ``details`` as :func:`_details` gives them."""
+    new file; ``details`` as :func:`_details_of` gives them."""
 
     pieces: list[bytes | memoryview]
     details: dict[str, Any]
 
 
 def _encoded_pairs(edits: Sequence[dict[str, str]]) -> list[tuple[bytes, bytes]] | None:
-    """``(oldText, newText)`` as UTF-8, ``oldText`` LF-normalised; ``None`` when a ``newText``
-    holds a ``\r`` or a text cannot be UTF-8 (the decoded path words those cases)."""
-    from pi_builtin_tools.files.edit_diff import normalize_to_lf
+    """``(oldText, newText)`` as UTF-8, both LF-normalised (in a file without CR every line
+    break is written as ``\n``); ``None`` when a text cannot be UTF-8 (the decoded path words
+    that case)."""
+    from pi_builtin_tools.edit_diff import normalize_to_lf
 
     pairs: list[tuple[bytes, bytes]] = []
     for edit in edits:
-        new = edit["newText"]
-        if "\r" in new:
-            return None
         try:
-            pairs.append((normalize_to_lf(edit["oldText"]).encode(), new.encode()))
+            pairs.append(
+                (
+                    normalize_to_lf(edit["oldText"]).encode(),
+                    normalize_to_lf(edit["newText"]).encode(),
+                )
+            )
         except UnicodeEncodeError:
             return None
     return pairs
@@ -545,7 +530,7 @@ class _NeedsDecodedText(Exception):
 
 
 def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: str) -> _BytesEdit:
-    """:func:`~pi_builtin_tools.files.edit_diff.apply_edits` on UTF-8 ``data`` without CR (after a
+    """:func:`~pi_builtin_tools.edit_diff.apply_edits` on UTF-8 ``data`` without CR (after a
     ``bom``-byte BOM), with the same errors in the same order, as long as every ``oldText``
     matches exactly; raises :class:`_NeedsDecodedText` when one does not (the fuzzy match needs
     the decoded text) or a text cannot take this path. UTF-8 is self-synchronising, so a byte match is a character
@@ -555,7 +540,7 @@ def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: st
         raise _NeedsDecodedText(None)
     shown = show_path(path)
     total = len(pairs)
-    from pi_builtin_tools.files.edit_diff import (
+    from pi_builtin_tools.edit_diff import (
         DiffTooLarge,
         EditError,
         _duplicate_error,
@@ -624,23 +609,6 @@ def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: st
             new_lines=new_lines,
             max_chars=limit,
         )
-        if not bom:
-            patch = display
-        else:
-            # the patch is of the file as it is on disk: its first line holds the BOM
-            head = "\ufeff" if prefix_end == bom else ""
-            patch = line_diff_of_region(
-                data,
-                0,
-                prefix_end if head == "" else 0,
-                head + old_mid,
-                head + new_mid,
-                suffix_start,
-                len(data),
-                old_lines=old_lines,
-                new_lines=new_lines,
-                max_chars=limit,
-            )
     except DiffTooLarge:
         raise ToolError(
             f"Could not edit file: {shown}. The lines around its edits repeat too far for the "
@@ -648,21 +616,16 @@ def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: st
             "it with bash (sed, a script) instead."
         ) from None
     pieces: list[bytes | memoryview] = [view[:first], changed, view[last_end:]]
-    return _BytesEdit(pieces, _details_of(display, patch, path))
+    return _BytesEdit(pieces, _details_of(display, path))
 
 
 def _not_found_in_large_file(path: str, index: int, total: int) -> ToolError:
-    from pi_builtin_tools.files.edit_diff import EditError
+    from pi_builtin_tools.edit_diff import EditError, not_found_header
 
-    header = (
-        f"Could not find the exact text in {show_path(path)}."
-        if total == 1
-        else f"Could not find edits[{index}] in {show_path(path)}."
-    )
     return EditError(
-        f"{header} The old text must match exactly including all whitespace and newlines; in "
-        f"a file over {format_size(MAX_EDIT_FILE_BYTES)} it is not looked up approximately and "
-        "no closest match is shown."
+        not_found_header(show_path(path), index, total)[:-1]
+        + f"; in a file over {format_size(MAX_EDIT_FILE_BYTES)} it is not looked up "
+        "approximately and no closest match is shown."
     )
 
 
@@ -677,7 +640,7 @@ def _apply(
     """The new file (as pieces to write) and the result's details: on the bytes when the file is
     UTF-8 without CR and every ``oldText`` matches exactly, else on the decoded text (files up to
     :data:`MAX_EDIT_FILE_BYTES`)."""
-    from pi_builtin_tools.files.edit_diff import apply_edits
+    from pi_builtin_tools.edit_diff import apply_edits, line_diff
 
     bom = _utf8_without_cr(data)
     if bom is not None:
@@ -697,7 +660,7 @@ def _apply(
     file = _decode_text(data, path)
     applied = apply_edits(file.text, edits, show_path(path))
     new_data = file.encode(applied.new_text, path)
-    details = _details(path, file, applied.base_content, applied.new_content, applied.new_text)
+    details = _details_of(line_diff(applied.base_content, applied.new_content), path)
     return [new_data], details
 
 
@@ -787,7 +750,7 @@ async def compute_edits_diff(
     """A preview of ``edits`` without writing:
     ``{"diff", "firstChangedLine"}``, or ``{"error": text}`` for any failure (an unreadable
     file: ``Could not edit file: {path}. Error code: {code}.``)."""
-    from pi_builtin_tools.files.edit_diff import apply_edits, format_diff_string, line_diff
+    from pi_builtin_tools.edit_diff import apply_edits, format_diff_string, line_diff
 
     try:
         try:
@@ -843,6 +806,7 @@ def create_edit_tool_definition(cwd: str, operations: FileOperations) -> ToolDef
         verify="outcome",
         path_arguments=(PathArgument("path", read=True, write=True),),
         replay="never",
+        mutates="paths",
         constrained_sampling={"type": "json_schema", "strict": "prefer"},
     )
 

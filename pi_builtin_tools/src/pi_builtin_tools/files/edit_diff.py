@@ -18,8 +18,11 @@ How an edit is applied (:func:`apply_edits`):
    occurrences for a fuzzy one, overlapping occurrences included (``foo\\nfoo\\n`` occurs twice in
    ``foo\\nfoo\\nfoo\\n``).
 4. Matches may touch but not overlap; all are located in the original content, then applied
-   together (all or nothing). Replacement text uses the file's first line ending; a lone ``\\r``
-   in ``newText`` is data and stays a lone ``\\r``.
+   together (all or nothing), as Pi 1.6's ``applyReplacementsToOriginal`` splices them: the
+   ``newText`` is LF-normalised like ``oldText``, and its line breaks are written as the line
+   ending of the line where the replaced range starts (:func:`line_ending_at`); a kept lone
+   ``\\r`` that would meet an ``\\n`` after it gets an ``\\n`` of its own, so the file has the
+   line breaks the diff shows. Text outside the replaced ranges keeps its bytes.
 
 Texts of the errors (:class:`EditError`) are Pi's, with upstream's closest-match context block
 after a failed match.
@@ -43,7 +46,7 @@ import itertools
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,19 +61,29 @@ class EditError(ToolError):
     """An edit that cannot be applied; the message is the exact text the model sees."""
 
 
-def _not_found_error(path: str, index: int, total: int, content: str, old_text: str) -> EditError:
-    header = (
-        f"Could not find the exact text in {path}."
-        if total == 1
-        else f"Could not find edits[{index}] in {path}."
+def not_found_header(path: str, index: int, total: int) -> str:
+    """Pi 1.6's not-found text: ``Could not find the exact text in P. The old text must match
+    exactly including all whitespace and newlines.`` for one edit, ``Could not find edits[I] in
+    P. The oldText must match ...`` for several."""
+    if total == 1:
+        return (
+            f"Could not find the exact text in {path}. The old text must match exactly "
+            "including all whitespace and newlines."
+        )
+    return (
+        f"Could not find edits[{index}] in {path}. The oldText must match exactly including all "
+        "whitespace and newlines."
     )
+
+
+def _not_found_error(path: str, index: int, total: int, content: str, old_text: str) -> EditError:
+    """:func:`not_found_header` and, as a later Pi adds (``docs/explanation/differences.md``),
+    where the model probably meant to edit (:func:`find_closest_match_context`)."""
     context = ""
     if content and old_text:
         block = find_closest_match_context(content, old_text)
         context = "\n" + (block if block is not None else "File is empty.")
-    return EditError(
-        f"{header} The old text must match exactly including all whitespace and newlines.{context}"
-    )
+    return EditError(not_found_header(path, index, total) + context)
 
 
 def _duplicate_error(path: str, index: int, total: int, occurrences: int) -> EditError:
@@ -144,26 +157,21 @@ def _to_utf16_units(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def detect_line_ending(text: str) -> str:
-    """``"\\r\\n"`` when the first ``\\n`` of ``text`` is preceded by ``\\r``, else ``"\\n"``
-    (Pi's ``detectLineEnding``; a lone ``\\r`` is not a line ending here)."""
-    lf = text.find("\n")
+def line_ending_at(original: str, offset: int) -> str:
+    """The line ending of the line holding ``offset``: its own ``\\n`` or ``\\r\\n``, or that of
+    the line before for an unterminated last line; a lone ``\\r`` counts only in a file without
+    any ``\\n`` (Pi 1.6's ``getLineEndingAt``)."""
+    lf = original.find("\n", offset)
     if lf == -1:
-        return "\n"
-    crlf = text.find("\r\n")
-    if crlf == -1:
-        return "\n"
-    return "\r\n" if crlf < lf else "\n"
+        lf = original.rfind("\n", 0, offset + 1)
+    if lf == -1:
+        return "\r" if "\r" in original else "\n"
+    return "\r\n" if lf > 0 and original[lf - 1] == "\r" else "\n"
 
 
 def normalize_to_lf(text: str) -> str:
     """``\\r\\n`` → ``\\n``, then every remaining ``\\r`` → ``\\n`` (Pi's ``normalizeToLF``)."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def restore_line_endings(text: str, ending: str) -> str:
-    """Every ``\\n`` of ``text`` written as ``ending``."""
-    return text.replace("\n", "\r\n") if ending == "\r\n" else text
 
 
 @dataclass(frozen=True)
@@ -396,7 +404,7 @@ def apply_edits(original: str, edits: Sequence[Any], path: str) -> AppliedEdits:
     total = len(edits)
     pairs = [_edit_texts(e) for e in edits]
     olds = [normalize_to_lf(old) for old, _ in pairs]
-    news = [new.replace("\r\n", "\n") for _, new in pairs]
+    news = [normalize_to_lf(new) for _, new in pairs]
     for i, old in enumerate(olds):
         if not old:
             raise _empty_old_text_error(path, i, total)
@@ -436,20 +444,60 @@ def apply_edits(original: str, edits: Sequence[Any], path: str) -> AppliedEdits:
                 "Merge them into one edit or target disjoint regions."
             )
 
-    ending = detect_line_ending(original)
-    parts: list[str] = []
-    pos = 0
-    for r in replacements:
-        parts.append(original[view.to_original(pos) : view.to_original(r.start)])
-        parts.append(restore_line_endings(r.text, ending))
-        pos = r.end
-    parts.append(original[view.to_original(pos) :])
-    new_text = "".join(parts)
-    # the LF view of what is written (a kept "\r" meeting a kept "\n" is one line break)
-    new_content = normalize_to_lf(new_text)
+    new_content = _splice(
+        content, replacements, lambda r: r.start, lambda r: r.end, lambda r: r.text
+    )
     if new_content == content:
         raise _no_change_error(path, total)
+    # without any CR the original is its LF view, and the LF result is what is written
+    new_text = new_content
+    if original is not content:
+        new_text = _splice(
+            original,
+            replacements,
+            lambda r: view.to_original(r.start),
+            lambda r: view.to_original(r.end),
+            lambda r: _with_line_ending(
+                r.text, line_ending_at(original, view.to_original(r.start))
+            ),
+        )
     return AppliedEdits(content, new_content, new_text, replacements)
+
+
+def _with_line_ending(text: str, ending: str) -> str:
+    return text if ending == "\n" else text.replace("\n", ending)
+
+
+def _splice(
+    text: str,
+    replacements: Sequence[Replacement],
+    start: Callable[[Replacement], int],
+    end: Callable[[Replacement], int],
+    new: Callable[[Replacement], str],
+) -> str:
+    """``text`` with each replacement's ``[start, end)`` (sorted, disjoint) replaced by its
+    ``new`` text. A ``\\r`` that would end up just before an ``\\n`` across a seam gets an
+    ``\\n`` of its own, so the two never merge into one CRLF line break (only a text with
+    CRs can have one)."""
+    parts: list[str] = []
+    ends_with_cr = False
+
+    def push(part: str) -> None:
+        nonlocal ends_with_cr
+        if not part:
+            return
+        if ends_with_cr and part[0] == "\n":
+            parts.append("\n")
+        parts.append(part)
+        ends_with_cr = part[-1] == "\r"
+
+    pos = 0
+    for r in replacements:
+        push(text[pos : start(r)])
+        push(new(r))
+        pos = end(r)
+    push(text[pos:])
+    return "".join(parts)
 
 
 def find_closest_match_context(content: str, old_text: str) -> str | None:
@@ -1085,7 +1133,6 @@ __all__ = [
     "common_prefix_length",
     "common_suffix_length",
     "count_occurrences",
-    "detect_line_ending",
     "diff_lines",
     "find_closest_match_context",
     "format_diff_string",
@@ -1096,8 +1143,9 @@ __all__ = [
     "js_trim_end",
     "line_diff",
     "line_diff_of_region",
+    "line_ending_at",
     "normalize_for_fuzzy_match",
     "normalize_to_lf",
-    "restore_line_endings",
+    "not_found_header",
     "tokenize_lines",
 ]

@@ -419,7 +419,7 @@ async def read_file(
     :class:`~pi_core._errors.ToolError` with Pi's texts on failure."""
     opts = options or ReadToolOptions()
     offset = integer_arg("offset", offset, minimum=0)  # 0 reads from the start, as Pi does
-    limit = integer_arg("limit", limit)
+    limit = integer_arg("limit", limit, minimum=0)  # 0 selects no line, as Pi 1.6 does
     check_no_nul(raw_path)
     path, info, head = await _read_head(ops, raw_path, cwd, opts)
     if isinstance(info, OSError):

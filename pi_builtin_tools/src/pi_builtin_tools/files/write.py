@@ -120,6 +120,7 @@ def create_write_tool_definition(
         verify="outcome",
         path_arguments=(PathArgument("path", write=True),),
         replay="never",
+        mutates="paths",
         constrained_sampling={"type": "json_schema", "strict": "prefer"},
     )
 

@@ -1,2 +1,2 @@
-"""The search tools: ``grep``, ``find`` (fd's glob rules in ``fd_glob``) and ``ls``; ripgrep's
-error texts (``rg_errors``) and the bounded listing they print (``output``)."""
+"""The search tools: ``grep``, ``find`` (fd's glob rules in ``fd_glob``, the directories it
+lists in ``find_dirs``) and ``ls``; the bounded listing they print (``output``)."""

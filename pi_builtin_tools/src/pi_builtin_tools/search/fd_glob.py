@@ -4,10 +4,11 @@ Pi's ``find`` runs ``fd --glob``: fd compiles the pattern with the ``globset`` c
 (``literal_separator`` on, so ``*`` and ``?`` never match ``/``; ``**`` spans directories only as
 a whole path component), matches it against the entry's basename, or against its absolute path
 with ``--full-path``, and is case-insensitive unless the pattern has an uppercase character
-("smart case"). fd is not available where the files may be (a remote backend has a shell and
-``rg``), so this module re-implements that translation in Python: :func:`compile_fd_glob` turns a
-pattern into a :class:`FdGlob` or raises :class:`GlobError` with globset's wording
-(``error parsing glob '[': unclosed character class; missing ']'``).
+("smart case"). Pi 1.6 rewrites the pattern first (:func:`fd_effective_pattern`). fd is not
+available where the files may be (a remote backend has a shell and ``rg``), so this module
+re-implements that translation in Python: :func:`compile_fd_glob` turns a pattern into a
+:class:`FdGlob` or raises :class:`GlobError` with globset's wording (``error parsing glob '[':
+unclosed character class; missing ']'``).
 
 Differences from globset: matching is done on code points, not bytes (``?`` matches ``é``).
 """
@@ -17,7 +18,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["FdGlob", "GlobError", "compile_fd_glob", "fd_effective_pattern"]
+__all__ = [
+    "EffectivePattern",
+    "FdGlob",
+    "GlobError",
+    "compile_fd_glob",
+    "escape_glob",
+    "fd_effective_pattern",
+    "glob_body",
+]
 
 
 class GlobError(ValueError):
@@ -258,32 +267,58 @@ class FdGlob:
         return self.regex.match(candidate) is not None
 
 
-def fd_effective_pattern(pattern: str) -> tuple[str, bool]:
-    """Pi's rewrite before calling fd: a pattern with ``/`` is matched against the full path and,
-    unless it starts with ``/`` or ``**/`` or is ``**``, gets a ``**/`` prefix
-    (``src/**/*.ts`` → ``**/src/**/*.ts``). Returns ``(pattern, full_path)``."""
-    if "/" not in pattern:
-        return pattern, False
-    if pattern.startswith("/") or pattern.startswith("**/") or pattern == "**":
-        return pattern, True
-    return f"**/{pattern}", True
+@dataclass(frozen=True)
+class EffectivePattern:
+    """What Pi 1.6's find hands fd for a user's pattern: the ``pattern``, whether it is matched
+    against the full path (``full_path``), and ``ignore_case`` when Pi passes ``--ignore-case``
+    (else fd's smart case decides)."""
+
+    pattern: str
+    full_path: bool
+    ignore_case: bool = False
 
 
-def compile_fd_glob(pattern: str) -> FdGlob:
-    """Compile ``pattern`` the way Pi's find and fd do (see the module docstring).
+def escape_glob(text: str) -> str:
+    """``text`` with the glob characters ``\\ * ? [ ] { }`` escaped (Pi's escaping of the
+    search path)."""
+    return re.sub(r"([\\*?\[\]{}])", r"\\\1", text)
 
-    An empty pattern matches everything (fd's empty regex). Raises :class:`GlobError`.
-    """
-    effective, full_path = fd_effective_pattern(pattern)
-    if effective == "":
-        return FdGlob(pattern, re.compile(""), full_path, case_sensitive=False)
-    tokens = _Parser(effective).parse()
+
+def fd_effective_pattern(pattern: str, root: str) -> EffectivePattern:
+    """Pi 1.6's rewrite before calling fd in the search directory ``root`` (absolute): leading
+    ``./`` are dropped; a pattern without ``/`` is matched against file names; one with ``/`` is
+    matched against the full path and, when relative, anchored at ``root`` (the glob-escaped
+    root, ``/``, the pattern: ``src/*.ts`` finds ``src/a.ts``, not ``pkg/src/b.ts``), with
+    ``--ignore-case`` when the user's pattern is all lowercase."""
+    effective = re.sub(r"^(?:\./)+", "", pattern)
+    if "/" not in effective:
+        return EffectivePattern(effective, full_path=False)
+    if effective.startswith("/"):
+        return EffectivePattern(effective, full_path=True)
+    anchored = f"{escape_glob(root.rstrip('/'))}/{effective}"
+    return EffectivePattern(anchored, full_path=True, ignore_case=effective == effective.lower())
+
+
+def glob_body(pattern: str) -> tuple[str, bool]:
+    """globset's regular expression for ``pattern`` (``literal_separator`` on, backslash
+    escapes) without anchors, and whether the pattern has an uppercase letter. Raises
+    :class:`GlobError`."""
+    tokens = _Parser(pattern).parse()
     if len(tokens) == 1 and tokens[0] == _RPREFIX:
-        body = ".*"
-    else:
-        parts: list[str] = []
-        _to_regex(tokens, parts)
-        body = "".join(parts)
-    case_sensitive = _has_uppercase(tokens)
+        return ".*", False
+    parts: list[str] = []
+    _to_regex(tokens, parts)
+    return "".join(parts), _has_uppercase(tokens)
+
+
+def compile_fd_glob(pattern: str, root: str) -> FdGlob:
+    """Compile ``pattern`` for a search of ``root`` the way Pi's find and fd do (see the module
+    docstring). An empty pattern matches everything (fd's empty regex). Raises
+    :class:`GlobError`."""
+    effective = fd_effective_pattern(pattern, root)
+    if effective.pattern == "":
+        return FdGlob(pattern, re.compile(""), effective.full_path, case_sensitive=False)
+    body, has_uppercase = glob_body(effective.pattern)
+    case_sensitive = not effective.ignore_case and has_uppercase
     flags = re.DOTALL | (0 if case_sensitive else re.IGNORECASE)
-    return FdGlob(pattern, re.compile(f"(?:{body})\\Z", flags), full_path, case_sensitive)
+    return FdGlob(pattern, re.compile(f"(?:{body})\\Z", flags), effective.full_path, case_sensitive)

@@ -7,10 +7,13 @@ available where a remote backend's files are, so this tool asks ripgrep for the 
 repository, and hidden entries are included) and applies fd's glob semantics in Python
 (:mod:`pi_builtin_tools.search.fd_glob`):
 
-* a pattern without ``/`` matches the basename at any depth (``*.txt`` finds
-  ``.secret/hidden.txt``); a pattern with ``/`` matches the absolute path, prefixed with
-  ``**/`` unless it starts with ``/`` or ``**/`` (``src/**/*.ts`` → ``**/src/**/*.ts``);
-* matching is case-insensitive unless the pattern has an uppercase letter (fd's smart case);
+* leading ``./`` are dropped; a pattern without ``/`` matches the basename at any depth
+  (``*.txt`` finds ``.secret/hidden.txt``); a pattern with ``/`` is matched from the start of
+  the path relative to the search directory (Pi 1.6 anchors it at the search path:
+  ``src/*.ts`` finds ``src/a.ts``, not ``pkg/src/b.ts``; ``**/src/*.ts`` finds both), an
+  absolute one against the absolute path;
+* matching is case-insensitive unless the pattern has an uppercase letter (fd's smart case;
+  for an anchored pattern Pi decides on the pattern as given);
 * directories match too and are printed with a trailing ``/``.
 
 Deterministic order (where fd's is not): paths sorted component by component, a directory
@@ -18,11 +21,13 @@ just before its contents; the ``limit`` (default 1000; floored, at least 1, as i
 the first ones in that order, and the ``{L} results limit reached`` notice appears only when
 more than ``limit`` results exist.
 
-Known differences from fd: ``rg --files`` lists files only, so a directory is found only when
-it holds, at some depth, a file that is not ignored (an empty directory is never listed), and
-symbolic links are not listed (fd lists the link itself; following links instead could walk
-whole trees outside the project); ripgrep reads ``.rgignore`` files where fd reads
-``.fdignore``. Like fd with ``--hidden``, ``.git/`` itself is not skipped.
+``rg --files`` lists files only: a directory is listed when it holds a listed file, or when
+:mod:`pi_builtin_tools.search.find_dirs` finds it (empty directories, and directories whose files are
+all ignored, that the ignore rules do not ignore themselves).
+
+Known differences from fd: symbolic links are not listed (fd lists the link itself; following
+links instead could walk whole trees outside the project); ripgrep reads ``.rgignore`` files
+where fd reads ``.fdignore``. Like fd with ``--hidden``, ``.git/`` itself is not skipped.
 
 Errors keep fd's wording, since the model learns from it: ``[fd error]: Search path '{abs}' is
 not a directory.\\n[fd error]: No valid search paths given.`` and ``[fd error]: error parsing
@@ -64,7 +69,8 @@ FIND_PARAMETERS: dict[str, Any] = {
         "pattern": {
             "type": "string",
             "description": (
-                "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"
+                "Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without "
+                "'/', e.g. '*.ts', it matches file names at any depth"
             ),
         },
         "path": {
@@ -80,17 +86,6 @@ FIND_PARAMETERS: dict[str, Any] = {
 
 RG_FILES_ARGS = ("--files", "--hidden", "--no-require-git", "--no-config", "--null")
 """ripgrep's file listing as find uses it (NUL-separated, so any file name survives)."""
-
-
-def _directories(rel_files: list[str]) -> set[str]:
-    """Every directory above a listed file (relative paths, the search root excluded)."""
-    dirs: set[str] = set()
-    for rel in rel_files:
-        parent, sep, _ = rel.rpartition("/")
-        while sep and parent not in dirs:
-            dirs.add(parent)
-            parent, sep, _ = parent.rpartition("/")
-    return dirs
 
 
 async def find_files(
@@ -117,7 +112,7 @@ async def find_files(
     from pi_builtin_tools.search.fd_glob import GlobError, compile_fd_glob  # on first use
 
     try:
-        glob = compile_fd_glob(pattern)
+        glob = compile_fd_glob(pattern, search_path)
     except GlobError as error:
         raise ToolError(f"[fd error]: {error}") from None
 
@@ -139,8 +134,14 @@ async def find_files(
         name = raw.decode("utf-8", "surrogateescape")
         rel_files.append(name[len(prefix) :] if name.startswith(prefix) else name)
 
+    from pi_builtin_tools.search.find_dirs import directories_of, directories_without_files
+
+    directories = directories_of(rel_files)
+    directories.update(
+        await directories_without_files(operations, search_path, rel_files, directories)
+    )
     found = [(rel, "") for rel in rel_files if glob.matches(f"{root}/{rel}")]
-    found += [(rel, "/") for rel in _directories(rel_files) if glob.matches(f"{root}/{rel}")]
+    found += [(rel, "/") for rel in directories if glob.matches(f"{root}/{rel}")]
     # Component by component, so a directory comes just before its contents.
     found.sort(key=lambda entry: entry[0].split("/"))
     more = len(found) > effective_limit  # a notice only when a result was really cut off

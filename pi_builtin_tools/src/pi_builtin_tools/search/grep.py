@@ -14,7 +14,7 @@ characters the model sees, so the text is the same. Memory stays bounded: each l
 most ~4 KiB, context lines are read from the file in chunks (:func:`_context_lines`), the
 backend bounds ripgrep's whole output, and whatever ``limit`` and ``context`` are, the matches
 are made one at a time and the result lines past 50KB are counted, not kept
-(:class:`~pi_builtin_tools.search.output.BoundedListing`). A single file searched by name is searched with
+(:class:`~pi_builtin_tools.search_output.BoundedListing`). A single file searched by name is searched with
 ``--text``, as ripgrep's JSON output does (it prints the matching lines of a binary file); a
 device or FIFO is refused, since ripgrep would read it forever. Hidden files are searched;
 ``.gitignore`` is honoured as ripgrep does (inside git repositories; a ``--glob`` overrides it).
@@ -24,7 +24,7 @@ Output lines are ``{file}:{n}: {text}`` (context lines ``{file}-{n}- {text}``), 
 inside a line is kept). The windows of one file's matches merge as in ``rg --context`` (no line
 twice; a shown match inside another's window is a match line). At most ``limit`` matches
 (default 100; floored, at least 1), then 50KB; ``context`` is floored, at most 1000
-(:func:`~pi_builtin_tools.catalog.args.integer_arg`). The ``{L} matches limit reached`` notice
+(:func:`~pi_builtin_tools.tool_args.integer_arg`). The ``{L} matches limit reached`` notice
 appears only when one more match proves the cut (ripgrep runs with ``--max-count`` limit + 1);
 that match is shown, as a context line, when it lies in the last match's trailing context.
 
@@ -44,9 +44,11 @@ overlapping pieces, so neither process holds a long line (:func:`_windowed_match
 is the one ripgrep's search of the file gives, byte for byte; whenever that is not certain (a
 NUL byte, a byte order mark, output that could pass the backend's bound) the normal search runs.
 
-ripgrep's own error texts are passed on as ripgrep 13 (the reference's) words them, whatever
-version runs (:mod:`pi_builtin_tools.search.rg_errors`):
-``regex parse error:\\n    (\\n    ^\\nerror: unclosed group``.
+ripgrep's own error text is passed on as it is (trimmed), as Pi does: a bad regex reads as the
+ripgrep that runs words it (``regex parse error:\\n    (\\n    ^\\nerror: unclosed group`` from
+ripgrep 13; ripgrep 14 prefixes ``rg: `` and echoes the pattern as ``(?:(``). Like Pi, pi runs
+the ``rg`` on ``PATH``, else the one of the ``ripgrep`` wheel
+(:func:`~pi_core.backends.find_rg`); a remote backend runs the one where the files are.
 """
 
 from __future__ import annotations
@@ -63,16 +65,15 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from pi_builtin_tools.catalog.args import integer_arg
-from pi_builtin_tools.files.fs_errors import (
+from pi_builtin_tools.fs_errors import (
     check_no_nul,
     check_process_text,
     not_regular_file_error,
     show_path,
 )
-from pi_builtin_tools.files.truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
-from pi_builtin_tools.search.output import BoundedListing
-from pi_builtin_tools.search.rg_errors import clean_rg_error, stray_close_error
+from pi_builtin_tools.search_output import BoundedListing
+from pi_builtin_tools.tool_args import integer_arg
+from pi_builtin_tools.truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
 from pi_core import (
     AgentToolResult,
     FileOperations,
@@ -97,8 +98,7 @@ MAX_GREP_CONTEXT = 1000
 RG_MAX_COLUMNS = 4096
 """Longest line, in bytes, ripgrep prints whole (``--max-columns``); a longer one arrives as its
 first 4,096 characters and ``[... omitted end of long line]``. The model sees at most
-:data:`~pi_builtin_tools.files.truncate.GREP_MAX_LINE_LENGTH` (500) characters of a line either
-way."""
+:data:`~pi_builtin_tools.truncate.GREP_MAX_LINE_LENGTH` (500) characters of a line either way."""
 
 CONTEXT_CHUNK_BYTES = 1024 * 1024
 """Size of the ranges context lines are read in."""
@@ -131,7 +131,10 @@ GREP_PARAMETERS: dict[str, Any] = {
         },
         "glob": {
             "type": "string",
-            "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'",
+            "description": (
+                "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', "
+                "e.g. '*.ts', it matches file names at any depth"
+            ),
         },
         "ignoreCase": {
             "type": "boolean",
@@ -652,9 +655,6 @@ async def grep_files(
     if kind == "other":  # /dev/zero or a FIFO: ripgrep would read it forever
         raise not_regular_file_error("search", search_path)
     is_directory = kind == "directory"
-    stray = None if literal else stray_close_error(pattern)
-    if stray is not None:
-        raise ToolError(stray)
 
     args = ["--line-number", "--with-filename", "--null", "--no-heading", "--color=never"]
     args += ["--hidden", "--no-config", f"--max-columns={RG_MAX_COLUMNS}", "--max-columns-preview"]
@@ -667,7 +667,9 @@ async def grep_files(
     if literal:
         args.append("--fixed-strings")
     if glob:
-        args.append(f"--glob={glob}")
+        # ripgrep never matches a leading "./" ("./src/*.ts" finds nothing): Pi 1.6 drops it,
+        # after a "!" too; the glob is rooted at the search directory, ripgrep's cwd
+        args.append("--glob=" + re.sub(r"^(!?)(?:\./)+", r"\1", glob))
     rg_cwd = search_path if is_directory else posixpath.dirname(search_path) or "/"
 
     windowed: list[_Match] | None = None
@@ -709,7 +711,7 @@ async def grep_files(
         return _first_matches(output.stdout, search_limit + 1, in_path_order=in_path_order)
 
     if output.exit_code not in (0, 1) and not _reaches(all_matches(), search_limit + 1):
-        stderr = clean_rg_error(output.stderr.decode("utf-8", "replace"), pattern)
+        stderr = output.stderr.decode("utf-8", "replace").strip()
         raise ToolError(stderr or f"ripgrep exited with code {output.exit_code}")
     remaining = all_matches()
     first = next(remaining, None)
@@ -817,4 +819,4 @@ def create_grep_tool_definition(cwd: str, operations: FileOperations) -> ToolDef
     )
 
 
-__all__ = ["DEFAULT_GREP_LIMIT", "clean_rg_error", "create_grep_tool_definition", "grep_files"]
+__all__ = ["DEFAULT_GREP_LIMIT", "create_grep_tool_definition", "grep_files"]

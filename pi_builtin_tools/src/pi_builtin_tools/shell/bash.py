@@ -333,13 +333,17 @@ class BashToolOptions:
 
 
 def _session_env(ctx: Any) -> dict[str, str]:
-    """``PI_*`` values from a session context: attributes ``session_id``, ``session_file``,
-    ``model`` (an object with ``provider`` and ``id``, or a string), ``provider``,
-    ``thinking_level`` (or ``reasoning_level``); missing ones are skipped."""
+    """``PI_*`` values from a session context: attributes ``session_id`` (else the id of its
+    ``session``, the :class:`~pi_core.SessionContext` a host's tools get: the id checkpoints
+    are kept under), ``session_file``, ``model`` (an object with ``provider`` and ``id``, or a
+    string), ``provider``, ``thinking_level`` (or ``reasoning_level``); missing ones are
+    skipped."""
     values: dict[str, str] = {}
     if ctx is None:
         return values
-    session_id = getattr(ctx, "session_id", None)
+    session_id = getattr(ctx, "session_id", None) or getattr(
+        getattr(ctx, "session", None), "session_id", None
+    )
     if session_id:
         values["PI_SESSION_ID"] = str(session_id)
     session_file = getattr(ctx, "session_file", None)
@@ -669,6 +673,7 @@ def create_shell_tool_definition(
         command_argument="command",
         output_schema=BASH_OUTPUT_SCHEMA,
         replay="never",
+        mutates="workspace",
         constrained_sampling=SHELL_SAMPLING,
     )
 

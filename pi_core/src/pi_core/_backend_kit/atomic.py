@@ -12,7 +12,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pi_core._backend_kit.interprocess import register_temp_file, unregister_temp_file
 
@@ -24,9 +24,15 @@ def _target_of(path: str) -> str:
     return path
 
 
-def atomic_write_bytes(path: str, data: bytes | Sequence[bytes | memoryview]) -> None:
+def atomic_write_bytes(
+    path: str,
+    data: bytes | Sequence[bytes | memoryview],
+    check: Callable[[str, os.stat_result], None] | None = None,
+) -> None:
     """Replace the file at ``path`` with ``data`` atomically (blocking; run it in a thread).
     ``data`` may be a sequence of buffers, written one after another (never joined).
+    ``check(target, st)``, when given, sees the ``stat`` of the existing file about to be
+    replaced (before anything is written) and refuses the write by raising.
 
     * temporary file ``.{name}.{random}.tmp`` in the target's directory, written, ``fsync``-ed,
       then ``os.replace``-d over the target; the directory is fsync-ed afterwards (best effort);
@@ -53,6 +59,8 @@ def atomic_write_bytes(path: str, data: bytes | Sequence[bytes | memoryview]) ->
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), path)
+    if st is not None and check is not None:
+        check(target, st)
     directory, name = os.path.split(target)
     token = secrets.token_hex(6)
     tmp = os.path.join(directory, f".{name}.{token}.tmp")

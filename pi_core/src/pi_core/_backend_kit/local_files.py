@@ -3,8 +3,8 @@
 Implements :class:`pi_core._backend_kit.operations.FileOperations` on this machine's file system; the one
 implementation both ``pi_builtin_tools`` (the default backend) and ``pi_sandbox_plugin`` (the
 guarded local backend) use. Blocking calls run in trio worker threads so the event loop never
-stalls; they are not abandoned on cancellation (a write in flight finishes). ``rg`` comes from
-the ``ripgrep`` PyPI wheel (a dependency of the distributions that run it), else ``PATH``.
+stalls; they are not abandoned on cancellation (a write in flight finishes). ``rg`` is the one
+on ``PATH``, else the ``ripgrep`` PyPI wheel's (a dependency of the distributions that run it).
 
 Also the small helpers other backends share: :func:`find_rg`, :func:`file_kind` (``st_mode`` →
 :data:`~pi_core._backend_kit.operations.FileKind`) and :func:`kill_process_group` (trio ``deliver_cancel``).
@@ -32,14 +32,21 @@ from pi_core._backend_kit.interprocess import sweep_once
 from pi_core._backend_kit.operations import CommandOutput, FileKind, FileStat
 from pi_core._backend_kit.paths import path_candidates, resolve_to_cwd
 from pi_core._backend_kit.process_stream import enlarge_pipe
+from pi_core._backend_kit.tree import LocalWorkspaceTree
 
 
 @functools.cache
 def find_rg() -> str:
-    """Path of the ``rg`` binary: the ripgrep wheel's (beside this Python), else ``PATH``'s.
+    """Path of the ``rg`` binary, found as Pi finds it: the user's ``rg`` on ``PATH``, else the
+    one pi ships (the ``ripgrep`` wheel's, beside this Python), as Pi falls back to the one it
+    downloads. So grep's error texts are those of the ripgrep the user has (grep passes them
+    on as they are). Looked up once per process.
 
     Raises ``FileNotFoundError`` when there is none.
     """
+    found = shutil.which("rg")
+    if found:
+        return found
     candidates = [
         os.path.join(sysconfig.get_path("scripts"), "rg"),
         os.path.join(os.path.dirname(sys.executable), "rg"),
@@ -47,9 +54,6 @@ def find_rg() -> str:
     for candidate in candidates:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
-    found = shutil.which("rg")
-    if found:
-        return found
     raise FileNotFoundError("ripgrep (rg) is not installed: pip install ripgrep")
 
 
@@ -71,14 +75,20 @@ def _refuse_special(mode: int, path: str) -> None:
         raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), path)
 
 
-def _read_range(path: str, offset: int, length: int | None) -> bytes:
+OpenedCheck = Callable[[str, int, os.stat_result], None]
+"""``check(path, fd, st)``: called in the worker thread with each descriptor
+:class:`LocalFileOperations` opened for reading (``path`` as opened, the descriptor, its
+``fstat``), before a byte is read; raising (an ``OSError``) refuses the read."""
+
+
+def _read_range(
+    path: str, offset: int, length: int | None, check: OpenedCheck | None = None
+) -> bytes:
     # stat first, so a device is never opened; O_NONBLOCK, so a FIFO swapped in meanwhile
     # cannot block the open; fstat, so what was opened is the regular file that was checked
     _refuse_special(os.stat(path).st_mode, path)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = _open_regular(path, check)
     try:
-        _refuse_special(os.fstat(fd).st_mode, path)
-        os.set_blocking(fd, True)
         with open(fd, "rb", closefd=False) as handle:
             if offset:
                 handle.seek(offset)
@@ -113,13 +123,38 @@ def _stat(path: str) -> FileStat:
     return _file_stat(os.stat(path))
 
 
-def _open_regular(path: str) -> int:
+def _entry_kind(entry: os.DirEntry[str]) -> FileKind:
+    """The kind of a directory entry itself (a symbolic link is ``"symlink"``, not followed)."""
+    if entry.is_symlink():
+        return "symlink"
+    if entry.is_dir(follow_symlinks=False):
+        return "directory"
+    return "file" if entry.is_file(follow_symlinks=False) else "other"
+
+
+def _list_dirs(paths: Sequence[str]) -> list[list[tuple[str, FileKind]] | None]:
+    """:meth:`LocalFileOperations.list_dirs` in one worker-thread call."""
+    out: list[list[tuple[str, FileKind]] | None] = []
+    for path in paths:
+        try:
+            with os.scandir(path) as entries:
+                out.append([(entry.name, _entry_kind(entry)) for entry in entries])
+        except OSError:
+            out.append(None)
+    return out
+
+
+def _open_regular(path: str, check: OpenedCheck | None = None) -> int:
     """An fd of the regular file ``path`` opened for reading (see :func:`_read_range`), its
     type already checked by the caller's ``stat``: ``O_NONBLOCK`` so a FIFO swapped in since
-    cannot block the open, ``fstat`` so what was opened is a regular file."""
+    cannot block the open, ``fstat`` so what was opened is a regular file (and what ``check``
+    is shown)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        _refuse_special(os.fstat(fd).st_mode, path)
+        st = os.fstat(fd)
+        _refuse_special(st.st_mode, path)
+        if check is not None:
+            check(path, fd, st)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -143,7 +178,11 @@ def _read_fd(fd: int, length: int | None, size_hint: int) -> bytes:
 
 
 def _read_head(
-    candidates: Sequence[str], fallback: str, whole_limit: int, head_size: int
+    candidates: Sequence[str],
+    fallback: str,
+    whole_limit: int,
+    head_size: int,
+    check: OpenedCheck | None = None,
 ) -> tuple[str, FileStat | OSError, bytes | OSError | None]:
     """:meth:`LocalFileOperations.read_head` in one worker-thread call."""
     path, st = fallback, None
@@ -168,7 +207,7 @@ def _read_head(
         return path, info, None
     whole = 0 < info.size <= whole_limit
     try:
-        fd = _open_regular(path)
+        fd = _open_regular(path, check)
         try:
             data = _read_fd(fd, None if whole else head_size, info.size)
         finally:
@@ -179,12 +218,16 @@ def _read_head(
 
 
 def _scan_file(
-    path: str, offset: int, chunk_size: int, consume: Callable[[bytearray], bool | None]
+    path: str,
+    offset: int,
+    chunk_size: int,
+    consume: Callable[[bytearray], bool | None],
+    check: OpenedCheck | None = None,
 ) -> None:
     """:meth:`LocalFileOperations.scan_bytes` in one worker-thread call: one buffer of
     ``chunk_size`` bytes, refilled with ``readv`` (no allocation per chunk)."""
     _refuse_special(os.stat(path).st_mode, path)
-    fd = _open_regular(path)
+    fd = _open_regular(path, check)
     try:
         if offset:
             os.lseek(fd, offset, os.SEEK_SET)
@@ -316,12 +359,14 @@ def _check_access(path: str, mode: int) -> os.stat_result:
     return st
 
 
-def _read_for_update(path: str, mode: int, limit: int) -> tuple[FileStat, bytes | OSError | None]:
+def _read_for_update(
+    path: str, mode: int, limit: int, check: OpenedCheck | None = None
+) -> tuple[FileStat, bytes | OSError | None]:
     st = _file_stat(_check_access(path, mode))
     if st.kind != "file" or st.size > limit:
         return st, None
     try:
-        return st, _read_range(path, 0, limit + 1)
+        return st, _read_range(path, 0, limit + 1, check)
     except OSError as exc:
         return st, exc
 
@@ -353,13 +398,33 @@ class LocalFileOperations:
     read, never replaced). Making one (a session's file backend) removes, once per process, the
     temporary files that atomic writes of killed pi processes left
     (:func:`pi_core._backend_kit.interprocess.sweep_stale_temp_files`).
+
+    ``check_opened`` (:data:`OpenedCheck`), when given, sees every descriptor opened for
+    reading (``read_bytes``, ``read_head``, ``scan_bytes``, ``read_for_update``) before a byte
+    is read, and refuses the read by raising: a policy checks *what was opened* (device and
+    inode), whatever name or race led there. ``check_replaced`` (``check(path, st)``) sees the
+    ``stat`` of the existing file a ``write_bytes``/``write_chunks`` is about to replace (the
+    symlink's target for a symlink) and refuses the write by raising; a write opens only its
+    new temporary file and renames it over the name, so it never writes into the file the name
+    held.
     """
 
     rg_max_output_bytes = RG_MAX_OUTPUT_BYTES
     """Most stdout bytes :meth:`run_rg` keeps (for :meth:`run_rg_fed`'s caller, which must know
     when a search by :meth:`run_rg` would have been cut)."""
 
-    def __init__(self) -> None:
+    # class defaults too, so a subclass whose __init__ does not call this one's still works
+    check_opened: OpenedCheck | None = None
+    check_replaced: Callable[[str, os.stat_result], None] | None = None
+
+    def __init__(
+        self,
+        *,
+        check_opened: OpenedCheck | None = None,
+        check_replaced: Callable[[str, os.stat_result], None] | None = None,
+    ) -> None:
+        self.check_opened = check_opened
+        self.check_replaced = check_replaced
         sweep_once()
 
     @functools.cached_property
@@ -369,7 +434,12 @@ class LocalFileOperations:
     async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """``length`` bytes (``None``: to the end) from byte ``offset``; ``IsADirectoryError``
         for a directory, ``OSError(EINVAL)`` for a device, FIFO or socket."""
-        return await trio.to_thread.run_sync(_read_range, path, offset, length)
+        return await trio.to_thread.run_sync(_read_range, path, offset, length, self.check_opened)
+
+    def checkpoint_tree(self, root: str, exclude: Sequence[str] = ()) -> LocalWorkspaceTree:
+        """The workspace ``root`` as checkpoints read and restore it (optional method of a
+        ``FileOperations``: :class:`~pi_core._backend_kit.tree.LocalWorkspaceTree`)."""
+        return LocalWorkspaceTree(root, exclude)
 
     async def read_head(
         self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
@@ -393,7 +463,9 @@ class LocalFileOperations:
         candidates = path_candidates(path, cwd, for_read=for_read)
         fallback = candidates[0] if path.isascii() else resolve_to_cwd(path, cwd)
         return await self._lane.run(
-            functools.partial(_read_head, candidates, fallback, whole_limit, head_size)
+            functools.partial(
+                _read_head, candidates, fallback, whole_limit, head_size, self.check_opened
+            )
         )
 
     async def scan_bytes(
@@ -413,7 +485,9 @@ class LocalFileOperations:
         ``read_bytes``: the caller reads with it instead."""
         if self._overrides_io():
             return False
-        await trio.to_thread.run_sync(_scan_file, path, offset, chunk_size, consume)
+        await trio.to_thread.run_sync(
+            _scan_file, path, offset, chunk_size, consume, self.check_opened
+        )
         return True
 
     def _overrides_io(self) -> bool:
@@ -424,7 +498,7 @@ class LocalFileOperations:
 
     async def write_bytes(self, path: str, data: bytes) -> None:
         """Atomic replace (temp file, fsync, rename; mode and symlink target kept)."""
-        await trio.to_thread.run_sync(atomic_write_bytes, path, data)
+        await trio.to_thread.run_sync(atomic_write_bytes, path, data, self.check_replaced)
 
     async def write_chunks(self, path: str, chunks: Sequence[bytes | memoryview]) -> None:
         """:meth:`write_bytes` of the concatenation of ``chunks``, without building it (edit
@@ -433,7 +507,7 @@ class LocalFileOperations:
         if type(self).write_bytes is not LocalFileOperations.write_bytes:
             await self.write_bytes(path, b"".join(chunks))
             return
-        await trio.to_thread.run_sync(atomic_write_bytes, path, chunks)
+        await trio.to_thread.run_sync(atomic_write_bytes, path, chunks, self.check_replaced)
 
     async def stat(self, path: str) -> FileStat:
         """Kind, size, permission bits and mtime of ``path`` (symlinks followed)."""
@@ -461,7 +535,7 @@ class LocalFileOperations:
         subclass overrides ``access``, ``stat`` or ``read_bytes``: the caller uses those."""
         if self._overrides_io() or type(self).access is not LocalFileOperations.access:
             return None
-        return await trio.to_thread.run_sync(_read_for_update, path, mode, limit)
+        return await trio.to_thread.run_sync(_read_for_update, path, mode, limit, self.check_opened)
 
     async def realpath(self, path: str) -> str:
         """``os.path.realpath``: symlinks of the existing prefix resolved, the rest kept."""
@@ -470,6 +544,14 @@ class LocalFileOperations:
     async def list_dir(self, path: str) -> list[str]:
         """Entry names of the directory (no ``.``/``..``), unsorted."""
         return await trio.to_thread.run_sync(os.listdir, path)
+
+    async def list_dirs(self, paths: Sequence[str]) -> list[list[tuple[str, FileKind]] | None]:
+        """For each directory of ``paths``, its entries as ``(name, kind)``, ``kind`` that of
+        the entry itself (a symbolic link is ``"symlink"``, not followed), or ``None`` when it
+        cannot be listed; all in **one** worker-thread call (the find tool's walk; optional: a
+        backend without it gets the same from :meth:`list_dir`, :meth:`stat` and
+        :meth:`realpath`)."""
+        return await trio.to_thread.run_sync(_list_dirs, list(paths))
 
     async def mkdir(self, path: str) -> None:
         """``mkdir -p``: ``FileExistsError`` when ``path`` exists and is not a directory."""
@@ -604,6 +686,7 @@ __all__ = [
     "RG_MAX_OUTPUT_BYTES",
     "RG_MAX_STDERR_BYTES",
     "LocalFileOperations",
+    "OpenedCheck",
     "file_kind",
     "find_rg",
     "kill_process_group",

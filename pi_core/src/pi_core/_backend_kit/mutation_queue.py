@@ -27,6 +27,15 @@ special spaces as U+0020) and keys on the backend's ``realpath`` of the result. 
 ``write`` both use it, so an edit and a write of the same file (even one whose name really
 contains U+00A0) always share one queue.
 
+Observers (checkpoints): a :class:`MutationObserver` made current with :func:`observe_mutations`
+(the pipeline does, around a tool call that declares ``mutates="paths"``) is told of each
+mutation at its turn in the queue, which is the last moment before the file changes and, in a
+batch of calls on one file, the moment that puts each call's prior state in source order:
+``before_mutation(key, staged)`` before ``fn`` runs (``staged``: what earlier calls of its
+group staged, ``None``: read the file), ``after_mutation(key, staged)`` after it, and ``flush()``
+before any bytes land on disk (a write-ahead rule: a crash never leaves a change without the
+record of what was there before).
+
 Cancellation: a call still waiting leaves the queue at once. A call whose ``fn`` is running
 keeps the queue until ``fn`` returns or raises; steps that must finish even on abort (the write
 in flight) run under :func:`run_shielded`, so an aborted write settles before the next caller of
@@ -39,8 +48,8 @@ import contextlib
 import contextvars
 import math
 import os
-from collections.abc import Awaitable, Callable, Hashable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Hashable, Iterator
+from typing import Any, Protocol, TypeVar
 
 import trio
 
@@ -52,14 +61,74 @@ from pi_core._errors import ToolError
 T = TypeVar("T")
 
 
+class MutationObserver(Protocol):
+    """What is told of each file mutation run through the queue (see the module): checkpoints.
+
+    ``key`` is the queue key (the file's real path on the backend). ``staged``: in a call of a
+    group (:func:`stage_file_write`), the content the group has staged (``bytes`` or a sequence
+    of bytes-like pieces, the file's bytes in order), ``None`` when nothing is staged (the file
+    on disk is current)."""
+
+    async def before_mutation(self, key: str, staged: Any) -> None:
+        """Before ``fn`` runs, in its turn: record the file's prior state."""
+        ...
+
+    async def after_mutation(self, key: str, staged: Any) -> None:
+        """After ``fn`` returned or raised (shielded): record the new state (``staged``: what
+        this call staged; ``None``: read the file)."""
+        ...
+
+    async def flush(self) -> None:
+        """Make what was recorded durable: called before bytes land on disk."""
+        ...
+
+    def landed(self, key: str, ok: bool) -> None:
+        """The group's staged content was written (``ok``) or not: the file on disk is what
+        it is now."""
+        ...
+
+
+_observer: contextvars.ContextVar[MutationObserver | None] = contextvars.ContextVar(
+    "pi_mutation_observer", default=None
+)
+
+
+@contextlib.contextmanager
+def observe_mutations(observer: MutationObserver | None) -> Iterator[None]:
+    """Make ``observer`` current for the body (its tasks inherit it): every mutation queued
+    from there is reported to it."""
+    token = _observer.set(observer)
+    try:
+        yield
+    finally:
+        _observer.reset(token)
+
+
+async def _observed(key: str, fn: Callable[[], Awaitable[T]]) -> T:
+    """``await fn()`` reported to the current observer: before (made durable), after."""
+    observer = _observer.get()
+    if observer is None:
+        return await fn()
+    await observer.before_mutation(key, None)
+    await observer.flush()
+    try:
+        return await fn()
+    finally:
+        with trio.CancelScope(shield=True):
+            await observer.after_mutation(key, None)
+
+
 class _Group:
     """Consecutive calls of one key that share one write (group commit, see
     :func:`stage_file_write`): the content staged by the last of them, the write that lands it,
-    the key's inter-process lock held from the first call to that write, and how it ended."""
+    the key's inter-process lock held from the first call to that write, the observers told of
+    its calls, and how it ended."""
 
-    __slots__ = ("content", "error", "landed", "lands", "lock", "locked")
+    __slots__ = ("content", "error", "key", "landed", "lands", "lock", "locked", "observers")
 
     def __init__(self) -> None:
+        self.key = ""
+        self.observers: list[MutationObserver] = []
         self.content: Any = None
         self.lands: Callable[[Any], Awaitable[None]] | None = None
         self.lock = contextlib.AsyncExitStack()
@@ -159,9 +228,9 @@ class FileMutationQueue:
             while entry.prev is not None:
                 await entry.prev.done.wait()
             if not self._interprocess:
-                return await fn()
+                return await _observed(entry.key, fn)
             async with path_lock(entry.key):
-                return await fn()
+                return await _observed(entry.key, fn)
         finally:
             self._unlink(entry)
 
@@ -178,6 +247,14 @@ class FileMutationQueue:
             if self._interprocess and not group.locked:
                 await group.lock.enter_async_context(path_lock(entry.key))
                 group.locked = True
+            group.key = entry.key
+            observer = _observer.get()
+            if observer is not None:
+                if observer not in group.observers:
+                    group.observers.append(observer)
+                await observer.before_mutation(
+                    entry.key, group.content if group.lands is not None else None
+                )
             before = group.lands
             group.lands = None
             token = _current.set(group)
@@ -188,6 +265,9 @@ class FileMutationQueue:
                 staged = group.lands is not None
                 if not staged:
                     group.lands = before
+                elif observer is not None:
+                    with trio.CancelScope(shield=True):
+                        await observer.after_mutation(entry.key, group.content)
         finally:
             if group is None and entry.inherited is not None:  # cancelled before its turn
                 group, entry.inherited = entry.inherited, None
@@ -219,15 +299,22 @@ class FileMutationQueue:
         """Write what the group staged, record how it went, release the lock. ``aborted`` (the
         call that would land it was cancelled): write nothing, so no call of the group reports
         an abort for an edit that is on disk."""
+        wrote = False
         try:
             if group.lands is not None and aborted:
                 group.error = ToolError("Operation aborted")
             elif group.lands is not None:
+                for observer in group.observers:
+                    await observer.flush()
                 await group.lands(group.content)
+                wrote = True
         except BaseException as exc:  # every call that staged re-raises it
             group.error = exc
         finally:
             group.content = None
+            for observer in group.observers:
+                observer.landed(group.key, wrote)
+            group.observers = []
             await group.lock.aclose()
             group.landed.set()
 
@@ -345,7 +432,9 @@ async def run_shielded(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
 
 __all__ = [
     "FileMutationQueue",
+    "MutationObserver",
     "default_queue",
+    "observe_mutations",
     "run_shielded",
     "stage_file_write",
     "staged_file_content",

@@ -13,6 +13,10 @@
               [--map-cwd OLD=NEW]...
     pi run [PROMPT] [--model P:M] [--tools a,b] [--max-turns N] [--cwd DIR] [--json]
            [--session FILE] [--base-url URL]
+    pi checkpoints [SESSION] [--sessions] [--cwd DIR] [--json]
+    pi checkpoints prune [--all] [--max-bytes N]
+    pi rewind [SESSION] (--to CALL_ID | --turn N | --undo) [--dry-run] [--files PATH...]
+              [--force] [--cwd DIR] [--json]
 
 Exit status: 0 success; 1 when the result of ``pi call`` has ``isError``; 2 for input pi cannot
 use (invalid JSON, a missing file or folder, an unknown option, a bad config file, a plugin that
@@ -89,6 +93,10 @@ def run_command(ctx: CommandContext) -> int:
         from pi_core._cli.agent_run import cmd_run
 
         return cmd_run(ctx)
+    if ctx.args.command in ("checkpoints", "rewind"):
+        from pi_core._cli.checkpoints import cmd_checkpoints, cmd_rewind
+
+        return cmd_checkpoints(ctx) if ctx.args.command == "checkpoints" else cmd_rewind(ctx)
     if ctx.args.command == "export":
         from pi_core._cli.export import cmd_export
 

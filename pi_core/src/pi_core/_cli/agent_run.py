@@ -41,6 +41,7 @@ from pi_core._cli.system_prompt import build_system_prompt
 from pi_core._loop.config import TurnInfo
 from pi_core._pipeline.config import AgentContext
 from pi_core._report.recorder import ReportRecorder
+from pi_core._session.context import SESSION_FILE
 from pi_core._wire.messages import TextContent, UserMessage
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ def cmd_run(ctx: CommandContext) -> int:
     writer = SessionWriter(None, cwd, file=session_out)
     if session_out is not None:
         session.session_context.entry_sink = writer.custom
+        session.session_context.protect(os.path.abspath(args.session), SESSION_FILE)
     config.provider = provider
     provider_name, _, model_id = spec.partition(":")
     writer.model_change(provider_name, model_id)

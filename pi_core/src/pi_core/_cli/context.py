@@ -140,12 +140,13 @@ class CommandContext:
             raise UsageError(f"--audit {path}: {e}") from None
 
     def loop_config(self, session: Session) -> LoopConfig:
-        """A :class:`LoopConfig` with the ``[pi]`` settings, the session's hooks and tool set
-        (system messages declare tool changes)."""
+        """A :class:`LoopConfig` with the ``[pi]`` settings, the session's hooks, tool set and
+        checkpoint recorder (system messages declare tool changes)."""
         config = self.config.apply_to(LoopConfig())
         session.hooks.apply_to(config)
         config.tool_set = session.tool_set
         config.declare_tool_changes = True
+        config.checkpoints = session.recorder
         return config
 
 

@@ -10,7 +10,7 @@ exits 0 through :class:`ParserExit` (``main`` returns the status instead of call
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from pi_core._errors import PiError
@@ -74,19 +74,28 @@ EPILOG = (
 )
 
 
-BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run", "export")
+BUILTIN_COMMANDS = ("plugins", "tools", "call", "replay", "run", "checkpoints", "rewind", "export")
 """The commands of the core; plugins add others through ``pi_register_commands``."""
 
 
-def _positive_int(text: str) -> int:
-    """An argument that must be a whole number of at least 1 (``--parallel N``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
+def _whole_number(minimum: int) -> Callable[[str], int]:
+    """The type of an argument that must be a whole number of at least ``minimum``
+    (``--parallel N``: 1, ``--max-bytes N``: 0)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}: {text!r}")
+        return value
+
+    return parse
+
+
+_positive_int = _whole_number(1)
+_non_negative_int = _whole_number(0)
 
 
 def build_parser(
@@ -290,6 +299,63 @@ def build_parser(
         help="the provider supports strict tools: send the tools that ask for JSON-schema "
         "constrained sampling strict",
     )
+    checkpoints = command(
+        "checkpoints",
+        "list a session's checkpoints: what each call changed (default: the latest session)",
+    )
+    checkpoints.add_argument(
+        "session",
+        metavar="SESSION",
+        nargs="?",
+        help="a session id or a unique prefix of it; prune: remove the oldest sessions",
+    )
+    checkpoints.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="the workspace (default: ., or the folder above it that has checkpoints)",
+    )
+    checkpoints.add_argument("--json", action="store_true", help="print JSON")
+    checkpoints.add_argument(
+        "--sessions", action="store_true", help="list the recorded sessions of the workspace"
+    )
+    checkpoints.add_argument(
+        "--all", action="store_true", help="(prune) remove every session that has ended"
+    )
+    checkpoints.add_argument(
+        "--max-bytes",
+        metavar="N",
+        type=_non_negative_int,
+        dest="max_bytes",
+        help="(prune) keep at most N bytes (default: [checkpoints] max_bytes)",
+    )
+
+    rewind = command("rewind", "restore the workspace to how it was before a call or a turn")
+    rewind.add_argument(
+        "session", metavar="SESSION", nargs="?", help="a session id or a unique prefix of it"
+    )
+    rewind.add_argument("--to", metavar="CALL_ID", help="to just before the tool call CALL_ID")
+    rewind.add_argument("--turn", metavar="N", type=int, help="to the start of turn N")
+    rewind.add_argument("--undo", action="store_true", help="take back the latest rewind")
+    rewind.add_argument(
+        "--dry-run", action="store_true", dest="dry_run", help="print what would change"
+    )
+    rewind.add_argument(
+        "--files",
+        metavar="PATH",
+        nargs="+",
+        help="restore only these paths (and what is below them)",
+    )
+    rewind.add_argument(
+        "--force",
+        action="store_true",
+        help="also overwrite files changed outside pi since the checkpoint",
+    )
+    rewind.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="the workspace (default: ., or the folder above it that has checkpoints)",
+    )
+    rewind.add_argument("--json", action="store_true", help="print the result as JSON")
     export = command(
         "export", "write a session as one self-contained HTML report (opens from disk, offline)"
     )

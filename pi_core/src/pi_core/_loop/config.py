@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from pi_core._checkpoints.recorder import SessionCheckpoints
     from pi_core._pipeline.config import (
         AfterToolCall,
         AgentContext,
@@ -53,6 +54,9 @@ class LoopConfig:
     * ``declare_tool_changes``: before every model request, write a system message with
       ``toolsAdded``/``toolsRemoved`` when the declared tools changed (Pi 1.6). Off by
       default here; sessions (``Session.loop_config``, the ``pi`` commands) turn it on.
+    * ``checkpoints``: the session's checkpoint recorder
+      (:class:`~pi_core._checkpoints.recorder.SessionCheckpoints`, ``None``: none): each call
+      of a tool that declares ``mutates`` is recorded, and the loop marks each turn's start.
     """
 
     provider: ModelProvider | None = None
@@ -69,6 +73,7 @@ class LoopConfig:
     prepare_next_turn: Callable[[TurnInfo], Awaitable[dict[str, Any] | None]] | None = None
     tool_set: ToolSet | None = None
     declare_tool_changes: bool = False
+    checkpoints: SessionCheckpoints | None = None
 
 
 __all__ = ["LoopConfig", "TurnInfo"]

@@ -455,6 +455,8 @@ class _Runner:
                     first_turn = False
                 else:
                     await self.emit(TurnStartEvent())
+                if config.checkpoints is not None:
+                    config.checkpoints.begin_turn()
                 self.refresh_tools()
                 pending = await self.declare_tool_changes(pending)
                 for message in pending:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
+    from pi_core._checkpoints.recorder import SessionCheckpoints
     from pi_core._pipeline.contexts import (
         AfterToolCallContext,
         AfterToolCallResult,
@@ -57,6 +58,9 @@ class PipelineConfig(Protocol):
 
     @property
     def tool_set(self) -> ToolSet | None: ...
+
+    @property
+    def checkpoints(self) -> SessionCheckpoints | None: ...
 
 
 __all__ = [

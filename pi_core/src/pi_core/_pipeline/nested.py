@@ -171,6 +171,47 @@ class _Scope:
     next_id: int = 1
 
 
+class _SequentialQueue:
+    """Pi's sequential nesting queue: exclusive calls run one at a time, in the order they
+    were *registered* (:meth:`ticket`, taken with the call's id and start event), not the order
+    their tasks reach the queue (trio runs new tasks in any order). A ticket whose call is
+    cancelled before its turn is skipped."""
+
+    def __init__(self) -> None:
+        self._issued = 0
+        self._serving = 0
+        self._abandoned: set[int] = set()
+        self._lot = trio.lowlevel.ParkingLot()
+
+    def ticket(self) -> int:
+        self._issued += 1
+        return self._issued - 1
+
+    async def wait(self, ticket: int) -> None:
+        """Until it is ``ticket``'s turn; then :meth:`release` it when the call is done."""
+        try:
+            while self._serving != ticket:
+                await self._lot.park()
+        except BaseException:
+            self.abandon(ticket)
+            raise
+
+    def abandon(self, ticket: int) -> None:
+        """Give up ``ticket`` (its call never ran)."""
+        if self._serving == ticket:
+            self.release(ticket)
+        else:
+            self._abandoned.add(ticket)
+
+    def release(self, ticket: int) -> None:
+        assert self._serving == ticket
+        self._serving += 1
+        while self._serving in self._abandoned:
+            self._abandoned.discard(self._serving)
+            self._serving += 1
+        self._lot.unpark_all()
+
+
 # ---------------------------------------------------------------------------------------------
 # The runner
 # ---------------------------------------------------------------------------------------------
@@ -190,7 +231,7 @@ class NestedCallRunner:
         self.context = context
         self.config = config
         self.abort = abort
-        self._queue = trio.Lock()  # FIFO: exclusive calls run one at a time, in arrival order
+        self._queue = _SequentialQueue()
         self._records: dict[str, NestedCallRecorder] = {}
 
     def root_context(
@@ -225,6 +266,7 @@ class NestedCallRunner:
         name: str,
         args: Any,
         on_update: OnUpdate | None,
+        run_after: trio.Event | None = None,
     ) -> ToolCallOutcome:
         """Run one nested call for ``caller`` (:meth:`ToolCallContext.execute_tool`)."""
         scope, send = caller._scope, caller._send
@@ -251,6 +293,7 @@ class NestedCallRunner:
             self.config.tool_execution == "sequential"
             or (target is not None and target.execution_mode == "sequential")
         )
+        ticket = self._queue.ticket() if exclusive else None
         child_scope = _Scope(scope.recorder, scope.holds_queue or exclusive)
         child = ToolCallContext(tool_call.id, parent_id, self, child_scope, send)
 
@@ -270,8 +313,16 @@ class NestedCallRunner:
         started = time.perf_counter()
         outcome: ToolCallOutcome | None = None
         try:
-            if exclusive:
-                await self._queue.acquire()
+            if run_after is not None:
+                try:
+                    await run_after.wait()
+                except BaseException:
+                    if ticket is not None:
+                        self._queue.abandon(ticket)
+                    raise
+                started = time.perf_counter()
+            if ticket is not None:
+                await self._queue.wait(ticket)
             try:
                 message = self._last_assistant_message()
                 if message is None:
@@ -290,8 +341,8 @@ class NestedCallRunner:
                         tool_context=child,
                     )
             finally:
-                if exclusive:
-                    self._queue.release()
+                if ticket is not None:
+                    self._queue.release(ticket)
         finally:
             if outcome is None:  # cancelled with its caller: the nested call reports an abort
                 outcome = ToolCallOutcome(tool_call, AgentToolResult.error(ABORTED_TEXT), True)

@@ -25,6 +25,8 @@ from typing import Any
 import trio
 
 from pi_core._abort import Abort, linked_scope
+from pi_core._backend_kit.mutation_queue import observe_mutations
+from pi_core._checkpoints.recorder import CallRecord, SessionCheckpoints
 from pi_core._errors import ToolAborted
 from pi_core._pipeline.config import AgentContext, EventSink, PipelineConfig
 from pi_core._pipeline.contexts import (
@@ -68,6 +70,8 @@ class PreparedCall:
     tool: AgentTool
     args: Any
     parent_tool_call_id: str | None = None
+    checkpoints: SessionCheckpoints | None = None
+    """The session's recorder when checkpoints are on (``config.checkpoints``)."""
 
 
 def error_text(exc: BaseException) -> str:
@@ -110,7 +114,12 @@ class _NoNestedCalls:
         return []
 
     async def execute(
-        self, caller: ToolCallContext, name: str, args: Any, on_update: OnUpdate | None
+        self,
+        caller: ToolCallContext,
+        name: str,
+        args: Any,
+        on_update: OnUpdate | None,
+        run_after: trio.Event | None = None,
     ) -> ToolCallOutcome:
         tool_call = ToolCall(id=f"{caller.tool_call_id}/0", name=name, arguments={})
         return error_outcome(tool_call, NOT_AVAILABLE_TEXT)
@@ -172,7 +181,39 @@ async def prepare_call(
         return error_outcome(tool_call, error_text(exc))
     if abort is not None and abort.aborted:
         return error_outcome(tool_call, ABORTED_TEXT)
-    return PreparedCall(tool_call, tool, args, parent_tool_call_id)
+    return PreparedCall(
+        tool_call, tool, args, parent_tool_call_id, getattr(config, "checkpoints", None)
+    )
+
+
+async def _execute(prepared: PreparedCall, update: OnUpdate) -> Any:
+    """``tool.execute``, checkpointed when the session records checkpoints and the tool
+    declares ``mutates``: the recorder looks before (a failure to record is the call's error:
+    it does not run) and, shielded, after; the mutation queue reports the call's file changes
+    to it (``mutates="paths"``)."""
+    tool = prepared.tool
+    checkpoints = prepared.checkpoints
+    record: CallRecord | None = None
+    if checkpoints is not None:
+        record = checkpoints.open_call(
+            prepared.tool_call.id,
+            tool.name,
+            prepared.parent_tool_call_id,
+            tool.mutates,
+            prepared.args,
+            tool.path_arguments,
+        )
+    if record is None or checkpoints is None:
+        return await tool.execute(prepared.tool_call.id, prepared.args, update)
+    await checkpoints.before_call(record)
+    token = checkpoints.bind(record)
+    try:
+        with observe_mutations(checkpoints if record.mutates == "paths" else None):
+            return await tool.execute(prepared.tool_call.id, prepared.args, update)
+    finally:
+        checkpoints.unbind(token)
+        with trio.CancelScope(shield=True):
+            await checkpoints.after_call(record)
 
 
 async def execute_call(
@@ -212,12 +253,12 @@ async def execute_call(
                     await trio.lowlevel.checkpoint_if_cancelled()
                     if ready is not None:
                         ready.set()
-                    raw = await prepared.tool.execute(prepared.tool_call.id, prepared.args, update)
+                    raw = await _execute(prepared, update)
             else:
                 await trio.lowlevel.checkpoint_if_cancelled()
                 if ready is not None:
                     ready.set()
-                raw = await prepared.tool.execute(prepared.tool_call.id, prepared.args, update)
+                raw = await _execute(prepared, update)
         if scope.cancelled_caught:
             return AgentToolResult.error(ABORTED_TEXT), True
         result = _coerce_result(raw)

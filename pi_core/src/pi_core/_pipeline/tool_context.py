@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import trio
+
     from pi_core._pipeline.outcome import ToolCallOutcome
     from pi_core._tools.definition import AgentTool, OnUpdate
     from pi_core._wire.events import AgentEvent
@@ -33,7 +35,12 @@ class NestedCalls(Protocol):
     def callable_tools(self) -> list[AgentTool]: ...
 
     async def execute(
-        self, caller: ToolCallContext, name: str, args: Any, on_update: OnUpdate | None
+        self,
+        caller: ToolCallContext,
+        name: str,
+        args: Any,
+        on_update: OnUpdate | None,
+        run_after: trio.Event | None = None,
     ) -> ToolCallOutcome: ...
 
 
@@ -57,7 +64,12 @@ class ToolCallContext:
         return list(self._runner.callable_tools())
 
     async def execute_tool(
-        self, name: str, args: Any = None, *, on_update: OnUpdate | None = None
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        on_update: OnUpdate | None = None,
+        run_after: trio.Event | None = None,
     ) -> ToolCallOutcome:
         """Run tool ``name`` with ``args`` (``None``: ``{}``) as a nested call of this one.
 
@@ -69,8 +81,13 @@ class ToolCallContext:
         block, a tool error: ``outcome.is_error``). ``on_update(partial)`` receives its
         progress. Cancelled with the calling tool (an abort ends both). Outside a loop run
         the outcome is the error ``Nested tool calls are not available in this context``.
+
+        ``run_after``: the call gets its id, its record and its ``tool_execution_start`` at once
+        (before this coroutine's first checkpoint) but runs only once the event is set: a script
+        engine starts the calls a script makes before it waits in the script's order, then
+        lets them run when it waits, as an event loop would.
         """
-        return await self._runner.execute(self, name, args, on_update)
+        return await self._runner.execute(self, name, args, on_update, run_after)
 
 
 _CURRENT: contextvars.ContextVar[ToolCallContext] = contextvars.ContextVar("pi_tool_call")

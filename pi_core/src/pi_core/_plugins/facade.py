@@ -20,6 +20,7 @@ import trio
 from pluggy import HookImpl
 
 from pi_core._backend_kit.operations import BashOperations, FileOperations
+from pi_core._checkpoints.history import RewindContext, RewindRefused
 from pi_core._errors import PluginError
 from pi_core._loop.config import LoopConfig
 from pi_core._pipeline.contexts import (
@@ -487,6 +488,45 @@ class PluginHooks:
         if "is_error" in touched:
             combined.is_error = working.is_error
         return combined
+
+    # --- checkpoints --------------------------------------------------------------------------
+
+    def checkpoint_exclude(self, context: SessionContext) -> list[str]:
+        """``pi_checkpoint_exclude`` (collect, sync): every pattern the plugins return, in call
+        order. A return that is not a list of strings is a ``PluginError`` naming the plugin."""
+        patterns: list[str] = []
+
+        def accept(impl: HookImpl, value: Any) -> bool:
+            if value is None:
+                return False
+            if not isinstance(value, list | tuple) or not all(isinstance(p, str) for p in value):
+                raise self._wrong_type(
+                    impl.plugin_name, "pi_checkpoint_exclude", value, "a list of path patterns"
+                )
+            patterns.extend(value)
+            return False  # never stops: every implementation is asked (collect)
+
+        hook_caller.call_first(
+            self.pm.hook.pi_checkpoint_exclude, {"context": context}, accept, observe=self._observe
+        )
+        return patterns
+
+    async def before_rewind(self, context: RewindContext) -> RewindRefused | None:
+        """``pi_before_rewind`` (first non-None, sync or async): the refusal of the first
+        plugin that returns a reason (``source``: the plugin), or ``None``. A return that is not
+        a string is a ``PluginError`` naming the plugin."""
+
+        def accept(impl: HookImpl, value: Any) -> bool:
+            if value is not None and not isinstance(value, str):
+                raise self._wrong_type(impl.plugin_name, "pi_before_rewind", value, "a str")
+            return bool(value)
+
+        plugin, reason = await hook_caller.acall_first(
+            self.pm.hook.pi_before_rewind, {"context": context}, accept, observe=self._observe
+        )
+        if not reason:
+            return None
+        return RewindRefused(str(reason), plugin)
 
     # --- observation --------------------------------------------------------------------------
 

@@ -20,11 +20,18 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 import trio
 
+from pi_core._backend_kit.local_files import LocalFileOperations
 from pi_core._backend_kit.operations import BashOperations, FileOperations
+from pi_core._backend_kit.tree import checkpoint_tree_of
+from pi_core._checkpoints.api import Checkpoints
+from pi_core._checkpoints.recorder import SessionCheckpoints
+from pi_core._checkpoints.store import checkpoint_dir
+from pi_core._config import CHECKPOINTS_TABLE, checkpoint_settings, config_file
+from pi_core._errors import ConfigError
 from pi_core._loop.config import LoopConfig
 from pi_core._plugins.contexts import BackendContext, RegisterToolsContext
 from pi_core._plugins.facade import PluginHooks
-from pi_core._session.context import SessionContext
+from pi_core._session.context import CHECKPOINTS, CONFIGURATION, SessionContext
 from pi_core._tools.definition import AgentTool
 from pi_core._tools.exposure import ToolSet, exposures_from_config
 
@@ -64,7 +71,11 @@ class Session:
 
     ``context`` is the :class:`~pi_core._session.context.SessionContext` the lifecycle hooks
     get; ``outcome`` is the reason the host wants ``pi_session_end`` to report when the session
-    is left without an exception (``None``: ``"completed"``)."""
+    is left without an exception (``None``: ``"completed"``).
+
+    ``checkpoints`` is the session's :class:`~pi_core.Checkpoints` (``None`` when it records
+    none): ``await session.checkpoints.list()``, ``await session.checkpoints.rewind(to=...)``.
+    """
 
     cwd: str
     config: dict[str, Any]
@@ -76,6 +87,7 @@ class Session:
     context: SessionContext | None = None
     outcome: str | None = None
     tool_set: ToolSet | None = None
+    checkpoints: Checkpoints | None = None
     _started: bool = field(default=False, repr=False)
     _ended: bool = field(default=False, repr=False)
 
@@ -114,6 +126,8 @@ class Session:
         try:
             await self.hooks.session_end(context)
         finally:
+            if self.checkpoints is not None:
+                await self.checkpoints.recorder.close()
             if context.audit is not None:
                 await context.audit.aclose()
 
@@ -132,6 +146,11 @@ class Session:
             reason = self.outcome or "completed"
         error = exc if reason == "error" else None
         await self.end(reason, error)
+
+    @property
+    def recorder(self) -> SessionCheckpoints | None:
+        """The checkpoint recorder a :class:`LoopConfig` takes (``None``: no checkpoints)."""
+        return self.checkpoints.recorder if self.checkpoints is not None else None
 
     def set_approver(self, approver: Any) -> None:
         """Make ``approver`` answer the approval requests of this session (see
@@ -159,9 +178,10 @@ class Session:
     def loop_config(self, **options: Any) -> LoopConfig:
         """A :class:`~pi_core._loop.config.LoopConfig` with ``options`` and this session's hook
         callbacks (``prepare_arguments``, ``before_tool_call``, ``after_tool_call``), its
-        ``tool_set`` and ``declare_tool_changes`` on."""
+        ``tool_set``, its checkpoint recorder and ``declare_tool_changes`` on."""
         options.setdefault("tool_set", self.tool_set)
         options.setdefault("declare_tool_changes", True)
+        options.setdefault("checkpoints", self.recorder)
         return self.hooks.apply_to(LoopConfig(**options))
 
 
@@ -173,6 +193,7 @@ def build_session(
     host: str = "agent",
     approval: Any = None,
     audit: str | os.PathLike[str] | None = None,
+    checkpoints: bool | None = None,
 ) -> Session:
     """Build a session from the plugins of ``pm``.
 
@@ -193,10 +214,24 @@ def build_session(
     terminal prompt comes this way. ``audit`` is the file of the session's audit log (relative
     to ``cwd``), opened before the plugins are asked, so it wins over a plugin's; an
     ``OSError`` opening it propagates.
+
+    ``checkpoints``: record checkpoints (``docs/how-to/undo.md``); ``None`` (default): for the
+    hosts of :data:`CHECKPOINT_HOSTS` (``pi call``, ``pi replay``, ``pi run``, ``pi mcp
+    serve``), not for the others. ``[checkpoints] enabled = false`` turns them off whatever is
+    asked. A file backend that cannot show the workspace to checkpoints (no
+    ``checkpoint_tree``) means none, or a :class:`~pi_core.ConfigError` when the config asks for
+    them explicitly (``enabled = true``).
+
+    The config file ``config`` was loaded from (:func:`~pi_core.config_file`, when known) and
+    the audit log are the first of the session's
+    :attr:`~pi_core._session.context.SessionContext.protected_files`.
     """
     abs_cwd = os.path.abspath(os.fspath(cwd))
     config = {} if config is None else config
     context = SessionContext(cwd=abs_cwd, config=config, host=host)
+    config_path = getattr(config, "path", None)
+    if config_path is not None:
+        context.protect(config_path, CONFIGURATION)
     if approval is not None:
         context.set_approver(approval)
     if audit is not None:
@@ -225,7 +260,49 @@ def build_session(
         tools_by_name={t.name: t for t in tools},
         context=context,
         tool_set=ToolSet(tools, exposures_from_config(config)),
+        checkpoints=_checkpoints(hooks, context, file_operations, checkpoints),
     )
 
 
-__all__ = ["Session", "build_session", "end_reason"]
+CHECKPOINT_HOSTS = ("call", "replay", "run", "mcp")
+"""The hosts whose sessions record checkpoints unless the config says ``enabled = false``."""
+
+
+def _checkpoints(
+    hooks: PluginHooks,
+    context: SessionContext,
+    file_operations: FileOperations | None,
+    wanted: bool | None,
+) -> Checkpoints | None:
+    """The session's checkpoints, or ``None`` (see :func:`build_session`)."""
+    settings = checkpoint_settings(context.config)
+    if wanted is False or not settings.enabled:
+        return None
+    if wanted is None and context.host not in CHECKPOINT_HOSTS:
+        return None
+    extra = hooks.checkpoint_exclude(context)
+    exclude = [*settings.exclude, *extra]
+    operations = file_operations if file_operations is not None else LocalFileOperations()
+    tree = checkpoint_tree_of(operations, context.cwd, exclude)
+    if tree is None:
+        table = context.config.get(CHECKPOINTS_TABLE)
+        if isinstance(table, dict) and table.get("enabled") is True:
+            raise ConfigError(
+                f"{config_file(context.config)}: {CHECKPOINTS_TABLE}.enabled: the file backend "
+                f"of this session ({type(operations).__name__}) cannot show the workspace to "
+                "checkpoints; set enabled = false"
+            )
+        return None
+    context.protect(checkpoint_dir(settings), CHECKPOINTS, hidden=True)
+    recorder = SessionCheckpoints(
+        cwd=context.cwd,
+        session_id=context.session_id,
+        host=context.host,
+        settings=settings,
+        tree=tree,
+        exclude=extra,
+    )
+    return Checkpoints(recorder)
+
+
+__all__ = ["CHECKPOINT_HOSTS", "Session", "build_session", "end_reason"]

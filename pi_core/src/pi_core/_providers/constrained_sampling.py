@@ -12,7 +12,8 @@ are unsupported.``.
 A strict model answers ``null`` for an optional argument it leaves out (the conversion made
 optional properties nullable); the providers drop such ``null`` values from the calls of the
 tools they sent strict (:func:`omit_added_nulls`), so validation sees what a non-strict model
-would have sent (our validation does not drop ``null``: coercion is lossless only).
+would have sent (even for a tool whose ``coerce_arguments`` is false, where validation keeps an
+optional ``null``).
 
 Grammar sampling (``{"type": "grammar", ...}``) needs a provider with OpenAI grammar tools; the
 built-in providers have none, so such a tool is sent as an ordinary, non-strict function tool.

@@ -20,12 +20,38 @@ SESSION_HOSTS = ("call", "replay", "run", "tools", "agent", "mcp")
 ``pi run``, ``pi tools``, the Python API (:class:`~pi_core.Agent`, or a program's own use of
 :func:`~pi_core.build_session`) and ``pi mcp serve`` (one session per MCP session)."""
 
+CONFIGURATION = "pi's own configuration"
+"""What :class:`ProtectedFile` says of the config file pi loaded."""
+
+AUDIT_LOG = "pi's audit log"
+"""What :class:`ProtectedFile` says of the session's audit log (hidden: it holds the arguments
+of every call of every session that writes it)."""
+
+SESSION_FILE = "pi's session file"
+"""What :class:`ProtectedFile` says of the session file ``pi run --session`` writes."""
+
+CHECKPOINTS = "pi's checkpoint store"
+"""What :class:`ProtectedFile` says of the checkpoint directory (hidden: it keeps earlier
+versions of the workspace's files, denied ones' included)."""
+
 SESSION_END_REASONS = ("completed", "error", "aborted", "interrupted")
 """What ``SessionContext.reason`` says when ``pi_session_end`` fires."""
 
 
 def _new_session_id() -> str:
     return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class ProtectedFile:
+    """One of pi's own files that the agent must not change (:meth:`SessionContext.protect`):
+    ``path`` (absolute, symlinks resolved when it was protected), ``what`` it is, as the refusal
+    names it (``"pi's own configuration"``), and whether it is ``hidden`` (not readable either:
+    the audit log) or only read-only."""
+
+    path: str
+    what: str
+    hidden: bool = False
 
 
 @dataclass
@@ -58,6 +84,14 @@ class SessionContext:
     * ``audit``: the session's :class:`~pi_core.AuditLog` (``None``: decisions are not
       logged); the host sets it (``--audit``) or a plugin at set-up (:meth:`open_audit`); it is
       closed when the session ends.
+    * ``protected_files``: pi's own files the agent must not change, by path
+      (:class:`ProtectedFile`; :meth:`protect` adds one): the config file pi loaded
+      (:func:`~pi_core.build_session` adds it), the audit log (:meth:`open_audit`), the session
+      file ``pi run --session`` writes, and what plugins load (the sandbox adds its Codex rules
+      files, Claude Code settings files and the hook scripts they name). pi itself does not
+      restrict the agent: a policy plugin enforces it (the sandbox refuses the file tools'
+      writes and mounts them read-only for sandboxed commands). It is read at each operation,
+      so a file protected after the backends were built is protected too.
     """
 
     cwd: str
@@ -72,6 +106,22 @@ class SessionContext:
     entry_sink: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)
     approvals: ApprovalState = field(default_factory=ApprovalState, repr=False)
     audit: AuditLog | None = field(default=None, repr=False)
+    protected_files: dict[str, ProtectedFile] = field(default_factory=dict, repr=False)
+
+    def protect(
+        self, path: str | os.PathLike[str], what: str, *, hidden: bool = False
+    ) -> ProtectedFile:
+        """Add ``path`` (relative to :attr:`cwd`, ``~`` expanded, symlinks resolved) to
+        :attr:`protected_files`: ``what`` names it in the refusal (``"pi's audit log"``);
+        ``hidden`` also keeps it from being read. Protecting a path again keeps the strictest
+        (hidden wins). Returns the entry."""
+        real = os.path.realpath(os.path.join(self.cwd, os.path.expanduser(os.fspath(path))))
+        known = self.protected_files.get(real)
+        entry = ProtectedFile(real, what, hidden)
+        if known is not None and (known.hidden or not hidden):
+            return known
+        self.protected_files[real] = entry
+        return entry
 
     def set_approver(self, approver: Approver | None, *, replace: bool = True) -> bool:
         """Make ``approver`` answer this session's approval requests; with ``replace=False``
@@ -95,6 +145,7 @@ class SessionContext:
             self.audit.close()
         full = os.path.join(self.cwd, os.path.expanduser(os.fspath(path)))
         self.audit = AuditLog(full, on_error=on_error)
+        self.protect(path, AUDIT_LOG, hidden=True)
         return True
 
     def append_entry(self, custom_type: str, data: Any) -> None:
@@ -109,4 +160,13 @@ class SessionContext:
             self.entry_sink(dict(entry))
 
 
-__all__ = ["SESSION_END_REASONS", "SESSION_HOSTS", "SessionContext"]
+__all__ = [
+    "AUDIT_LOG",
+    "CHECKPOINTS",
+    "CONFIGURATION",
+    "SESSION_END_REASONS",
+    "SESSION_FILE",
+    "SESSION_HOSTS",
+    "ProtectedFile",
+    "SessionContext",
+]

@@ -69,6 +69,12 @@ normalised result text and ``isError``; ``"outcome"`` only ``isError`` (success 
 differ between versions); ``"is_error"`` (the default) only ``isError``."""
 
 
+Mutates = Literal["paths", "workspace"]
+"""What a tool may change in the workspace, for checkpoints: ``"paths"``, the files its
+``write`` path arguments name (changed through the file mutation queue, which records each
+file's prior state at its turn); ``"workspace"``, anything under the working directory (a
+shell: the tree is compared before and after the call). ``None`` (the default): nothing."""
+
 ToolExposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
 """Where a tool is exposed: see the table of :mod:`pi_core._tools.exposure`."""
 
@@ -149,7 +155,7 @@ class AgentTool:
     Declarations that hosts and policies read (the loop ignores them; see
     :class:`ToolDefinition` for each): ``render_call``, ``render_result``, ``streaming``,
     ``verify``, ``path_arguments``, ``command_argument``, ``seed_file``, ``output_schema``,
-    ``replay``.
+    ``replay``, ``mutates``.
     """
 
     name: str
@@ -172,9 +178,16 @@ class AgentTool:
     """``"safe"`` (re-running is harmless) or ``"never"``: ``pi replay
     --respect-replay-policy`` reports a ``never`` tool's recorded result instead of running it;
     ``None`` (undeclared) is treated as ``"safe"``."""
+    mutates: Mutates | None = None
+    """What the tool may change in the workspace (:data:`Mutates`): ``"paths"``, ``"workspace"``
+    or ``None`` (nothing); checkpoints record the calls that declare it."""
     constrained_sampling: ConstrainedSampling = False
     """How providers constrain the sampling of this tool's arguments
     (:data:`ConstrainedSampling`); ``False``: not at all."""
+    coerce_arguments: bool = True
+    """Whether the arguments are coerced as Pi 1.6 coerces them before they are checked
+    (numeric strings to numbers, an optional ``null`` dropped, ...; see
+    :mod:`pi_core._tools.validation`); ``False``: checked against ``parameters`` as they are."""
     exposure: ToolExposure = "direct"
     """Where the tool is exposed (:data:`ToolExposure`): ``direct``
     (declared and callable while active), ``model-only`` (declared while active, never
@@ -236,9 +249,17 @@ class ToolDefinition:
     * ``replay``: :data:`ReplayPolicy`, ``"safe"`` when re-running the call is harmless,
       ``"never"`` when it is not (``pi replay --respect-replay-policy`` then reports the
       recorded result instead of running the call).
+    * ``mutates``: :data:`Mutates`, what the tool may change in the workspace: ``"paths"`` (the
+      files its ``write`` path arguments name, changed through the file mutation queue),
+      ``"workspace"`` (anything: a shell) or ``None``; checkpoints record each call that
+      declares it, so ``pi rewind`` can take it back.
     * ``constrained_sampling``: :data:`ConstrainedSampling`, part of the declaration sent to
       the model (Pi's ``constrainedSampling``): ``{"type": "json_schema", "strict": "prefer"}``
       asks a provider with strict tools to sample the arguments under the schema.
+    * ``coerce_arguments``: ``True`` (the default) coerces the model's arguments as Pi 1.6 does
+      before they are checked (``"5"`` → 5 for a number, an optional ``null`` dropped, ``123``
+      → ``"123"`` for a string); ``False`` checks them as they are, for a tool that wants to
+      tell ``"5"`` from 5.
     * ``exposure``, ``default_active``, ``namespace``, ``prepare_loadout``: where the tool is
       exposed and how the session's :class:`~pi_core.ToolSet` treats it (see the fields of
       :class:`AgentTool` and ``docs/explanation/exposure.md``).
@@ -263,7 +284,9 @@ class ToolDefinition:
     seed_file: SeedFileFn | None = None
     output_schema: dict[str, Any] | None = None
     replay: ReplayPolicy | None = None
+    mutates: Mutates | None = None
     constrained_sampling: ConstrainedSampling = False
+    coerce_arguments: bool = True
     exposure: ToolExposure = "direct"
     default_active: bool = True
     namespace: ToolNamespace | None = None
@@ -319,7 +342,7 @@ def wrap_tool_definition(definition: ToolDefinition, context: Any = None) -> Age
     """The ``AgentTool`` of ``definition``: same name, label, description, parameters,
     ``prepare_arguments``, ``execution_mode`` and declarations (renderers, ``streaming``,
     ``verify``, ``path_arguments``, ``command_argument``, ``seed_file``, ``output_schema``,
-    ``replay``); its ``execute`` passes
+    ``replay``, ``mutates``); its ``execute`` passes
     ``context`` as the definition's fourth argument. The prompt fields are not part of the
     AgentTool; the definition itself stays reachable as ``AgentTool.definition``.
     """
@@ -352,7 +375,9 @@ def wrap_tool_definition(definition: ToolDefinition, context: Any = None) -> Age
         seed_file=definition.seed_file,
         output_schema=definition.output_schema,
         replay=definition.replay,
+        mutates=definition.mutates,
         constrained_sampling=definition.constrained_sampling,
+        coerce_arguments=definition.coerce_arguments,
         exposure=definition.exposure,
         default_active=definition.default_active,
         namespace=definition.namespace,
@@ -488,9 +513,11 @@ def tool(
     output_schema: dict[str, Any] | None = None,
     replay: ReplayPolicy | None = None,
     constrained_sampling: ConstrainedSampling = False,
+    coerce_arguments: bool = True,
     exposure: ToolExposure = "direct",
     default_active: bool = True,
     namespace: ToolNamespace | None = None,
+    mutates: Mutates | None = None,
 ) -> Any:
     """Turn a typed function (sync or ``async def``) into a tool.
 
@@ -502,8 +529,10 @@ def tool(
     thread, which runs on to its end with its result discarded (Python cannot stop a thread:
     check a deadline in long loops). Usable bare (``@tool``) or with options (``@tool(name="x")``); the
     options ``render_call``, ``render_result``, ``verify``, ``path_arguments`` and
-    ``command_argument``, ``output_schema``, ``replay``, ``constrained_sampling``, ``exposure``,
-    ``default_active`` and ``namespace`` are the :class:`ToolDefinition` declarations of the same names.
+    ``command_argument``, ``output_schema``, ``replay``, ``constrained_sampling``,
+    ``coerce_arguments``, ``exposure``, ``default_active``, ``namespace`` and ``mutates`` are the
+    :class:`ToolDefinition` declarations of the same names (``coerce_arguments=False``: the
+    model's arguments are checked against the signature's schema as they are, not coerced).
 
     Structured results: when the return annotation is a pydantic model or a ``TypedDict``, the
     tool declares its JSON Schema as ``output_schema`` (unless given explicitly) and each
@@ -566,7 +595,9 @@ def tool(
             command_argument=command_argument,
             output_schema=declared_output,
             replay=replay,
+            mutates=mutates,
             constrained_sampling=constrained_sampling,
+            coerce_arguments=coerce_arguments,
             exposure=exposure,
             default_active=default_active,
             namespace=namespace,
@@ -591,6 +622,7 @@ __all__ = [
     "GrammarVariants",
     "JsonSchemaSampling",
     "LoadoutChanges",
+    "Mutates",
     "OnUpdate",
     "PathArgument",
     "ReplayPolicy",

@@ -1,6 +1,7 @@
 """The ``jsonschema`` side of argument validation (:mod:`pi_core._tools.validation`): the
-validator class with TypeBox's keyword order and texts, the schema-guided coercion for any
-schema, and Pi 1.6's explainer.
+validator class (which only says whether a value is valid), Pi 1.6's coercion for any schema
+(:mod:`pi_core._tools.coercion`, with ``$ref`` resolved by ``referencing``), and Pi 1.6's
+explainer, which writes the error lines.
 
 validation imports this module only when it needs it: to check and compile
 a schema outside the flat subset it validates by hand (``$ref``, unions, formats, bounds...), and
@@ -11,10 +12,9 @@ schemas (the built-in ones) and whose calls are valid never imports ``jsonschema
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
@@ -25,277 +25,38 @@ import referencing.exceptions
 import referencing.jsonschema
 
 from pi_core._errors import ToolError
+from pi_core._tools.coercion import Coercer
 from pi_core._tools.validation_common import (
     _FALSE_SCHEMA,
-    _MISSING,
-    MAX_ERRORS,
     ToolArgumentsError,
     _Compiled,
     _copy_json,
     _json_key,
     _list,
-    _parse_number,
     _Resolver,
     js_number_to_string,
     json_stringify,
 )
 
 # ----------------------------------------------------------------------------------------------
-# The jsonschema validator class: TypeBox keyword order and TypeBox-shaped errors
+# The jsonschema validator class
 # ----------------------------------------------------------------------------------------------
 
-_TYPEBOX_ORDER = (
-    _FALSE_SCHEMA,
-    "type",
-    # objects
-    "required",
-    "additionalProperties",
-    "dependentRequired",
-    "dependentSchemas",
-    "patternProperties",
-    "properties",
-    "propertyNames",
-    "minProperties",
-    "maxProperties",
-    # arrays
-    "contains",
-    "items",
-    "minItems",
-    "maxItems",
-    "prefixItems",
-    "uniqueItems",
-    # strings
-    "minLength",
-    "maxLength",
-    "format",
-    "pattern",
-    # numbers
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "minimum",
-    "maximum",
-    "multipleOf",
-    # any type
-    "$ref",
-    "$dynamicRef",
-    "const",
-    "enum",
-    "if",
-    "not",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-)
-_RANK = {keyword: rank for rank, keyword in enumerate(_TYPEBOX_ORDER)}
 
-
-def _typebox_order(schema: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
-    """The keywords of ``schema`` in the order TypeBox checks them (``ErrorSchema``)."""
-    return sorted(schema.items(), key=lambda item: _RANK.get(item[0], len(_RANK)))
-
-
-class _Line(jsonschema.exceptions.ValidationError):
-    """An error whose ``message`` is already Pi's text. ``required_name`` is set for a
-    ``required`` line: pi-ai prints it after the object's path."""
-
-    required_name: str | None = None
-
-
-def _required_line(missing: list[str]) -> _Line:
-    line = _Line(f"must have required properties {', '.join(missing)}")
-    line.required_name = missing[0]
-    return line
-
-
-def _kw_false_schema(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[_Line]:
-    yield _Line("schema is false")
-
-
-def _kw_required(validator: Any, required: Any, instance: Any, schema: Any) -> Iterator[_Line]:
-    if validator.is_type(instance, "object"):
-        missing = [name for name in required if name not in instance]
-        if missing:
-            yield _required_line(missing)
-
-
-def _extra_keys(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
-    properties = schema.get("properties", {})
-    patterns = schema.get("patternProperties", {})
-    return [
-        key
-        for key in instance
-        if key not in properties
-        and not (isinstance(key, str) and any(re.search(p, key) for p in patterns))
-    ]
-
-
-def _kw_additional_properties(
-    validator: Any, additional: Any, instance: Any, schema: Any
+def _kw_false_schema(
+    validator: Any, value: Any, instance: Any, schema: Any
 ) -> Iterator[jsonschema.exceptions.ValidationError]:
-    if not validator.is_type(instance, "object"):
-        return
-    failed = False
-    for key in _extra_keys(instance, schema):  # ``false`` is {_FALSE_SCHEMA: true} by now
-        errors = list(validator.descend(instance[key], additional, path=key))
-        failed = failed or bool(errors)
-        yield from errors
-    if failed:
-        yield _Line("must not have additional properties")
-
-
-def _kw_property_names(
-    validator: Any, names_schema: Any, instance: Any, schema: Any
-) -> Iterator[jsonschema.exceptions.ValidationError]:
-    if not validator.is_type(instance, "object"):
-        return
-    invalid = []
-    for key in instance:
-        errors = list(validator.descend(key, names_schema, path=key))
-        if errors:
-            invalid.append(str(key))
-            yield from errors
-    if invalid:
-        yield _Line(f"property names {', '.join(invalid)} are invalid")
-
-
-def _kw_dependent_required(
-    validator: Any, dependent: Any, instance: Any, schema: Any
-) -> Iterator[_Line]:
-    if not validator.is_type(instance, "object"):
-        return
-    for name, dependencies in dependent.items():
-        if name in instance:
-            for dependency in dependencies:
-                if dependency not in instance:
-                    yield _Line(
-                        f"must have properties {', '.join(dependencies)} "
-                        f"when property {name} is present"
-                    )
-
-
-def _kw_any_of(
-    validator: Any, members: Any, instance: Any, schema: Any
-) -> Iterator[jsonschema.exceptions.ValidationError]:
-    collected: list[jsonschema.exceptions.ValidationError] = []
-    for index, member in enumerate(members):
-        errors = list(validator.descend(instance, member, schema_path=index))
-        if not errors:
-            return
-        collected.extend(errors)
-    yield from collected
-    yield _Line("must match a schema in anyOf")
-
-
-def _kw_one_of(
-    validator: Any, members: Any, instance: Any, schema: Any
-) -> Iterator[jsonschema.exceptions.ValidationError]:
-    collected: list[jsonschema.exceptions.ValidationError] = []
-    passing = 0
-    for index, member in enumerate(members):
-        errors = list(validator.descend(instance, member, schema_path=index))
-        collected.extend(errors)
-        passing += not errors
-    if passing == 1:
-        return
-    if passing == 0:
-        yield from collected
-    yield _Line("must match exactly one schema in oneOf")
-
-
-def _kw_if(
-    validator: Any, if_schema: Any, instance: Any, schema: Any
-) -> Iterator[jsonschema.exceptions.ValidationError]:
-    if validator.evolve(schema=if_schema).is_valid(instance):
-        if "then" in schema:
-            for _error in validator.descend(instance, schema["then"], schema_path="then"):
-                yield _Line('must match "then" schema')
-                return
-    elif "else" in schema:
-        errors = list(validator.descend(instance, schema["else"], schema_path="else"))
-        if errors:
-            yield from errors
-            yield _Line('must match "else" schema')
+    yield jsonschema.exceptions.ValidationError("no value is allowed here")
 
 
 _BASE = jsonschema.Draft202012Validator
 _PiValidator: Any = jsonschema.validators.create(
     meta_schema=_BASE.META_SCHEMA,
-    validators={
-        **_BASE.VALIDATORS,
-        _FALSE_SCHEMA: _kw_false_schema,
-        "required": _kw_required,
-        "additionalProperties": _kw_additional_properties,
-        "propertyNames": _kw_property_names,
-        "dependentRequired": _kw_dependent_required,
-        "anyOf": _kw_any_of,
-        "oneOf": _kw_one_of,
-        "if": _kw_if,
-    },
+    validators={**_BASE.VALIDATORS, _FALSE_SCHEMA: _kw_false_schema},
     type_checker=_BASE.TYPE_CHECKER,
     format_checker=_BASE.FORMAT_CHECKER,
     id_of=referencing.jsonschema.DRAFT202012.id_of,
-    applicable_validators=_typebox_order,
 )
-
-_COMPARISONS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
-_COUNTED = {
-    "minLength": ("fewer", "characters"),
-    "maxLength": ("more", "characters"),
-    "minItems": ("fewer", "items"),
-    "maxItems": ("more", "items"),
-    "minProperties": ("fewer", "properties"),
-    "maxProperties": ("more", "properties"),
-}
-_FIXED = {
-    "enum": "must be equal to one of the allowed values",
-    "const": "must be equal to constant",
-    "uniqueItems": "must not have duplicate items",
-    "contains": "must contain at least 1 valid item",
-    "not": "must not be valid",
-    "unevaluatedItems": "must not have unevaluated items",
-    "unevaluatedProperties": "must not have unevaluated properties",
-    None: "schema is false",  # a ``false`` subschema _normalise() could not see
-}
-
-
-def _message(error: jsonschema.exceptions.ValidationError) -> str:
-    """The TypeBox text of a jsonschema error (keywords not overridden above)."""
-    if isinstance(error, _Line):
-        return error.message
-    keyword = error.validator
-    value = error.validator_value
-    if keyword == "type":
-        if isinstance(value, list):
-            return f"must be either {' or '.join(map(str, value))}"
-        return f"must be {value}"
-    if keyword in _COMPARISONS:
-        return f"must be {_COMPARISONS[str(keyword)]} {js_number_to_string(value)}"
-    if keyword == "multipleOf":
-        return f"must be multiple of {js_number_to_string(value)}"
-    if keyword in _COUNTED:
-        side, unit = _COUNTED[str(keyword)]
-        return f"must not have {side} than {js_number_to_string(value)} {unit}"
-    if keyword == "pattern":
-        return f'must match pattern "{value}"'
-    if keyword == "format":
-        return f'must match format "{value}"'
-    fixed = _FIXED.get(keyword)
-    return fixed if fixed is not None else error.message
-
-
-def _encode_fragment(part: Any) -> str:
-    return str(part).replace("~", "~0").replace("/", "~1")
-
-
-def _error_line(error: jsonschema.exceptions.ValidationError) -> tuple[str, str]:
-    """``(path, message)`` of one error, as pi-ai's ``formatValidationPath`` writes the path."""
-    base = ".".join(_encode_fragment(part) for part in error.absolute_path)
-    name = getattr(error, "required_name", None)
-    if name:
-        return (f"{base}.{name}" if base else name), _message(error)
-    return (base or "root"), _message(error)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -324,204 +85,57 @@ def build(schema: Any) -> tuple[Any, _Resolver]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Lossless coercion, for any schema
+# Pi 1.6's coercion, for any schema
 # ----------------------------------------------------------------------------------------------
 
 
-class _Coercer:
-    """Applies the lossless conversions to a value in place, guided by a (normalised) schema."""
+class _Checks:
+    """Validity of a value under a subschema, and ``$ref`` and ``$id`` resolution, for one
+    compiled schema: what :class:`~pi_core._tools.coercion.Coercer` and the explainer ask."""
 
     def __init__(self, compiled: _Compiled) -> None:
         self.validator = compiled.validator
-        self.active: set[tuple[int, int]] = set()
 
     def is_valid(self, value: Any, schema: Any, resolver: _Resolver) -> bool:
         for _error in self.validator.descend(value, schema, resolver=resolver):
             return False
         return True
 
-    def coerce(self, value: Any, schema: Any, resolver: _Resolver) -> Any:
-        if not isinstance(schema, dict):
-            return value
-        guard = (id(schema), id(value))
-        if guard in self.active:  # a $ref loop that consumes no part of the value
-            return value
-        self.active.add(guard)
-        try:
-            return self._coerce(value, schema, resolver)
-        finally:
-            self.active.discard(guard)
+    def passes(self, node: Any, resolver: _Resolver, value: Any) -> bool:
+        return self.is_valid(value, node, resolver)
 
-    def _coerce(self, value: Any, schema: dict[str, Any], resolver: _Resolver) -> Any:
-        if "$id" in schema:
-            resource = referencing.jsonschema.DRAFT202012.create_resource(schema)
-            resolver = resolver.in_subresource(resource)
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            try:
-                resolved = resolver.lookup(ref)
-            except referencing.exceptions.Unresolvable:
-                pass  # validation reports it
-            else:
-                value = self.coerce(value, resolved.contents, resolved.resolver)
-        for member in _list(schema.get("allOf")):
-            value = self.coerce(value, member, resolver)
-        for key in ("anyOf", "oneOf"):
-            members = _list(schema.get(key))
-            if members:
-                value = self._coerce_union(value, members, resolver)
-        types = schema.get("type")
-        type_names = [types] if isinstance(types, str) else _list(types)
-        if type_names and not any(self._is_type(value, name) for name in type_names):
-            for name in type_names:
-                converted = self._convert(value, name, schema, resolver)
-                if converted is not _MISSING:
-                    value = converted
-                    break
-        if isinstance(value, dict):
-            self._coerce_object(value, schema, resolver)
-        elif isinstance(value, list):
-            self._coerce_array(value, schema, resolver)
-        return value
-
-    def _is_type(self, value: Any, name: Any) -> bool:
+    def is_type(self, value: Any, name: Any) -> bool:
         try:
             return bool(self.validator.is_type(value, name))
         except jsonschema.exceptions.UnknownType:
             return False
 
-    def _coerce_union(self, value: Any, members: list[Any], resolver: _Resolver) -> Any:
-        if any(self.is_valid(value, member, resolver) for member in members):
-            return value
-        for member in members:
-            candidate = self.coerce(_copy_json(value), member, resolver)
-            if self.is_valid(candidate, member, resolver):
-                return candidate
-        return value
+    @staticmethod
+    def resolve(ref: str, resolver: _Resolver) -> tuple[Any, _Resolver] | None:
+        try:
+            resolved = resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable:
+            return None  # validation reports it
+        return resolved.contents, resolved.resolver
 
-    def _convert(
-        self,
-        value: Any,
-        type_name: str,
-        schema: dict[str, Any],
-        resolver: _Resolver,
-    ) -> Any:
-        if type_name in ("number", "integer") and isinstance(value, str):
-            number = _parse_number(value, integer=type_name == "integer")
-            return _MISSING if number is None else number
-        if type_name == "boolean" and value in ("true", "false") and isinstance(value, str):
-            return value == "true"
-        if (
-            type_name == "array"
-            and isinstance(value, dict)
-            and self._accepts_objects(schema.get("items"), resolver, depth=0)
-        ):
-            return [value]
-        return _MISSING
+    @staticmethod
+    def enter(node: Any, resolver: _Resolver) -> _Resolver:
+        if isinstance(node, dict) and "$id" in node:
+            resource = referencing.jsonschema.DRAFT202012.create_resource(node)
+            return resolver.in_subresource(resource)
+        return resolver
 
-    def _accepts_objects(self, schema: Any, resolver: _Resolver, depth: int) -> bool:
-        """Whether ``schema`` (an array's ``items``) describes objects."""
-        if not isinstance(schema, dict) or depth > 32:
-            return False
-        types = schema.get("type")
-        if types is not None:
-            if "object" in ([types] if isinstance(types, str) else _list(types)):
-                return True
-        elif any(key in schema for key in ("properties", "required", "additionalProperties")):
-            return True
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            try:
-                resolved = resolver.lookup(ref)
-            except referencing.exceptions.Unresolvable:
-                return False
-            if self._accepts_objects(resolved.contents, resolved.resolver, depth + 1):
-                return True
-        return any(
-            self._accepts_objects(member, resolver, depth + 1)
-            for key in ("anyOf", "oneOf", "allOf")
-            for member in _list(schema.get(key))
-        )
-
-    def _coerce_object(
-        self, value: dict[Any, Any], schema: dict[str, Any], resolver: _Resolver
-    ) -> None:
-        properties = schema.get("properties")
-        properties = properties if isinstance(properties, dict) else {}
-        for key, sub in properties.items():
-            if key in value:
-                value[key] = self.coerce(value[key], sub, resolver)
-        patterns = schema.get("patternProperties")
-        patterns = patterns if isinstance(patterns, dict) else {}
-        for pattern, sub in patterns.items():
-            for key in value:
-                if isinstance(key, str) and re.search(pattern, key):
-                    value[key] = self.coerce(value[key], sub, resolver)
-        additional = schema.get("additionalProperties")
-        if isinstance(additional, dict):
-            for key in value:
-                if key not in properties and not (
-                    isinstance(key, str) and any(re.search(p, key) for p in patterns)
-                ):
-                    value[key] = self.coerce(value[key], additional, resolver)
-
-    def _coerce_array(self, value: list[Any], schema: dict[str, Any], resolver: _Resolver) -> None:
-        prefix = _list(schema.get("prefixItems"))
-        for index, sub in enumerate(prefix[: len(value)]):
-            value[index] = self.coerce(value[index], sub, resolver)
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for index in range(len(prefix), len(value)):
-                value[index] = self.coerce(value[index], items, resolver)
+    def coercer(self) -> Coercer:
+        return Coercer(self.passes, self.resolve, self.enter)
 
 
 # ----------------------------------------------------------------------------------------------
-# Pi 1.6 messages (pi-schema's explainer) and the line between its errors and refused coercions
+# Pi 1.6 messages (pi-schema's explainer)
 # ----------------------------------------------------------------------------------------------
-
-_JS_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_JS_RADIX = re.compile(r"0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
-_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-
-
-def _js_number_is_finite(text: str) -> bool:
-    """Whether JavaScript's ``Number(text)`` is finite (``""`` and blanks are 0; hex, octal and
-    binary literals count; ``Infinity`` does not)."""
-    stripped = text.strip(_JS_SPACE)
-    if not stripped or _JS_RADIX.fullmatch(stripped):
-        return True
-    return bool(_JS_DECIMAL.fullmatch(stripped)) and math.isfinite(float(stripped))
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _pi16_converts(value: Any, type_name: Any) -> bool:
-    """Whether Pi 1.6's coercion (pi-schema: TypeBox's ``Value.Convert`` rules, then Ajv-style
-    primitive coercion) turns ``value`` into a ``type_name`` value that lossless coercion does
-    not: a number or boolean into a string, ``null`` into ``0``/``false``/``"null"``, a blank or
-    ``"0x10"`` string into a number, any single value into a one-item array."""
-    finite = _is_number(value) and math.isfinite(value)
-    if type_name == "string":
-        return value is None or isinstance(value, bool) or finite
-    if type_name in ("number", "integer"):
-        if value is None or isinstance(value, bool) or finite:
-            return True
-        return isinstance(value, str) and (
-            _js_number_is_finite(value) or value.lower() in ("true", "false")
-        )
-    if type_name == "boolean":
-        if value is None or (finite and value in (0, 1)):
-            return True
-        return isinstance(value, str) and (
-            value.lower() in ("true", "false") or value in ("0", "1")
-        )
-    if type_name == "null":
-        if value is False or (finite and value == 0):
-            return True
-        return isinstance(value, str) and value.lower() in ("undefined", "null", "", "0")
-    return type_name == "array" and not isinstance(value, list)
 
 
 def _js_type_name(value: Any) -> str:
@@ -558,21 +172,15 @@ _PathParts = tuple[Any, ...]
 
 class _Explainer:
     """pi-schema's ``Explainer``: each failing keyword reported at the value it failed on, with
-    pi-schema's words (``missing``, ``expected string, got integer``, ``unknown field``).
+    pi-schema's words (``missing``, ``expected string, got integer``, ``unknown field``)."""
 
-    A type mismatch that Pi 1.6 would have coerced away (:func:`_pi16_converts`), and a ``null``
-    in an optional property (which Pi 1.6 drops), is not an error of its kind: it is counted in
-    ``refused`` (lossless coercion refuses it) and not explained further.
-    """
-
-    def __init__(self, coercer: _Coercer, root: _Resolver) -> None:
-        self.coercer = coercer
+    def __init__(self, checks: _Checks, root: _Resolver) -> None:
+        self.checks = checks
         self.root = root
         self.errors: list[tuple[_PathParts, str]] = []
-        self.refused = 0
 
     def ok(self, node: Any, value: Any, resolver: _Resolver) -> bool:
-        return self.coercer.is_valid(value, node, resolver)
+        return self.checks.is_valid(value, node, resolver)
 
     def walk(self, node: Any, value: Any, path: _PathParts, resolver: _Resolver) -> None:
         if not isinstance(node, dict) or self.ok(node, value, resolver):
@@ -588,16 +196,8 @@ class _Explainer:
         types = node.get("type")
         if types is not None:
             names = [types] if isinstance(types, str) else _list(types)
-            if not any(self.coercer._is_type(value, name) for name in names):
-                if any(_pi16_converts(value, name) for name in names):
-                    self.refused += 1
-                else:
-                    push(
-                        (
-                            path,
-                            f"expected {' or '.join(map(str, names))}, got {_js_type_name(value)}",
-                        )
-                    )
+            if not any(self.checks.is_type(value, name) for name in names):
+                push((path, f"expected {' or '.join(map(str, names))}, got {_js_type_name(value)}"))
                 return
         if isinstance(node.get("enum"), list) and not self.ok(
             {"enum": node["enum"]}, value, resolver
@@ -703,17 +303,8 @@ class _Explainer:
             if name not in value:
                 push(((*path, name), "missing"))
         for name, sub in properties.items():
-            if name not in value:
-                continue
-            if (
-                value[name] is None
-                and name not in required
-                and not (isinstance(sub, dict) and "$ref" in sub)
-                and not self.ok(sub, None, resolver)
-            ):
-                self.refused += 1  # Pi 1.6 drops an optional null, as if omitted
-                continue
-            self.walk(sub, value[name], (*path, name), resolver)
+            if name in value:
+                self.walk(sub, value[name], (*path, name), resolver)
         patterns = node.get("patternProperties")
         patterns = patterns if isinstance(patterns, dict) else {}
         additional = node.get("additionalProperties")
@@ -798,41 +389,90 @@ class _Explainer:
         if matches > 1:
             self.errors.append((path, "matches more than one alternative"))
             return
-        best: tuple[int, int, list[tuple[_PathParts, str]], int] | None = None
-        for branch in branches:
-            inner = _Explainer(self.coercer, self.root)
+        # A tagged union reports the branch its tag selects
+        resolved = [self._target(branch, resolver) for branch in branches]
+        tag = _tag_of(resolved)
+        if tag is not None and isinstance(value, dict):
+            key, values = tag
+            matching = [i for i, v in enumerate(values) if _same_json(v, value.get(key, _ABSENT))]
+            if not matching:
+                self.errors.append(((*path, key), f"expected one of {_list_values(values)}"))
+            else:
+                self.walk(branches[matching[0]], value, path, resolver)
+            return
+        # else the branch that declares most of the object's keys, then the one whose first
+        # error is deepest
+        best: tuple[int, int, list[tuple[_PathParts, str]]] | None = None
+        for branch, target in zip(branches, resolved, strict=True):
+            inner = _Explainer(self.checks, self.root)
             inner.walk(branch, value, path, resolver)
             if not inner.errors:
-                if inner.refused:  # Pi 1.6 would have converted the value to this branch
-                    self.refused += inner.refused
-                    return
                 continue
             declared = 0
-            if isinstance(value, dict) and isinstance(branch, dict):
-                properties = branch.get("properties")
+            if isinstance(value, dict) and isinstance(target, dict):
+                properties = target.get("properties")
                 if isinstance(properties, dict):
                     declared = sum(1 for name in value if name in properties)
-            depth = len(_pointer(inner.errors[0][0])) if inner.errors else -1
+            depth = len(_pointer(inner.errors[0][0]))
             if best is None or declared > best[0] or (declared == best[0] and depth > best[1]):
-                best = (declared, depth, inner.errors, inner.refused)
+                best = (declared, depth, inner.errors)
         if best is None:
             self.errors.append((path, "matches no alternative"))
         else:
             self.errors.extend(best[2])
-            self.refused += best[3]
+
+    def _target(self, branch: Any, resolver: _Resolver) -> Any:
+        """A union branch, or what its ``$ref`` names."""
+        if isinstance(branch, dict) and isinstance(branch.get("$ref"), str):
+            found = _Checks.resolve(branch["$ref"], _Checks.enter(branch, resolver))
+            return found[0] if found is not None else None
+        return branch
+
+
+_ABSENT = object()
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """JavaScript's ``===`` between a primitive tag value and a property value."""
+    if b is _ABSENT:
+        return False
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if _is_number(a) and _is_number(b):
+        return bool(a == b)
+    return type(a) is type(b) and a == b
+
+
+def _tag_of(branches: list[Any]) -> tuple[str, list[Any]] | None:
+    """pi-schema's ``tagOf``: the first property of the first branch whose ``const`` is a
+    distinct primitive in every branch."""
+    first = branches[0] if branches else None
+    if not isinstance(first, dict) or not isinstance(first.get("properties"), dict):
+        return None
+    for key in first["properties"]:
+        values = []
+        for branch in branches:
+            properties = branch.get("properties") if isinstance(branch, dict) else None
+            tag = properties.get(key) if isinstance(properties, dict) else None
+            values.append(tag["const"] if isinstance(tag, dict) and "const" in tag else _ABSENT)
+        if all(v is not _ABSENT and not isinstance(v, dict | list) for v in values):
+            distinct = {(type(v) is bool, v) for v in values}
+            if len(distinct) == len(values):
+                return key, values
+    return None
 
 
 def _pointer(path: _PathParts) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
 
 
-def _pi16_errors(compiled: _Compiled, value: Any) -> tuple[list[tuple[str, str]], int]:
+def _pi16_errors(checks: _Checks, compiled: _Compiled, value: Any) -> list[tuple[str, str]]:
     """The errors pi-schema reports for ``value`` (paths as pi-ai prints them: the keys joined
-    by ``.``, ``root`` for the top), and how many mismatches are only refused coercions."""
-    explainer = _Explainer(_Coercer(compiled), compiled.resolver)
+    by ``.``, ``root`` for the top); at least one (``root: invalid``)."""
+    explainer = _Explainer(checks, compiled.resolver)
     explainer.walk(compiled.schema, value, (), compiled.resolver)
     lines = [(".".join(map(_json_key, path)) or "root", text) for path, text in explainer.errors]
-    return lines, explainer.refused
+    return lines or [("root", "invalid")]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -840,16 +480,19 @@ def _pi16_errors(compiled: _Compiled, value: Any) -> tuple[list[tuple[str, str]]
 # ----------------------------------------------------------------------------------------------
 
 
-def validate(compiled: _Compiled, name: str, arguments: Any) -> Any:
+def validate(compiled: _Compiled, name: str, arguments: Any, *, coerce: bool = True) -> Any:
     """:func:`~pi_core._tools.validation.validate_tool_arguments` with jsonschema, for a
-    ``compiled`` entry whose validator is built: the coerced copy of ``arguments``, or
-    :class:`ToolArgumentsError` with every line."""
+    ``compiled`` entry whose validator is built: a copy of ``arguments`` coerced as Pi 1.6
+    coerces (unless ``coerce`` is false), or :class:`ToolArgumentsError` with pi-schema's
+    lines for it."""
+    checks = _Checks(compiled)
     try:
-        coerced = _Coercer(compiled).coerce(
-            _copy_json(arguments), compiled.schema, compiled.resolver
-        )
-        found = itertools.islice(compiled.validator.iter_errors(coerced), MAX_ERRORS)
-        errors = [_error_line(error) for error in found]
+        value = _copy_json(arguments)
+        if coerce:
+            value = checks.coercer().coerce(value, compiled.schema, compiled.resolver)
+        if compiled.validator.is_valid(value):
+            return value
+        lines = _pi16_errors(checks, compiled, value)
     except referencing.exceptions.Unresolvable as exc:
         raise ToolError(
             f'Invalid parameters schema for tool "{name}": cannot resolve {exc}'
@@ -858,15 +501,7 @@ def validate(compiled: _Compiled, name: str, arguments: Any) -> Any:
         raise ToolArgumentsError(
             name, [("root", "too deeply nested to validate")], arguments
         ) from None
-    if errors:
-        # Errors Pi 1.6 also reports are reported in its words; when the only problems are
-        # conversions Pi 1.6 would make and lossless coercion refuses, the TypeBox lines are.
-        try:
-            pi16_lines, _refused = _pi16_errors(compiled, coerced)
-        except RecursionError:
-            pi16_lines = []
-        raise ToolArgumentsError(name, pi16_lines or errors, arguments)
-    return coerced
+    raise ToolArgumentsError(name, lines, arguments)
 
 
 __all__ = ["build", "check_schema", "validate"]

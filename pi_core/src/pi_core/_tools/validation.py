@@ -1,34 +1,25 @@
-"""Argument validation for the tool pipeline: lossless coercion, then JSON Schema, then Pi's text.
+"""Argument validation for the tool pipeline: Pi 1.6's coercion, then JSON Schema, then Pi's text.
 
-pi-ai's ``validateToolArguments`` with lossless coercion only
-(``docs/explanation/differences.md``), run between ``prepareArguments`` and ``execute``. One call,
-validation between ``prepareArguments`` and ``execute``). One call,
+pi-ai's ``validateToolArguments``, run between ``prepareArguments`` and ``execute``. One call,
 :func:`validate_tool_arguments`, turns the raw arguments of a tool call (after
 ``prepare_arguments`` and the ``pi_prepare_arguments`` chain) into the params ``execute``
 receives, or raises :class:`ToolArgumentsError`, whose ``str()`` is the complete error text the
 model sees::
 
     Validation failed for tool "edit":
-      - path: must have required properties path, edits
+      - path: missing
+      - edits: missing
 
     Received arguments:
     {}
 
-**Coercion** (lossless only), applied to a deep copy and guided by the schema
-(through ``properties``, ``additionalProperties``, ``patternProperties``, ``prefixItems``,
-``items``, ``$ref``, ``allOf``, and union members of ``anyOf``/``oneOf``/``type`` lists):
-
-* a string that is a JSON number literal (``"50"``, ``"-1.5"``, ``"1e3"``; no spaces, no ``+``,
-  no leading zeros, no hex, no ``Infinity``) becomes a number for a ``number`` field, and an
-  integer for an ``integer`` field when its value is integral (``"2"`` → 2, ``"2.0"`` → 2,
-  ``"1.5"`` stays a string and fails);
-* ``"true"`` / ``"false"`` (exactly, lower case) become booleans for a ``boolean`` field;
-* a single object where an array whose items accept objects is expected is wrapped: ``{…}`` →
-  ``[{…}]``.
-
-Nothing else is coerced: no number → string, no ``null`` → 0/""/false, no ``""`` → 0, no
-string → array. A value that already matches its schema is never changed; a union takes the
-first member under which the coerced value is valid, else the value stays as it was.
+**Coercion** is Pi 1.6's (pi-schema's ``coerce``, :mod:`pi_core._tools.coercion`), applied to a
+copy of the arguments: an optional ``null`` is dropped, numeric strings become numbers
+(``""`` is 0), ``"1"``/``"true"`` booleans, numbers and ``null`` strings where a string is
+required (``123`` → ``"123"``, ``null`` → ``"null"``), a single value a one-item array, a union
+takes the first branch the value converts to. A tool whose ``coerce_arguments`` is false
+(:class:`~pi_core.AgentTool`, :class:`~pi_core.ToolDefinition`, ``@tool``) gets its arguments
+checked as they are.
 
 **Validation** uses ``jsonschema`` Draft 2020-12 (``$schema`` is not consulted; ``format`` is an
 annotation and is not checked, as the 2020-12 default says; tools that need formats check them
@@ -43,46 +34,17 @@ well-formed: the built-in tools' schemas) is coerced and checked by hand, with t
 other schemas and to write the error lines of arguments that do not match, so the texts are
 the same either way and a session of valid calls to flat tools never imports it (start-up).
 
-**Messages** follow TypeBox 1.x (``typebox/system/locale/en_US``), in TypeBox's keyword order
-(``type``; for objects ``required``, ``additionalProperties``, ``dependentRequired``,
-``dependentSchemas``, ``patternProperties``, ``properties`` in schema order, ``propertyNames``,
-``minProperties``, ``maxProperties``; for arrays ``contains``, ``items`` by index, ``minItems``,
-``maxItems``, ``prefixItems``, ``uniqueItems``; for strings ``minLength``, ``maxLength``,
-``pattern``; for numbers ``exclusiveMinimum``, ``exclusiveMaximum``, ``minimum``, ``maximum``,
-``multipleOf``; then ``$ref``, ``const``, ``enum``, ``if``, ``not``, ``allOf``, ``anyOf``,
-``oneOf``, ``unevaluatedItems``, ``unevaluatedProperties``):
-
-====================  ==============================================================
-keyword               line
-====================  ==============================================================
-type                  ``must be string`` / ``must be either string or null``
-required              ``must have required properties a, b`` (one line; path = first)
-additionalProperties  ``{path}.{key}: schema is false`` per extra key (or the extra
-                      value's own errors), then ``must not have additional properties``
-false schema          ``schema is false``
-enum / const          ``must be equal to one of the allowed values`` / ``… to constant``
-minimum & co.         ``must be >= 0``, ``must be > 0``, ``must be <= 9``, ``must be < 9``
-multipleOf            ``must be multiple of 2``
-min/maxLength         ``must not have fewer|more than N characters``
-min/maxItems          ``must not have fewer|more than N items``
-min/maxProperties     ``must not have fewer|more than N properties``
-uniqueItems           ``must not have duplicate items``
-pattern               ``must match pattern "^a"``
-contains              ``must contain at least 1 valid item``
-dependentRequired     ``must have properties b, c when property a is present``
-propertyNames         the name's own errors at ``{path}.{key}``, then
-                      ``property names b, c are invalid``
-anyOf / oneOf         every failing member's errors, then ``must match a schema in
-                      anyOf`` / ``must match exactly one schema in oneOf``
-if / then / else      ``must match "then" schema`` (then's own errors are dropped, as
-                      TypeBox does) / else's errors, then ``must match "else" schema``
-not                   ``must not be valid``
-unevaluated*          ``must not have unevaluated properties`` / ``… items``
-====================  ==============================================================
-
-At most :data:`MAX_ERRORS` (8) lines are listed, the first ones in that order, as TypeBox's
-``maxErrors`` setting does. Paths are instance paths with ``.`` separators (``edits.0.oldText``;
-``~`` and ``/`` inside a key are written ``~0`` and ``~1``), ``root`` for the top level.
+**Messages** are pi-schema's (its ``Explainer``): each failing keyword at the value it failed
+on, every error listed, in the order of the schema walk: ``missing`` (one line per missing
+property, at the property), ``expected string, got integer`` (``expected integer or null``;
+``got`` is ``null``, ``array``, ``integer``, ``number``, ``string``, ``boolean`` or
+``object``), ``unknown field``, ``no value is allowed here``, ``expected one of ["a","b"]``,
+``expected "x"``, ``expected at least N characters``, ``expected >= N``, ``expected a multiple
+of N``, ``expected at least N items``, ``expected unique items``, ``invalid property name``,
+``required when a is present``, ``matches no alternative`` (else the errors of the branch a
+tagged union's tag selects, or that declares most of the object's keys, or whose first error is
+deepest), ``matches more than one alternative``, ``must not match the schema in not``.
+Paths are the keys joined by ``.`` (``edits.0.oldText``), ``root`` for the top level.
 ``Received arguments`` is the input as JavaScript's ``JSON.stringify(value, null, 2)`` writes it
 (see :func:`json_stringify`), except that keys keep their order (JavaScript would list
 integer-like keys first).
@@ -101,22 +63,18 @@ import weakref
 from typing import Any, NamedTuple
 
 from pi_core._errors import ToolError
+from pi_core._tools.coercion import Coercer
 from pi_core._tools.definition import AgentTool
 from pi_core._tools.validation_common import (
     _FALSE_SCHEMA,
-    _MISSING,
-    MAX_ERRORS,
     ToolArgumentsError,
     _Compiled,
     _copy_json,
-    _list,
-    _parse_number,
     js_number_to_string,
     json_stringify,
 )
 
 __all__ = [
-    "MAX_ERRORS",
     "ToolArgumentsError",
     "ValidatorCacheInfo",
     "js_number_to_string",
@@ -318,48 +276,6 @@ def _is_type(value: Any, name: str) -> bool:
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
-def _flat_coerce(value: Any, schema: dict[str, Any]) -> Any:
-    """The lossless conversions of the module docstring for a flat ``schema``, applied in place
-    (the same steps, in the same order, as the general coercer of
-    :mod:`~pi_core._tools.schema_validation`)."""
-    types = schema.get("type")
-    names = [types] if isinstance(types, str) else _list(types)
-    if names and not any(_is_type(value, name) for name in names):
-        for name in names:
-            converted = _flat_convert(value, name, schema)
-            if converted is not _MISSING:
-                value = converted
-                break
-    if isinstance(value, dict):
-        for key, sub in schema.get("properties", {}).items():
-            if key in value:
-                value[key] = _flat_coerce(value[key], sub)
-    elif isinstance(value, list):
-        items = schema.get("items")
-        if items is not None:
-            for index in range(len(value)):
-                value[index] = _flat_coerce(value[index], items)
-    return value
-
-
-def _flat_convert(value: Any, type_name: str, schema: dict[str, Any]) -> Any:
-    if type_name in ("number", "integer") and isinstance(value, str):
-        number = _parse_number(value, integer=type_name == "integer")
-        return _MISSING if number is None else number
-    if type_name == "boolean" and value in ("true", "false") and isinstance(value, str):
-        return value == "true"
-    if type_name == "array" and isinstance(value, dict):
-        items = schema.get("items")
-        if items is not None:
-            types = items.get("type")
-            if types is not None:
-                if "object" in ([types] if isinstance(types, str) else types):
-                    return [value]
-            elif any(key in items for key in ("properties", "required", "additionalProperties")):
-                return [value]
-    return _MISSING
-
-
 def _flat_valid(value: Any, schema: dict[str, Any]) -> bool:
     """Whether ``value`` matches the flat ``schema`` (jsonschema would report no error)."""
     types = schema.get("type")
@@ -417,9 +333,10 @@ def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
     """Coerce and validate ``arguments`` against ``tool.parameters``.
 
     ``tool`` is an :class:`~pi_core._tools.definition.AgentTool` (a ``ToolDefinition`` or ``@tool``
-    function works too: only ``name`` and ``parameters`` are read). ``arguments`` are the
-    call's arguments after ``prepare_arguments`` (any JSON value; untrusted). Returns a deep
-    copy with the lossless conversions applied; the caller's object is never modified.
+    function works too: only ``name``, ``parameters`` and ``coerce_arguments`` are read).
+    ``arguments`` are the call's arguments after ``prepare_arguments`` (any JSON value;
+    untrusted). Returns a deep copy coerced as Pi 1.6 coerces (not coerced when the tool's
+    ``coerce_arguments`` is false); the caller's object is never modified.
 
     Raises :class:`ToolArgumentsError` (its ``str()`` is Pi's full message) when the coerced
     copy does not match the schema, and :class:`~pi_core._errors.ToolError` when the tool's
@@ -428,11 +345,14 @@ def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
     compiled = _compiled_for(tool)
     if _deeper_than(arguments, MAX_ARGUMENT_DEPTH):
         raise ToolArgumentsError(tool.name, [("root", "too deeply nested to validate")], arguments)
+    coerce = getattr(tool, "coerce_arguments", True) is not False
     if compiled.flat:
         try:
-            coerced = _flat_coerce(_copy_json(arguments), compiled.schema)
-            if _flat_valid(coerced, compiled.schema):
-                return coerced
+            value = _copy_json(arguments)
+            if coerce:
+                value = _FLAT_COERCER.coerce(value, compiled.schema)
+            if _flat_valid(value, compiled.schema):
+                return value
         except RecursionError:
             pass
     # another schema, or arguments that do not match: jsonschema writes the error lines
@@ -440,4 +360,8 @@ def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
 
     if compiled.parts is None:
         compiled.parts = build(compiled.schema)
-    return validate(compiled, tool.name, arguments)
+    return validate(compiled, tool.name, arguments, coerce=coerce)
+
+
+_FLAT_COERCER = Coercer(lambda node, _scope, value: _flat_valid(value, node))
+"""Pi 1.6's coercion for flat schemas: no ``$ref`` to resolve, validity checked by hand."""

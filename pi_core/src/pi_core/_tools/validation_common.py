@@ -1,7 +1,7 @@
 """What both sides of argument validation share (:mod:`pi_core._tools.validation`, which checks
 flat schemas by hand, and :mod:`pi_core._tools.schema_validation`, the jsonschema side): the
-error, JavaScript's number and JSON texts, the JSON copy and number parsing of the lossless
-coercion, and the compiled-schema record. The public names are re-exported by
+error, JavaScript's number and JSON texts, the JSON copy of the arguments, and the
+compiled-schema record. The public names are re-exported by
 :mod:`pi_core._tools.validation`.
 """
 
@@ -179,38 +179,14 @@ def _stringify_into(parts: list[str], value: Any, indent: int, depth: int) -> No
 # Error lines
 # ----------------------------------------------------------------------------------------------
 
-MAX_ERRORS = 8
-"""At most this many error lines are listed (TypeBox's ``maxErrors`` setting, which Pi keeps)."""
-
 _FALSE_SCHEMA = "x-pi-false-schema"
 """Marker keyword a ``false`` subschema is rewritten to, so its error keeps its instance path
 (jsonschema reports a ``false`` subschema without the path of the value it rejected)."""
 
 
 # ----------------------------------------------------------------------------------------------
-# Lossless coercion
+# The arguments' copy
 # ----------------------------------------------------------------------------------------------
-
-_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_JSON_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
-
-
-def _parse_number(text: str, *, integer: bool) -> int | float | None:
-    """The number a JSON number literal stands for, or None (not a literal, not finite, too
-    long, or not integral when ``integer``)."""
-    if not _JSON_NUMBER.fullmatch(text):
-        return None
-    if _JSON_INTEGER.fullmatch(text):
-        try:
-            return int(text)
-        except ValueError:  # beyond Python's int-from-string digit limit
-            return None
-    number = float(text)
-    if not math.isfinite(number):
-        return None
-    if integer:
-        return int(number) if number.is_integer() else None
-    return number
 
 
 def _copy_json(value: Any) -> Any:
@@ -236,9 +212,6 @@ def _copy_json(value: Any) -> Any:
                 copied = item
         container[slot] = copied
     return holder[0]
-
-
-_MISSING = object()
 
 
 def _list(value: Any) -> list[Any]:

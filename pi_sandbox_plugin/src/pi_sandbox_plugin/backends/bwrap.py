@@ -8,9 +8,20 @@ What a sandboxed process sees (:meth:`BwrapBackend.sandbox_args`)::
     WORKSPACE    read-write, at its own path           (--bind WS WS)
     denied dir   an empty read-only tmpfs              (--tmpfs D --remount-ro D)
     denied file  unreadable and unwritable: EACCES     (--ro-bind /dev/null F, on a nodev mount)
+    pi's file    read-only (pi.toml, rules, hooks)     (--ro-bind P P)
 
 plus new PID, IPC, UTS (and cgroup) namespaces, no network unless ``network=True``
-(``--unshare-net``: only a loopback of its own), ``--die-with-parent`` and ``--new-session``.
+(``--unshare-net``: only a loopback of its own), ``--die-with-parent``, ``--new-session`` and
+``--cap-drop ALL`` (started by root, bwrap would keep every capability, and a command could
+``umount`` a mask).
+
+The denied paths are ``deny_paths`` (fixed) plus, with ``masks`` (a session's
+:meth:`~pi_sandbox_plugin.policies.file_identity.FileIdentities.mask_plan`), asked at each
+sandbox start: every name found of every denied file (hard links, the places a bind mount shows
+it), pi's hidden files, and pi's own files to mount read-only. A denied file with more links
+than names found stops the sandbox (:class:`SandboxUnavailable` naming it): a command could read
+it under the name not found. A command cannot add a name to a masked file: ``link(2)`` of a
+masked name, or of a file outside the workspace, crosses a mount (``EXDEV``).
 
 **Commands** run as ``bwrap ... -- SHELL -c COMMAND``, one sandbox per command (a command longer
 than one argument may be, 128 KiB, is handed over as an inherited descriptor of an anonymous
@@ -40,11 +51,13 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
 from pi_core.backends import (
     CommandOutput,
+    LocalWorkspaceTree,
     command_fits_argv,
     find_rg,
     kill_process_group,
@@ -55,6 +68,9 @@ from pi_core.backends import (
 )
 from pi_sandbox_plugin.backends.errors import SandboxUnavailable
 from pi_sandbox_plugin.backends.shell_files import ShellFileOperations
+
+if TYPE_CHECKING:
+    from pi_sandbox_plugin.policies.file_identity import MaskPlan
 
 
 def _default_rg() -> str:
@@ -75,7 +91,9 @@ class BwrapBackend(ShellFileOperations):
 
     ``workspace``: the directory mounted read-write (its realpath, at that path).
     ``network``: keep the host's network (default: none). ``deny_paths``: absolute paths masked
-    in the sandbox (missing ones are skipped). ``bwrap``: the program. ``shell``: the shell of
+    in the sandbox (missing ones are skipped). ``masks``: asked at each sandbox start with the
+    writable mounts, what else to hide or mount read-only (see the module). ``bwrap``: the
+    program. ``shell``: the shell of
     commands (it must exist in the sandbox). ``extra_args``: more bwrap arguments, appended
     before ``--chdir``. ``rg``: the ``rg`` the file tools run (default: this Python's ripgrep
     wheel, else ``PATH``'s). ``drain_idle``/``drain_max``: seconds output is still read after
@@ -94,11 +112,15 @@ class BwrapBackend(ShellFileOperations):
         rg: str | None = None,
         drain_idle: float = 0.1,
         drain_max: float = 1.0,
+        masks: Callable[[Sequence[str]], MaskPlan] | None = None,
     ) -> None:
         super().__init__(rg=rg or _default_rg())
         self.workspace = os.path.realpath(workspace)
         self.network = network
-        self.deny_paths = [os.path.realpath(os.path.expanduser(p)) for p in deny_paths]
+        self.fixed_deny_paths = [os.path.realpath(os.path.expanduser(p)) for p in deny_paths]
+        self.deny_paths = list(self.fixed_deny_paths)
+        """What the last sandbox hid (the fixed ``deny_paths`` and the ``masks``)."""
+        self.masks = masks
         self.bwrap = bwrap
         self.shell = shell
         self.extra_args = list(extra_args)
@@ -109,22 +131,37 @@ class BwrapBackend(ShellFileOperations):
     # -- the sandbox ----------------------------------------------------------------------------
 
     def sandbox_args(self) -> list[str]:
-        """The bwrap command line up to (not including) ``--chdir`` (see the module)."""
+        """The bwrap command line up to (not including) ``--chdir`` (see the module); blocking
+        (``masks`` may walk the workspace). Raises :class:`SandboxUnavailable` when ``masks``
+        finds a denied file it cannot hide."""
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         args += ["--tmpfs", "/tmp", "--bind", self.workspace, self.workspace]
         if self.rg.startswith("/tmp/") and os.path.exists(self.rg):
             # the file tools' rg may live under the host's /tmp (a virtual environment there),
             # which the private /tmp hides: keep that one binary visible, read-only
             args += ["--ro-bind", self.rg, self.rg]
-        for path in self.deny_paths:
+        hidden = list(self.fixed_deny_paths)
+        read_only: list[str] = []
+        if self.masks is not None:
+            plan = self.masks([self.workspace])
+            if plan.problems:
+                raise SandboxUnavailable(
+                    f"bubblewrap cannot hide every name of a denied file: {plan.problems[0]}"
+                )
+            hidden += [p for p in plan.hidden if p not in hidden]
+            read_only = [p for p in plan.read_only if not any(_under(p, h) for h in hidden)]
+        self.deny_paths = hidden
+        for path in hidden:
             if os.path.isdir(path):
                 args += ["--tmpfs", path, "--remount-ro", path]
             elif os.path.lexists(path):
                 args += ["--ro-bind", "/dev/null", path]
+        for path in read_only:
+            args += ["--ro-bind", path, path]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.network:
             args.append("--unshare-net")
-        args += ["--die-with-parent", "--new-session", *self.extra_args]
+        args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", *self.extra_args]
         return args
 
     def visible(self, path: str) -> bool:
@@ -134,6 +171,13 @@ class BwrapBackend(ShellFileOperations):
         if any(_under(real, denied) for denied in self.deny_paths):
             return False
         return not _under(real, "/tmp") or _under(real, self.workspace)
+
+    def checkpoint_tree(self, root: str, exclude: Sequence[str] = ()) -> LocalWorkspaceTree | None:
+        """Checkpoints read and restore the workspace here, on the host (it is bind-mounted at
+        the same path in the sandbox); ``None`` for a ``root`` outside it."""
+        if not _under(os.path.realpath(root), self.workspace):
+            return None
+        return LocalWorkspaceTree(root, exclude)
 
     def cwd_usable(self, cwd: str) -> bool:
         """Whether ``cwd`` is a directory the sandbox shows (blocking: file system calls)."""
@@ -148,9 +192,10 @@ class BwrapBackend(ShellFileOperations):
             raise SandboxUnavailable(
                 f"bubblewrap ({self.bwrap}) is not installed: the bwrap sandbox cannot run"
             )
+        sandbox = await trio.to_thread.run_sync(self.sandbox_args)
         try:
             result = await trio.run_process(
-                [*self.sandbox_args(), "--chdir", "/", "--", self.shell, "-c", ":"],
+                [*sandbox, "--chdir", "/", "--", self.shell, "-c", ":"],
                 stdin=subprocess.DEVNULL,
                 capture_stdout=True,
                 capture_stderr=True,
@@ -189,12 +234,13 @@ class BwrapBackend(ShellFileOperations):
         if not await trio.to_thread.run_sync(self.cwd_usable, cwd):
             raise missing_cwd_error(cwd)
         await self.check_available()
+        sandbox = await trio.to_thread.run_sync(self.sandbox_args)
         script = None if command_fits_argv(command) else long_command_file(command)
         if script is not None:
             command = sourcing_command(script.fileno())
         try:
             process = await trio.lowlevel.open_process(
-                [*self.sandbox_args(), "--chdir", cwd, "--", self.shell, "-c", command],
+                [*sandbox, "--chdir", cwd, "--", self.shell, "-c", command],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -244,10 +290,11 @@ class BwrapBackend(ShellFileOperations):
         """Run ``bash -c script pi-files *args`` in a new sandbox (``LC_ALL=C``, the host's
         ``PATH``); :class:`SandboxUnavailable` when it cannot be created."""
         await self.check_available()
+        sandbox = await trio.to_thread.run_sync(self.sandbox_args)
         env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "LC_ALL": "C"}
         result = await trio.run_process(
             [
-                *self.sandbox_args(),
+                *sandbox,
                 "--chdir",
                 "/",
                 "--",

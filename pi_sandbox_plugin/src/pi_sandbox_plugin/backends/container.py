@@ -10,6 +10,13 @@ Two modes:
   :meth:`ContainerBackend.aclose` removes it (``rm -f -t 0``). A call before ``start`` starts it;
   a call after ``aclose`` raises ``SandboxUnavailable``.
 
+pi's own files (``protected``: the session's :attr:`~pi_core.SessionContext.protected_files`)
+that lie in the workspace are mounted over it read-only (``-v FILE:PATH:ro``), and the hidden ones
+(the audit log) as an empty read-only file of this machine's temporary directory (removed with
+the container), so a command can neither change nor read them (``Read-only file system``); a
+container named with ``container=`` was started by someone else, with its own mounts, and gets
+none of this.
+
 ``cli_args`` are global flags (``["--runtime", "runc", "--cgroup-manager", "cgroupfs"]``),
 ``run_args`` flags of ``run`` only (``["--ulimit", "nofile=1024:1024"]``); nothing
 machine-specific is built in.
@@ -41,6 +48,7 @@ working directory gives Pi's ``Working directory does not exist`` text.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -51,6 +59,7 @@ from types import TracebackType
 
 import trio
 
+from pi_core import ProtectedFile
 from pi_core.backends import (
     CommandOutput,
     command_fits_argv,
@@ -140,6 +149,7 @@ class ContainerBackend(ShellFileOperations):
         drain_max: float = 1.0,
         start_timeout: float = 120.0,
         pass_env: Sequence[str] = (),
+        protected: Mapping[str, ProtectedFile] | None = None,
     ) -> None:
         super().__init__(rg=rg)
         self.pass_env = tuple(pass_env)
@@ -161,6 +171,8 @@ class ContainerBackend(ShellFileOperations):
         self._started = False
         self._closed = False
         self._start_lock = trio.Lock()
+        self.protected: Mapping[str, ProtectedFile] = protected if protected is not None else {}
+        self._empty: str | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -206,6 +218,7 @@ class ContainerBackend(ShellFileOperations):
             assert self.workspace is not None
             args = self._cli("run", "-d", "--rm", "--name", self.container, *self.run_args)
             args += ["-v", f"{self.workspace}:{self.workdir}", "-w", self.workdir]
+            args += self.protected_mounts()
             args += [self.image, "bash", "-c", PID1_LOOP]
             with trio.fail_after(self.start_timeout):
                 result = await self._run_cli(args)
@@ -218,6 +231,10 @@ class ContainerBackend(ShellFileOperations):
     async def _remove(self) -> None:
         with trio.CancelScope(shield=True), trio.move_on_after(self.start_timeout):
             await self._run_cli(self._cli("rm", "-f", "-t", "0", self.container))
+        if self._empty is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._empty)
+            self._empty = None
 
     async def aclose(self) -> None:
         """Remove the container started from ``image`` (shielded; nothing for ``container``);
@@ -238,6 +255,24 @@ class ContainerBackend(ShellFileOperations):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    def protected_mounts(self) -> list[str]:
+        """The ``-v`` arguments that keep pi's own files in the workspace from the container's
+        commands: read-only, or hidden behind an empty read-only file (see the module)."""
+        args = []
+        for path, protected in sorted(self.protected.items()):
+            inside = self.container_path(path)
+            if inside == path or not os.path.exists(path):
+                continue
+            source = path
+            if protected.hidden:
+                if self._empty is None:
+                    fd, self._empty = tempfile.mkstemp(prefix="pi-hidden-")
+                    os.fchmod(fd, 0o444)
+                    os.close(fd)
+                source = self._empty
+            args += ["-v", f"{source}:{inside}:ro"]
+        return args
 
     def container_path(self, host_path: str) -> str:
         """``host_path`` inside the workspace as the container sees it (under ``workdir``);

@@ -17,13 +17,20 @@ backend        bash                                  file tools
                backend.RayBackend` (one actor)       workspace on the actor's node and back
 =============  ====================================  ===============================================
 
-The path policy (:class:`~pi_sandbox_plugin.policies.path_policy.PathPolicy`) exists only when the
-config has ``[sandbox.policy]``; without it the file tools are not guarded. With the local
+The path policy (:class:`~pi_sandbox_plugin.policies.path_policy.PathPolicy`) comes from
+``[sandbox.policy]``; without that table, the ``local``, ``bwrap`` and ``container`` backends
+still get one that only keeps pi's own files (the session's
+:attr:`~pi_core.SessionContext.protected_files`) from the agent. With the local
 backend, bash is limited by the command policy alone (the path policy cannot see inside a
-command); bwrap also masks the denied paths from bash: each literal path, the matches of each
-glob found in the workspace when the session starts (at most :data:`MASK_WALK_LIMIT` entries
-walked), and the fixed directory of an absolute ``DIR/**`` pattern. A file created later under a
-denied glob is not masked from bash (the file tools still refuse it).
+command); bwrap also masks the denied paths from bash: each literal path, the fixed directory of
+an absolute ``DIR/**`` pattern, and what the session's
+:class:`~pi_sandbox_plugin.policies.file_identity.FileIdentities` finds, asked at each sandbox
+start: the matches of each glob in the workspace and the patterns' folders and every other name
+of those files (at most :data:`~pi_sandbox_plugin.policies.file_identity.WALK_LIMIT` entries
+walked; walked again when a denied file's link count or the mount table changed). A file
+created later under a denied glob is not masked from bash (the file tools still refuse it). On
+this machine's file systems (``local``, ``bwrap``) the file tools also judge files by identity
+(device and inode: hard links, bind mounts), on the descriptor they read.
 
 A session's objects are built once per pi session (:func:`sandbox_session` keeps them in the
 session's ``state["sandbox"]``), so the bash and file hooks share one SSH connection or
@@ -43,8 +50,8 @@ from typing import Any
 
 import trio
 
-from pi_core import BashOperations, ConfigError, FileOperations
-from pi_core.backends import CommandOutput, FileStat, LocalFileOperations
+from pi_core import BashOperations, ConfigError, FileOperations, ProtectedFile
+from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, LocalWorkspaceTree
 from pi_sandbox_plugin.backends.bwrap import BwrapBackend
 from pi_sandbox_plugin.backends.container import ContainerBackend
 from pi_sandbox_plugin.backends.errors import SandboxUnavailable
@@ -54,6 +61,7 @@ from pi_sandbox_plugin.backends.ssh import (
     SshConnection,
     SshFileOperations,
 )
+from pi_sandbox_plugin.policies.file_identity import FileIdentities
 from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations
 from pi_sandbox_plugin.policies.path_policy import (
     PathPolicy,
@@ -67,23 +75,39 @@ from pi_sandbox_plugin.settings.config import (
     load_session_sandbox_config,
 )
 
-MASK_WALK_LIMIT = 50_000
-"""Most directory entries walked to find what the denied globs match for bwrap."""
+PROTECTING_BACKENDS = ("local", "bwrap", "container")
+"""The backends whose file tools and commands reach this machine's files (the container's
+workspace is a folder of this machine): pi's own files are protected there."""
 
 
 # -- the path policy -------------------------------------------------------------------------
 
 
-def build_path_policy(sandbox: SandboxConfig, cwd: str) -> PathPolicy | None:
-    """The :class:`PathPolicy` of ``[sandbox.policy]`` for a session in ``cwd``, or ``None``
-    without that table; :class:`~pi_core._errors.ConfigError` (``pi.toml:
-    sandbox.policy.deny_paths[I]: problem``) for a bad pattern. Local file systems (``local``,
-    ``bwrap``) resolve the roots with ``os.path.realpath``; remote ones take them as written.
-    pi's full-output files stay readable (the guard reads them on this machine)."""
+def build_path_policy(
+    sandbox: SandboxConfig, cwd: str, protected: Mapping[str, ProtectedFile] | None = None
+) -> PathPolicy | None:
+    """The :class:`PathPolicy` of ``[sandbox.policy]`` for a session in ``cwd``;
+    :class:`~pi_core._errors.ConfigError` (``pi.toml: sandbox.policy.deny_paths[I]:
+    problem``) for a bad pattern. Local file systems (``local``, ``bwrap``) resolve the roots
+    with ``os.path.realpath``; remote ones take them as written. pi's full-output files stay
+    readable (the guard reads them on this machine). ``protected``: pi's own files (the
+    session's ``protected_files``), for the backends of :data:`PROTECTING_BACKENDS`; without
+    ``[sandbox.policy]`` the policy only protects them (every path readable and writable
+    otherwise), and is ``None`` when there is nothing to protect them for."""
     policy = sandbox.policy
-    if policy is None:
-        return None
     local = sandbox.backend in ("local", "bwrap")
+    if sandbox.backend not in PROTECTING_BACKENDS:
+        protected = None
+    if policy is None:
+        if protected is None:
+            return None
+        return PathPolicy(
+            cwd,
+            read_roots=["/"],
+            write_roots=["/"],
+            resolve=os.path.realpath if local else posixpath.normpath,
+            protected=protected,
+        )
     deny_paths = list(getattr(policy, "deny_paths", []))
     for index, pattern in enumerate(deny_paths):
         try:
@@ -99,13 +123,13 @@ def build_path_policy(sandbox: SandboxConfig, cwd: str) -> PathPolicy | None:
         deny_paths=deny_paths,
         resolve=os.path.realpath if local else posixpath.normpath,
         allow_output_files=True,
+        protected=protected,
     )
 
 
-def mask_paths(policy: PathPolicy, limit: int = MASK_WALK_LIMIT) -> list[str]:
-    """Absolute paths bwrap should mask for ``policy`` (see the module docstring): literal
-    patterns, glob matches in the workspace (a matched directory is not descended into; no
-    symlink followed; at most ``limit`` entries), and ``DIR`` of absolute ``DIR/**``."""
+def fixed_masks(policy: PathPolicy) -> list[str]:
+    """The paths bwrap masks whatever the walk finds: the literal patterns and ``DIR`` of an
+    absolute ``DIR/**`` (so a file created there later is hidden too)."""
     found = dict.fromkeys(policy.literal_deny_paths())
     for pattern in policy.deny_patterns:
         text = pattern.text.strip()
@@ -113,21 +137,7 @@ def mask_paths(policy: PathPolicy, limit: int = MASK_WALK_LIMIT) -> list[str]:
             base = os.path.expanduser(text[:-3])
             if not any(c in base for c in "*?["):
                 found[base] = None
-    seen = 0
-    workspace = policy.real_workspace
-    for directory, dirnames, filenames in os.walk(workspace):
-        kept = []
-        for name in dirnames + filenames:
-            seen += 1
-            path = os.path.join(directory, name)
-            if policy.denied_by(path) is not None:
-                found[path] = None
-            elif name in dirnames:
-                kept.append(name)
-        dirnames[:] = [d for d in dirnames if d in kept]
-        if seen >= limit:
-            break
-    return [p for p in found if os.path.lexists(p)]
+    return list(found)
 
 
 def path_check_reason(
@@ -136,11 +146,13 @@ def path_check_reason(
     cwd: str,
     policy: PathPolicy,
     resolve: Callable[[str], str] = os.path.realpath,
+    identities: FileIdentities | None = None,
 ) -> str | None:
     """The reason the before-hook blocks a call of ``tool`` (an ``AgentTool``) with ``args``,
     or ``None``: the policy's check of the tool's declared path arguments
-    (:func:`~pi_sandbox_plugin.policies.path_policy.declared_path_reason`)."""
-    return declared_path_reason(tool.path_arguments, args, cwd, policy, resolve)
+    (:func:`~pi_sandbox_plugin.policies.path_policy.declared_path_reason`), by identity too with
+    ``identities``."""
+    return declared_path_reason(tool.path_arguments, args, cwd, policy, resolve, identities)
 
 
 # -- container paths ---------------------------------------------------------------------------
@@ -163,6 +175,15 @@ class MappedFileOperations:
             if error.filename == remote:
                 error.filename = path
             raise
+
+    def checkpoint_tree(self, root: str, exclude: Sequence[str] = ()) -> LocalWorkspaceTree | None:
+        """Checkpoints read and restore the workspace on the host when the container mounts it
+        from here (started from an image); a running container named in the config shows its
+        files only inside, which checkpoints do not support (``None``)."""
+        workspace = self.inner.workspace
+        if workspace is None or os.path.realpath(root) != workspace:
+            return None
+        return LocalWorkspaceTree(root, exclude)
 
     async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """``inner.read_bytes`` of the container path."""
@@ -239,7 +260,8 @@ class SandboxSession:
     ``policy`` (``None``: no path policy), the ``bash`` and ``files`` backends (``None``: let
     the built-in local ones answer; ``files`` is already guarded) and ``resolve`` (how the
     before-hook resolves a path). ``resources``: what :func:`close_sandbox_session` releases
-    (objects with ``async aclose()``: the SSH connection, the container)."""
+    (objects with ``async aclose()``: the SSH connection, the container). ``identities``: the
+    checks by device and inode on this machine's file systems (``None`` elsewhere)."""
 
     cwd: str
     sandbox: SandboxConfig
@@ -248,6 +270,7 @@ class SandboxSession:
     files: FileOperations | None
     resolve: Callable[[str], str]
     resources: list[Any] = field(default_factory=list)
+    identities: FileIdentities | None = None
 
 
 def make_backends(
@@ -255,9 +278,11 @@ def make_backends(
     cwd: str,
     policy: PathPolicy | None = None,
     resources: list[Any] | None = None,
+    identities: FileIdentities | None = None,
 ) -> tuple[BashOperations | None, FileOperations | None]:
     """The unguarded ``(bash, files)`` backends of ``sandbox`` for a session in ``cwd``
-    (``(None, None)`` for ``local``). ``policy`` gives bwrap the paths to mask; what must be
+    (``(None, None)`` for ``local``). ``policy`` gives bwrap the paths to mask and a container
+    pi's own files to mount read-only; ``identities`` the rest of bwrap's masks; what must be
     closed at the end of the session (an SSH connection, a container) is appended to
     ``resources``."""
     owned = resources if resources is not None else []
@@ -266,10 +291,11 @@ def make_backends(
         bwrap = BwrapBackend(
             cwd,
             network=cfg.network,
-            deny_paths=mask_paths(policy) if policy is not None else (),
+            deny_paths=fixed_masks(policy) if policy is not None else (),
             bwrap=cfg.bwrap,
             shell=cfg.shell,
             extra_args=cfg.extra_args,
+            masks=identities.mask_plan if identities is not None else None,
         )
         return bwrap, bwrap
     if sandbox.backend == "ssh":
@@ -298,6 +324,7 @@ def make_backends(
             workdir=box.workdir,
             run_args=list(getattr(box, "run_args", [])),
             pass_env=box.env,
+            protected=policy.protected if policy is not None else None,
         )
         owned.append(container)
         paths = RemotePathMap(cwd, box.workdir)
@@ -328,14 +355,28 @@ def make_backends(
     return None, None
 
 
-def build_sandbox_session(sandbox: SandboxConfig, cwd: str) -> SandboxSession:
-    """The :class:`SandboxSession` of ``sandbox`` for a session in ``cwd`` (absolute)."""
-    policy = build_path_policy(sandbox, cwd)
-    resources: list[Any] = []
-    bash, files = make_backends(sandbox, cwd, policy, resources)
-    if policy is not None:
-        files = GuardedFileOperations(files if files is not None else LocalFileOperations(), policy)
+def build_sandbox_session(
+    sandbox: SandboxConfig, cwd: str, protected: Mapping[str, ProtectedFile] | None = None
+) -> SandboxSession:
+    """The :class:`SandboxSession` of ``sandbox`` for a session in ``cwd`` (absolute);
+    ``protected``: pi's own files (the pi session's ``protected_files``, read at each
+    operation)."""
+    policy = build_path_policy(sandbox, cwd, protected)
     local = sandbox.backend in ("local", "bwrap")
+    identities = FileIdentities(policy) if policy is not None and local else None
+    resources: list[Any] = [] if identities is None else [identities]
+    bash, files = make_backends(sandbox, cwd, policy, resources, identities)
+    if policy is not None:
+        if files is None:
+            files = (
+                LocalFileOperations()
+                if identities is None
+                else LocalFileOperations(
+                    check_opened=identities.check_opened,
+                    check_replaced=identities.check_replaced,
+                )
+            )
+        files = GuardedFileOperations(files, policy, identities=identities)
     return SandboxSession(
         cwd=cwd,
         sandbox=sandbox,
@@ -344,6 +385,7 @@ def build_sandbox_session(sandbox: SandboxConfig, cwd: str) -> SandboxSession:
         files=files,
         resolve=os.path.realpath if local else posixpath.normpath,
         resources=resources,
+        identities=identities,
     )
 
 
@@ -354,11 +396,15 @@ hooks for several cwds)."""
 
 
 def sandbox_session(
-    config: Mapping[str, Any], cwd: str, state: MutableMapping[str, Any] | None = None
+    config: Mapping[str, Any],
+    cwd: str,
+    state: MutableMapping[str, Any] | None = None,
+    protected: Mapping[str, ProtectedFile] | None = None,
 ) -> SandboxSession | None:
     """The :class:`SandboxSession` of the loaded ``config`` (the TOML dict) for ``cwd``;
     ``None`` without a ``[sandbox]`` table. Raises :class:`~pi_core._errors.ConfigError` for a
-    bad table.
+    bad table. ``protected``: the pi session's ``protected_files`` (pi's own files, kept from
+    the agent).
 
     ``state`` is the pi session's ``state`` dict: the object is built on first use and kept
     there (``state["sandbox"]``), so the bash and file hooks of one session share it, and
@@ -373,7 +419,7 @@ def sandbox_session(
     for session in built:
         if session.cwd == cwd and session.sandbox == sandbox:
             return session
-    session = build_sandbox_session(sandbox, cwd)
+    session = build_sandbox_session(sandbox, cwd, protected)
     built.append(session)
     return session
 
@@ -423,11 +469,13 @@ def before_hook_path_reason(
     session = known_session(state)
     if session is None or session.policy is None:
         return None
-    return path_check_reason(tool, args, session.cwd, session.policy, session.resolve)
+    return path_check_reason(
+        tool, args, session.cwd, session.policy, session.resolve, session.identities
+    )
 
 
 __all__ = [
-    "MASK_WALK_LIMIT",
+    "PROTECTING_BACKENDS",
     "MappedBashOperations",
     "MappedFileOperations",
     "SandboxSession",
@@ -436,9 +484,9 @@ __all__ = [
     "build_sandbox_session",
     "close_sandbox_session",
     "close_sandbox_sessions",
+    "fixed_masks",
     "known_session",
     "make_backends",
-    "mask_paths",
     "path_check_reason",
     "sandbox_session",
 ]

@@ -34,7 +34,12 @@ from typing import Any
 import trio
 
 from pi_core import config_file
-from pi_sandbox_plugin.interop.policy_sources import CallVerdict, judge_call, load_policies
+from pi_sandbox_plugin.interop.policy_sources import (
+    CallVerdict,
+    LoadedPolicies,
+    judge_call,
+    load_policies,
+)
 from pi_sandbox_plugin.policies.command_policy import CommandPolicy, Decision, format_rule
 from pi_sandbox_plugin.settings.config import PolicyConfig, SandboxConfig, load_sandbox_config
 
@@ -80,12 +85,15 @@ async def judge_command(
     *,
     cwd: str,
     config_file: str,
+    policies: LoadedPolicies | None = None,
 ) -> CallVerdict:
     """Every configured source's decision on a bash call running ``command`` (the command
-    policy always takes part: without ``[sandbox.policy]``, one with no rules)."""
+    policy always takes part: without ``[sandbox.policy]``, one with no rules). ``policies``:
+    the rule files and hooks already loaded (loaded from ``sandbox`` when ``None``)."""
     if sandbox.policy is None:
         sandbox = sandbox.model_copy(update={"policy": PolicyConfig()})
-    policies = load_policies(sandbox, cwd, config_file)
+    if policies is None:
+        policies = load_policies(sandbox, cwd, config_file)
     verdict, _ = await judge_call(
         tool=_CommandTool(),
         args={"command": command},

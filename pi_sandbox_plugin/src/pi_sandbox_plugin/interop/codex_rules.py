@@ -15,7 +15,7 @@ API:
 * :meth:`CodexRules.check_argv` -> :class:`RulesVerdict` (``decision``, ``matches`` of
   :class:`RuleMatch`).
 * :meth:`CodexRules.check_command_line` -> :class:`LineVerdict`: every simple command that
-  :func:`pi_sandbox_plugin.bash_parser.parse_command_line` finds (pipelines, lists,
+  :func:`pi_sandbox_plugin.policies.bash_parser.parse_command_line` finds (pipelines, lists,
   substitutions, ``bash -c`` strings, ``env``/``sudo``/``xargs``/... wrappers and what they
   run) is judged, and the strictest decision wins (``forbidden`` > ``prompt`` > ``allow``).
 
@@ -46,6 +46,9 @@ Command lines. What the parser cannot decide is judged strictly:
   /``; ``eval``; a shell reading standard input; a line that does not parse) gives ``prompt``,
   with the parser's reason in :attr:`LineVerdict.undecidable` (when the rules hold no
   ``prefix_rule``, nothing can match and it gives no decision);
+* a subcommand's other name counts as that subcommand too (``git send-pack`` and ``git
+  http-push`` match a rule ``["git", "push"]``: :attr:`~pi_sandbox_plugin.policies.grammars.
+  ProgramGrammar.aliases`);
 * a word that is not a literal at a position a rule compares (``git $SUB`` against ``["git",
   "push"]``), a glob there, a word ``xargs``/``find -exec`` fill in, or words ``xargs`` appends
   after the last one: a rule that may match counts as matching, with its own decision; the
@@ -74,6 +77,7 @@ from pi_core import ConfigError
 from pi_sandbox_plugin.interop import _codex_starlark
 from pi_sandbox_plugin.interop._codex_starlark import absolutize, home_dir, rust_file_name
 from pi_sandbox_plugin.policies.bash_parser import SimpleCommand, Undecidable, parse_command_line
+from pi_sandbox_plugin.policies.grammars import BUILTIN_GRAMMARS
 
 RuleDecision = Literal["allow", "prompt", "forbidden"]
 """A Codex decision."""
@@ -395,6 +399,10 @@ class CodexRules:
                 continue  # the parser adds an Undecidable for the program word
             texts = item.argv
             matches = self._matches(tokens, texts, item.appends, resolve_host_executables, cwd)
+            alias = _subcommand_alias(tokens)
+            if alias is not None:  # git send-pack pushes: judged as git push too
+                more = self._matches(alias, texts, item.appends, resolve_host_executables, cwd)
+                matches += [m for m in more if m not in matches]
             shown = " ".join(texts)
             for m in matches:
                 if m.may_match:
@@ -420,6 +428,17 @@ class CodexRules:
             undecidable=undecidable,
             reason=_reason(decision, deciding, deciding_text, parser_doubts),
         )
+
+
+def _subcommand_alias(tokens: Sequence[_Token]) -> list[_Token] | None:
+    """``tokens`` with a subcommand's other name replaced by the subcommand its program's
+    grammar gives (``git send-pack`` is ``git push``); ``None`` without one."""
+    first = tokens[0]
+    grammar = BUILTIN_GRAMMARS.get(first.rsplit("/", 1)[-1]) if isinstance(first, str) else None
+    if grammar is None or len(tokens) < 2 or not isinstance(tokens[1], str):
+        return None
+    sub = grammar.aliases.get(tokens[1])
+    return [first, sub, *tokens[2:]] if sub is not None else None
 
 
 def _tokens(command: SimpleCommand) -> list[_Token] | None:

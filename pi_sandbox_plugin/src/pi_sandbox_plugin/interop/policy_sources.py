@@ -25,6 +25,7 @@ Together: the first ``deny`` decides; else the first ``ask`` (the call goes to a
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -126,6 +127,49 @@ def session_policies(
     if state is not None:
         state[POLICIES_STATE_KEY] = (sandbox, loaded)
     return loaded
+
+
+CODEX_RULES_FILE = "a Codex rules file pi loaded"
+CLAUDE_SETTINGS_FILE = "a Claude Code settings file pi loaded"
+CLAUDE_HOOK_SCRIPT = "a Claude Code hook script pi runs"
+
+
+def hook_scripts(command: str, cwd: str) -> list[str]:
+    """The files a Claude Code hook ``command`` names: each word of it (shell quoting removed,
+    ``$CLAUDE_PROJECT_DIR`` and ``~`` expanded, relative to ``cwd``) that is an existing
+    regular file (``"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh``, ``python3 hooks/x.py``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    found = []
+    for word in words:
+        word = word.replace("${CLAUDE_PROJECT_DIR}", cwd).replace("$CLAUDE_PROJECT_DIR", cwd)
+        path = os.path.join(cwd, os.path.expanduser(word))
+        if word and os.path.isfile(path):
+            found.append(path)
+    return found
+
+
+def protect_policy_files(
+    sandbox: SandboxConfig, cwd: str, loaded: LoadedPolicies, session: Any
+) -> None:
+    """Add the files the session's policies came from to its
+    :attr:`~pi_core.SessionContext.protected_files` (``session``: the pi session's context):
+    the Codex rules files, the Claude Code settings files and the hook scripts their commands
+    (and the inline ones) name. Read-only: the agent may read them, not change them."""
+    if sandbox.codex_rules is not None:
+        for name in sandbox.codex_rules.files:
+            session.protect(_resolve(cwd, name), CODEX_RULES_FILE)
+    if sandbox.claude_hooks is not None:
+        for name in sandbox.claude_hooks.settings:
+            session.protect(_resolve(cwd, name), CLAUDE_SETTINGS_FILE)
+    hooks = loaded.claude_hooks
+    if hooks is not None:
+        for group in (*hooks.pre_tool_use, *hooks.post_tool_use):
+            for hook in group.hooks:
+                for script in hook_scripts(hook.command, cwd):
+                    session.protect(script, CLAUDE_HOOK_SCRIPT)
 
 
 def _command_of(tool: Any, args: Any) -> str | None:
@@ -304,7 +348,9 @@ __all__ = [
     "SourceDecision",
     "command_policy_decision",
     "describe_sources",
+    "hook_scripts",
     "judge_call",
     "load_policies",
+    "protect_policy_files",
     "session_policies",
 ]

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import tree_sitter
 import tree_sitter_bash
 
+from pi_sandbox_plugin.policies import shell_eval
 from pi_sandbox_plugin.policies.grammars import BUILTIN_GRAMMARS
 
 MAX_DEPTH = 12
@@ -225,6 +226,7 @@ def scan_word(raw: str) -> Word:
     """A :class:`Word` from its source text (quote removal, escapes, ``$'...'``, globs)."""
     out: list[str] = []
     glob = False
+    parens = 0  # unquoted parentheses open: <(...), a=(...), @(...)
     i = 0
     n = len(raw)
     try:
@@ -253,6 +255,10 @@ def scan_word(raw: str) -> Word:
                 i = _double_quoted(raw, i, out)
             elif c == "`" or (c == "$" and i + 1 < n and _NAME_START.match(raw[i + 1])):
                 raise _NotLiteral(split=True)
+            elif c in " \t\n" and parens <= 0:
+                # outside parentheses (<(...), a=(...), @(...)) bash ends a word at a blank:
+                # tree-sitter-bash read the line otherwise (`declare $ y=1`)
+                raise _BadWord("a word holding an unquoted blank")
             elif c in "*?":
                 glob = True
                 out.append(c)
@@ -269,6 +275,7 @@ def scan_word(raw: str) -> Word:
                 out.append(c)
                 i += 1
             else:
+                parens += {"(": 1, ")": -1}.get(c, 0)
                 out.append(c)
                 i += 1
     except _NotLiteral as e:
@@ -454,6 +461,43 @@ def _env(words: list[Word]) -> Runs:
     ):
         i += 1
     return words[i:] or None
+
+
+def _environment_words(words: list[Word]) -> list[str]:
+    """The ``NAME=VALUE`` words (as source text) ``env``, ``sudo``, ``systemd-run`` (``-E``,
+    ``--setenv``) or ``ssh`` (``-o SetEnv=``) put in the environment of what they run."""
+    name = basename(words[0].text)
+    if name in ("systemd-run", "ssh"):
+        return _option_environment(words, name)
+    run = _env(words) if name == "env" else _sudo(words)
+    end = len(words) - len(run) if isinstance(run, list) else len(words)
+    out: list[str] = []
+    for w in words[1:end]:
+        text = w.value if w.value is not None else w.prefix
+        if "=" in text and not text.startswith("-"):
+            out.append(w.raw)
+    return out
+
+
+def _option_environment(words: list[Word], name: str) -> list[str]:
+    """``systemd-run -E NAME=VALUE`` (``--setenv``) and ``ssh -o SetEnv=NAME=VALUE`` words."""
+    out: list[str] = []
+    for k, w in enumerate(words[1:], start=1):
+        v = w.value if w.value is not None else w.prefix
+        following = words[k + 1].raw if k + 1 < len(words) else ""
+        if name == "systemd-run":
+            if v in ("-E", "--setenv"):
+                out.append(following)
+            elif v.startswith("--setenv="):
+                out.append(w.raw.split("=", 1)[1])
+            elif v.startswith("-E") and len(v) > 2:
+                out.append(w.raw[2:])
+            continue
+        setting = following if v == "-o" else w.raw[2:] if v.startswith("-o") else ""
+        m = re.match(r"""(['"]?)setenv[\s=]+""", setting, re.IGNORECASE)
+        if m is not None:
+            out.append(m.group(1) + setting[m.end() :])
+    return out
 
 
 _XARGS_LONG = frozenset(
@@ -644,7 +688,7 @@ def _trap(words: list[Word]) -> Runs:
         return None
     action = operands[0]
     if action.value is None:
-        return Undecidable(f"the trap action is not a literal: {action.raw}")
+        return None  # judged from its possible values (policies.shell_eval)
     return None if action.value == "-" else action.value
 
 
@@ -1209,6 +1253,8 @@ def _git_setting(setting: str) -> Runs:
     name = key.lower()
     if name == "include.path" or (name.startswith("includeif.") and name.endswith(".path")):
         return Undecidable(f"git -c {key} loads settings the policy cannot see")
+    if name in ("protocol.allow", "protocol.ext.allow") and value.lower() in ("always", "user"):
+        return Undecidable(f"git -c {key}={value} lets ext:: addresses run commands")
     if name.startswith("alias."):
         if not eq:
             return None
@@ -1258,6 +1304,49 @@ def _git(words: list[Word]) -> list[Runs]:
             i += 2 if v in _GIT_VALUE_OPTIONS else 1
             continue
         break
+    if i < len(words):
+        runs.extend(_git_subcommand(words[i:]))
+    return runs
+
+
+_GIT_PROGRAM_OPTIONS = {
+    "clone": ("--upload-pack", "-u"),
+    "fetch": ("--upload-pack",),
+    "pull": ("--upload-pack",),
+    "ls-remote": ("--upload-pack",),
+    "fetch-pack": ("--upload-pack", "--exec"),
+    "archive": ("--exec",),
+    "push": ("--receive-pack", "--exec"),
+    "send-pack": ("--receive-pack", "--exec"),
+}
+"""Options of git's subcommands whose value is the program git runs at the other end, through
+the shell, which is this machine for a local repository (``git clone -u 'CMD;' . x``)."""
+
+
+def _git_subcommand(words: list[Word]) -> list[Runs]:
+    """What a git subcommand runs itself: the value of ``--upload-pack``/``--receive-pack``/
+    ``--exec`` (a command); ``remote-ext`` runs the command its address names."""
+    sub = words[0].value
+    if sub == "remote-ext":
+        return [Undecidable("git remote-ext runs the command its address names")]
+    names = _GIT_PROGRAM_OPTIONS.get(sub or "", ())
+    runs: list[Runs] = []
+    for k, w in enumerate(words[1:], start=1):
+        v = w.value if w.value is not None else w.prefix
+        for name in names:
+            value: Word | None = None
+            if v == name and k + 1 < len(words):
+                value = words[k + 1]
+            elif v.startswith(name + "=") and name.startswith("--"):
+                value = scan_word(w.raw.split("=", 1)[1]) if "=" in w.raw else None
+            elif name == "-u" and v.startswith("-u") and len(v) > 2:
+                value = Word(raw=v[2:], value=v[2:], prefix=v[2:])
+            if value is None:
+                continue
+            if value.value is None:
+                runs.append(Undecidable(f"the git {sub} {name} program is not a literal"))
+            else:
+                runs.append(value.value)
     return runs
 
 
@@ -1364,8 +1453,19 @@ def _join_continuations(source: str) -> str:
 
 class _Walker:
     def __init__(
-        self, source: bytes, depth: int, items: list[Item], display: bytes, synthetic: set[int]
+        self,
+        source: bytes,
+        depth: int,
+        items: list[Item],
+        display: bytes,
+        synthetic: set[int],
+        facts: shell_eval.Facts,
     ) -> None:
+        self.facts = facts
+        """What text bash evaluates again needs to know (:mod:`~pi_sandbox_plugin.policies.
+        shell_eval`): variables assigned, sites of evaluation."""
+        self.declared: str | None = None
+        """The options of the declaration whose assignments are being walked."""
         self.synthetic = synthetic
         """Offsets of the `:` commands added to make the line parse."""
         self.src = source
@@ -1409,7 +1509,7 @@ class _Walker:
         ):
             # bash unescapes \\ \` \$ in a backquoted command before parsing it (nesting)
             inner = re.sub(r"\\([\\`$])", r"\1", self.text(node)[1:-1])
-            self.items.extend(_extract(inner, self.depth + 1))
+            self.items.extend(_extract(inner, self.depth + 1, self.facts))
         elif t in (";;", ";&", ";;&"):
             parent = node.parent
             if parent is None or parent.type != "case_item":
@@ -1420,9 +1520,113 @@ class _Walker:
             text = self.text(node)
             if node.is_named and ("`" in text or "$(" in text):
                 self.scan_text(text, quotes=True)
+            if node.is_named and "$" in text:
+                got = self.facts.pieces(text)
+                if not isinstance(got, str):
+                    self.facts.nested(got, self.depth)
         else:
+            self.evaluated(node)
             for child in node.children:
                 self.walk(child)
+
+    def evaluated(self, node: tree_sitter.Node) -> None:
+        """Record what bash evaluates again in ``node``, and the variables it assigns."""
+        t = node.type
+        facts = self.facts
+        if t == "arithmetic_expansion" and node.child_count >= 2:
+            inner = self.src[node.children[0].end_byte : node.children[-1].start_byte]
+            facts.arith(inner.decode("utf-8", "surrogateescape"), "arithmetic", self.depth)
+        elif t in ("compound_statement", "c_style_for_statement"):
+            tokens = [c for c in node.children if c.type in ("((", "))")]
+            if len(tokens) >= 2:
+                inner = self.src[tokens[0].end_byte : tokens[1].start_byte]
+                text = inner.decode("utf-8", "surrogateescape")
+                facts.arith(
+                    text,
+                    "arithmetic (( ))" if t != "c_style_for_statement" else "arithmetic for (( ))",
+                    self.depth,
+                )
+        elif (
+            t == "subshell" and self.text(node).startswith("((") and self.text(node).endswith("))")
+        ):
+            # `! ((x))`, `coproc ((x))`: tree-sitter-bash reads two subshells, bash arithmetic
+            facts.arith(self.text(node)[2:-2], "arithmetic (( ))", self.depth)
+        elif t == "expansion":
+            facts.param(self.text(node)[2:-1], self.depth)
+        elif t == "variable_assignment":
+            self.assignment(node)
+        elif t == "for_statement":
+            self.for_list(node)
+        elif t in ("binary_expression", "unary_expression") and self.test_bracket(node):
+            bracket = self.test_bracket(node)
+            operator = next((c for c in node.children if c.type == "test_operator"), None)
+            operands = [c for c in node.named_children if c.type != "test_operator"]
+            op = self.text(operator) if operator is not None else ""
+            if op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge") and bracket == "[[":
+                for operand in operands:
+                    facts.arith(self.text(operand), f"[[ {op} ]]", self.depth)
+            elif op in ("-v", "-R") and operands:
+                closing = "]]" if bracket == "[[" else "]"
+                facts.name_site(self.text(operands[-1]), f"{bracket} {op} {closing}", self.depth)
+
+    @staticmethod
+    def test_bracket(node: tree_sitter.Node) -> str:
+        """``[[`` or ``[`` when ``node`` is an expression of that test (``[ ]``'s ``-eq``
+        compares integers without evaluating them), else ``""``."""
+        parent = node.parent
+        while parent is not None and parent.type in (
+            "binary_expression",
+            "unary_expression",
+            "parenthesized_expression",
+        ):
+            parent = parent.parent
+        if parent is None or parent.type != "test_command" or not parent.children:
+            return ""
+        return parent.children[0].type if parent.children[0].type in ("[", "[[") else ""
+
+    def assignment(self, node: tree_sitter.Node) -> None:
+        """``NAME=VALUE`` (``NAME[SUB]+=VALUE``, ``NAME=(...)``)."""
+        if not node.children:
+            return
+        target = node.children[0]
+        op = node.children[1] if node.child_count > 1 else None
+        if op is None or op.type not in ("=", "+="):
+            return
+        subscript: str | None = None
+        name = self.text(target)
+        if target.type == "subscript":
+            base = target.child_by_field_name("name") or target.named_children[0]
+            name = self.text(base)
+            text = self.text(target)
+            subscript = text[len(name) + 1 : -1]
+        value = self.src[op.end_byte : node.end_byte].decode("utf-8", "surrogateescape")
+        array = next((c for c in node.children[2:] if c.type == "array"), None)
+        after = self.src[node.end_byte : node.end_byte + 1]
+        if after and after not in b" \t\n;&|()<>":
+            # `a=(1)x`, `w='a'\;`, `w=#'x'`: bash reads one word, tree-sitter-bash an
+            # assignment and another word
+            self.items.append(Undecidable(f"an assignment joined to more text: {self.text(node)}"))
+        elements = (
+            [self.text(c) for c in array.named_children if c.type != "comment"]
+            if array is not None
+            else None
+        )
+        self.facts.assignment(
+            name, subscript, op.type == "+=", value, elements, self.depth, self.declared or ""
+        )
+
+    def for_list(self, node: tree_sitter.Node) -> None:
+        """``for NAME in WORDS`` and ``select NAME in WORDS``."""
+        variable = node.child_by_field_name("variable")
+        if variable is None:
+            return
+        name = self.text(variable)
+        words: list[str] | None = None
+        if any(c.type == "in" for c in node.children):
+            words = [self.text(c) for c in node.children_by_field_name("value")]
+        self.facts.for_list(name, words, self.depth)
+        if node.children and node.children[0].type == "select":
+            self.facts.assign(name, ())
 
     # --- simple commands ----------------------------------------------------------------------
 
@@ -1504,17 +1708,34 @@ class _Walker:
 
     def declaration(self, node: tree_sitter.Node) -> None:
         words: list[Word] = []
-        for child in node.children:
+        nodes = [c for c in node.children if c.type != "comment"]
+        program = self.text(nodes[0]) if nodes else ""
+        try:
+            all_words = [scan_word(self.text(c)) for c in nodes]
+        except _BadWord:
+            all_words = []
+        declared = self.facts.declared_options(program, all_words)
+        for child in nodes:
+            self.declared = declared if program != "unset" else None
             self.walk(child)
+            self.declared = None
             raw = self.text(child)
-            if child.type in ("comment",):
-                continue
             try:
                 words.append(scan_word(raw))
             except _BadWord as e:
                 self.items.append(Undecidable(f"{e}: {raw}"))
                 return
+            if (
+                program != "unset"
+                and child is not nodes[0]
+                and child.type != "variable_assignment"
+                and not (raw.startswith(("-", "+")) and "=" not in raw)
+                and "f" not in declared
+            ):
+                self.facts.declaration_word(raw, self.depth, declared)
         if words:
+            if program == "unset":
+                self.facts.builtin("unset", words, self.depth)
             self.items.append(SimpleCommand(tuple(words)))
 
     # --- here-docs and substitutions tree-sitter leaves as text -------------------------------
@@ -1543,7 +1764,7 @@ class _Walker:
                     self.items.append(Undecidable("an unterminated backquote"))
                     return
                 inner = re.sub(r"\\([\\`$])", r"\1", text[i + 1 : j])
-                self.items.extend(_extract(inner, self.depth + 1))
+                self.items.extend(_extract(inner, self.depth + 1, self.facts))
                 i = j + 1
             elif text.startswith("$((", i):
                 i += 3
@@ -1552,7 +1773,7 @@ class _Walker:
                 if close is None:
                     self.items.append(Undecidable("an unbalanced $( in a here-doc"))
                     return
-                self.items.extend(_extract(text[i + 2 : close], self.depth + 1))
+                self.items.extend(_extract(text[i + 2 : close], self.depth + 1, self.facts))
                 i = close + 1
             else:
                 i += 1
@@ -1592,13 +1813,19 @@ class _Walker:
                 Undecidable("hash -p gives a program another name the policy cannot follow")
             )
             return
+        self.facts.builtin(name, words, depth)
+        if name in ("env", "sudo", "systemd-run", "ssh"):
+            for raw in _environment_words(words):
+                self.facts.environment(raw, depth)
         if name == "alias":
             self.define_aliases(words)
         elif first.value in self.aliases and depth == self.depth:
             # `alias r=rm` earlier in the line, then `r x`: bash (with expand_aliases) runs
             # `rm x`; judged as that too (the alias value stays a string, not a program)
             rest = " ".join(w.raw for w in words[1:])
-            self.items.extend(_extract(f"{self.aliases[first.value]} {rest}", self.depth + 1))
+            self.items.extend(
+                _extract(f"{self.aliases[first.value]} {rest}", self.depth + 1, self.facts)
+            )
         if name == "find":
             runs = _find(words)
             fill = _Fill("find", False, "{}")
@@ -1619,7 +1846,13 @@ class _Walker:
             if isinstance(run, Undecidable):
                 self.items.append(run)
             elif isinstance(run, str):
-                found = _extract(run, depth + 1)
+                hazard = shell_eval.zsh_hazard(run) if name == "zsh" else None
+                if hazard is not None:
+                    self.items.append(
+                        Undecidable(f"zsh evaluates {hazard}, which the bash grammar misses")
+                    )
+                    continue
+                found = _extract(run, depth + 1, self.facts)
                 if name in ("parallel", "sem"):
                     marked = _Fill("parallel", False, "{")
                     found = [
@@ -1742,9 +1975,11 @@ def _substitution_end(text: str, i: int) -> int | None:
     return None
 
 
-def _extract(source: str, depth: int) -> list[Item]:
+def _extract(source: str, depth: int, facts: shell_eval.Facts) -> list[Item]:
     if depth > MAX_DEPTH:
         return [Undecidable(f"command strings nest more than {MAX_DEPTH} levels deep")]
+    if '$"' in source and shell_eval.translated(source):
+        facts.translated = True
     data = _join_continuations(source).encode("utf-8", "surrogateescape")
     # the `time` keyword before a compound command, which tree-sitter-bash cannot parse
     data = _TIME_COMPOUND.sub(lambda m: m.group(1) + b" " * len(m.group(2)), data)
@@ -1771,11 +2006,12 @@ def _extract(source: str, depth: int) -> list[Item]:
     if _has_syntax_error(root):
         return [Undecidable(f"the command line does not parse: {_error_hint(root, data)}")]
     items: list[Item] = []
-    walker = _Walker(data, depth, items, display, synthetic)
+    walker = _Walker(data, depth, items, display, synthetic, facts)
     walker.walk(root)
     for doc in docs:
         if not doc.quoted:
             walker.scan_text(doc.body)
+            facts.heredoc(doc.body, depth)
     return items
 
 
@@ -1853,16 +2089,48 @@ def _error_hint(root: tree_sitter.Node, data: bytes) -> str:
     return "syntax error"
 
 
+class _ScanHelpers:
+    """What :mod:`~pi_sandbox_plugin.policies.shell_eval` needs of the parser."""
+
+    @staticmethod
+    def substitution_end(text: str, i: int) -> int | None:
+        return _substitution_end(text, i)
+
+    @staticmethod
+    def ansi_c(raw: str, i: int) -> tuple[str, int]:
+        try:
+            return _ansi_c(raw, i)
+        except _BadWord as e:
+            raise shell_eval.Unreadable(str(e)) from None
+
+
+_SCAN_HELPERS = _ScanHelpers()
+
+
 def parse_command_line(source: str) -> ParseResult:
-    """Every simple command of ``source`` and what cannot be decided, in source order.
+    """Every simple command of ``source`` and what cannot be decided, in source order: the
+    commands of the line, then those of text bash evaluates again
+    (:mod:`~pi_sandbox_plugin.policies.shell_eval`).
 
     Never raises for any input: a line that does not parse gives one :class:`Undecidable`, and
-    so does a failure of the parser itself (e.g. nesting too deep for Python's stack).
+    so does a failure of the parser itself (e.g. nesting too deep for Python's stack). The last
+    lines parsed are cached (a call judged by Codex rules and the command policy is parsed
+    once).
     """
+    return ParseResult(list(_parse_cached(source)))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_cached(source: str) -> tuple[Item, ...]:
     try:
-        return ParseResult(_extract(source, 0))
+        facts = shell_eval.Facts(_SCAN_HELPERS)
+        items = _extract(source, 0, facts)
+        items.extend(
+            shell_eval.resolve(facts, lambda text, depth: _extract(text, depth, facts), Undecidable)
+        )
+        return tuple(items)
     except Exception as e:  # fail closed, whatever went wrong
-        return ParseResult([Undecidable(f"the parser failed: {type(e).__name__}: {e}")])
+        return (Undecidable(f"the parser failed: {type(e).__name__}: {e}"),)
 
 
 __all__ = [

@@ -3,10 +3,15 @@
 A rule is an argv prefix such as ``["git", "push"]``: its first element matches a command's
 program by basename (``/usr/bin/git`` is ``git``; case-sensitive), the rest is compared literally,
 token by token, after quote removal, with the words where the program's subcommand is: the
-options the program's grammar (:mod:`pi_sandbox_plugin.grammars`) knows are skipped first, so
+options the program's grammar (:mod:`pi_sandbox_plugin.policies.grammars`) knows are skipped first, so
 ``git -C . --no-pager push`` matches, and an option it does not know there is undecidable
-(``prefix_match = "literal"`` compares the words right after the program instead). Every simple
-command :func:`~pi_sandbox_plugin.bash_parser.parse_command_line` finds in the line is checked:
+(``prefix_match = "literal"`` compares the words right after the program instead). A
+subcommand's other names count as it (``git send-pack`` is ``git push``). For a program whose
+grammar knows its options (rm, cp, mv, chmod, chown, chgrp, git push/clean/reset/branch), a
+rule's options match in any order and spelling (``["rm", "-rf"]`` matches ``rm -fr``, ``rm -r
+-f``, ``rm --recursive --force``, ``rm x -Rf``) and its other words the first operands. Every
+simple command :func:`~pi_sandbox_plugin.policies.bash_parser.parse_command_line` finds in the line is
+checked:
 
 * ``mode = "deny"``: the line is denied when some command matches a ``deny`` rule.
 * ``mode = "allow"``: the line is denied when some command matches no ``allow`` rule.
@@ -23,15 +28,22 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pi_sandbox_plugin.policies.bash_parser import (
     SimpleCommand,
     Undecidable,
+    Word,
     parse_command_line,
 )
-from pi_sandbox_plugin.policies.grammars import BUILTIN_GRAMMARS, ProgramGrammar, Undecided
+from pi_sandbox_plugin.policies.grammars import (
+    BUILTIN_GRAMMARS,
+    Options,
+    ProgramGrammar,
+    Undecided,
+    WordLike,
+)
 
 Rule = tuple[str, ...]
 
@@ -90,23 +102,26 @@ def _matches(
     (undecidable: a word that is not a literal where the rule's prefix is compared, or an
     option the program's grammar does not know before it).
 
-    With ``grammars``, the options the program's :class:`~pi_sandbox_plugin.grammars.
+    With ``grammars``, the options the program's :class:`~pi_sandbox_plugin.policies.grammars.
     ProgramGrammar` knows are skipped before the first compared word (before every one for an
     ``interspersed`` grammar), unless the rule's word is itself an option (``-x``, ``+x``)."""
     grammar = grammars.get(rule[0]) if grammars is not None else None
     if command.program != rule[0]:
-        if (
-            grammar is not None
-            and grammar.dashed
-            and len(rule) > 1
-            and command.program == f"{rule[0]}-{rule[1]}"
-        ):
+        program = command.program or ""
+        if grammar is not None and grammar.dashed and program.startswith(rule[0] + "-"):
             # git's dashed form: /usr/lib/git-core/git-push is `git push`
-            return _matches((command.program, *rule[2:]), command, None)
+            sub = program[len(rule[0]) + 1 :]
+            words = (_literal(rule[0]), _literal(sub), *command.words[1:])
+            return _matches(rule, replace(command, words=words), grammars)
         return False
+    scope = _option_scope(rule, grammar)
+    if scope is not None and grammar is not None:
+        result = _match_options(rule, command, grammar, scope)
+        if result is not None:
+            return result
     start = 1
     while True:
-        result, first = _match_from(rule, command, grammar, start)
+        result, first, _ = _match_from(rule, command, grammar, start)
         if result is not False or grammar is None or not grammar.any_operand:
             return result
         if first >= len(command.words):
@@ -114,36 +129,93 @@ def _matches(
         start = first + 1  # make deploy: any target may be the rule's word
 
 
+def _literal(text: str) -> Word:
+    return Word(raw=text, value=text, prefix=text)
+
+
+def _option_scope(rule: Rule, grammar: ProgramGrammar | None) -> str | None:
+    """The subcommand whose :class:`~pi_sandbox_plugin.policies.grammars.Options` read a rule's words
+    after it (``""``: the program's own), or ``None`` when the grammar has none there."""
+    if grammar is None or not grammar.options:
+        return None
+    k = 1
+    while (
+        k < len(rule) and rule[k][:1] not in "-+" and " ".join(rule[1 : k + 1]) in grammar.options
+    ):
+        k += 1
+    scope = " ".join(rule[1:k])
+    return scope if scope in grammar.options else None
+
+
+def _match_options(
+    rule: Rule, command: SimpleCommand, grammar: ProgramGrammar, scope: str
+) -> bool | str | None:
+    """Match a rule whose words after its subcommand ``scope`` are options (in any order and
+    spelling) and the first operands; ``None`` when the rule names an option the table does
+    not know (it is then compared literally)."""
+    table: Options = grammar.options[scope]
+    depth = len(scope.split()) if scope else 0
+    wanted = table.read([_literal(t) for t in rule[1 + depth :]], rule[0])
+    if wanted.unsure is not None:
+        return None
+    end = 1
+    if depth:
+        result, _, end = _match_from(rule[: 1 + depth], command, grammar, 1)
+        if result is not True:
+            return result
+    found = table.read(command.words[end:], rule[0] if not scope else f"{rule[0]} {scope}")
+    if not wanted.present <= found.present:
+        return found.unsure if found.unsure is not None else False
+    for n, token in enumerate(w.value or "" for w in wanted.operands):
+        if n >= len(found.operands):
+            if command.appends:
+                return f"{command.filled_by} appends words there at run time"
+            return False
+        problem = _compare(token, found.operands[n], command)
+        if problem is not True:
+            return problem
+    return True
+
+
+def _compare(token: str, w: WordLike, command: SimpleCommand) -> bool | str:
+    """Whether the word ``w`` is the rule's ``token`` (or why it cannot be told)."""
+    if command.placeholder and command.placeholder in (w.value or ""):
+        return f"{command.filled_by} replaces {w.raw} at run time"
+    if w.value is None:
+        return f"{w.raw} is not a literal"
+    if w.glob and fnmatch.fnmatchcase(token, w.value):
+        return f"{w.raw} is not a literal"
+    return w.value == token
+
+
 def _match_from(
     rule: Rule, command: SimpleCommand, grammar: ProgramGrammar | None, k: int
-) -> tuple[bool | str, int]:
+) -> tuple[bool | str, int, int]:
     """:func:`_matches` with the first compared word searched from ``words[k]``; also returns
-    the index where the rule's first word was compared."""
+    the index where the rule's first word was compared and the index after the last."""
     words = command.words
     first = k
     for n, token in enumerate(rule[1:]):
         if grammar is not None and (n == 0 or grammar.interspersed) and token[:1] not in "-+":
             found = grammar.operand(words, k, rule[0])
             if isinstance(found, Undecided):
-                return found.why, first
+                return found.why, first, k
             k = found
         if n == 0:
             first = k
         if k >= len(words):
             if command.appends:
-                return f"{command.filled_by} appends words there at run time", first
-            return False, first
+                return f"{command.filled_by} appends words there at run time", first, k
+            return False, first, k
         w = words[k]
-        if command.placeholder and command.placeholder in (w.value or ""):
-            return f"{command.filled_by} replaces {w.raw} at run time", first
-        if w.value is None:
-            return f"{w.raw} is not a literal", first
-        if w.glob and fnmatch.fnmatchcase(token, w.value):
-            return f"{w.raw} is not a literal", first
-        if w.value != token:
-            return False, first
+        alias = grammar.aliases.get(w.value or "") if grammar is not None and n == 0 else None
+        if alias is not None:
+            w = _literal(alias)  # git send-pack is git push
+        same = _compare(token, w, command)
+        if same is not True:
+            return same, first, k
         k += 1
-    return True, first
+    return True, first, k
 
 
 def _show(command: SimpleCommand) -> str:
@@ -159,8 +231,8 @@ class CommandPolicy:
     default) skips the options a program's grammar knows before its subcommand (``git -C .
     push`` matches ``["git", "push"]``) and fails closed on options it does not know;
     ``"literal"`` compares the words right after the program. ``grammars``: the table by program
-    basename (:data:`~pi_sandbox_plugin.grammars.BUILTIN_GRAMMARS`; extend it with
-    :func:`~pi_sandbox_plugin.grammars.merged`).
+    basename (:data:`~pi_sandbox_plugin.policies.grammars.BUILTIN_GRAMMARS`; extend it with
+    :func:`~pi_sandbox_plugin.policies.grammars.merged`).
     """
 
     mode: Literal["deny", "allow"] = "deny"

@@ -10,7 +10,7 @@ subcommand the way the program itself does.
 uv, go, make, terraform, aws, gh, systemctl, sudo, chmod, chown and chgrp. The table is
 extended (or an entry replaced) by ``[sandbox.policy.grammars.NAME]`` in ``pi.toml``
 (:func:`grammar_from_table`), or in Python by passing ``grammars=`` to
-:class:`~pi_sandbox_plugin.command_policy.CommandPolicy` (:func:`merged`).
+:class:`~pi_sandbox_plugin.policies.command_policy.CommandPolicy` (:func:`merged`).
 
 How the subcommand is found (:meth:`ProgramGrammar.operand`), word by word:
 
@@ -37,18 +37,30 @@ time, and an unquoted glob may expand to several: both are undecidable where the
 the compared word. ``interspersed`` programs (kubectl, helm, aws, gh, systemctl, npm, pnpm, make)
 also accept their global options between subcommand words, so options are skipped before every
 word of a rule, not only the first.
+
+``aliases`` are other names of a subcommand (git's ``send-pack`` and ``http-push`` push).
+
+Rules that name options. A grammar's :class:`Options` (``options``, by subcommand: ``""`` for
+the program's own, ``"push"`` for ``git push``) give every spelling of each option one name:
+``-r``, ``-R`` and ``--recursive`` are rm's ``recursive``. A rule whose words after its
+subcommand hold options (``["rm", "-rf"]``, ``["git", "push", "--force"]``) then matches a
+command holding those options in any order and spelling (``rm -fr``, ``rm -r -f``, ``rm
+--recursive --force``, ``rm -rfv``, ``rm x -rf``: GNU getopt permutes) and the rule's other words
+as its first operands; ``--`` ends the options (``rm -- -rf`` names a file). An option the table
+does not know, or a word that is not a literal where options may be, is undecidable when the rule
+needs an option the command does not show.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
 class WordLike(Protocol):
-    """What a grammar needs of a shell word (:class:`~pi_sandbox_plugin.bash_parser.Word`)."""
+    """What a grammar needs of a shell word (:class:`~pi_sandbox_plugin.policies.bash_parser.Word`)."""
 
     @property
     def raw(self) -> str: ...
@@ -71,6 +83,124 @@ class Undecided:
     """The operand cannot be found statically; ``why`` says which word prevents it."""
 
     why: str
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What :meth:`Options.read` found in a command's words: the options ``present`` (by
+    name), the ``operands`` in order, and ``unsure``, why some word may hold options the table
+    cannot read (``None`` when every word was read)."""
+
+    present: frozenset[str]
+    operands: tuple[WordLike, ...]
+    unsure: str | None = None
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options of a program, or of one of its subcommands, by name.
+
+    ``spellings`` maps each spelling (``-r``, ``--recursive``) to the option's name; ``values``
+    are the names taking a value (the next word, attached ``-oVALUE``, or ``--opt=VALUE``);
+    ``optional`` the names taking a value only when attached with ``=``; ``implies``: an option
+    that is another one too (git push's ``--mirror`` forces); ``permute``: options may follow
+    operands (GNU getopt, git); ``plus_operand``: an operand ``+x`` is that option (git push's
+    ``+main`` forces); ``operand_pattern``: a word it matches in full is an operand (chmod's
+    ``-w``); ``negatable``: ``--no-NAME`` turns an option off (git)."""
+
+    spellings: Mapping[str, str]
+    values: frozenset[str] = frozenset()
+    optional: frozenset[str] = frozenset()
+    implies: Mapping[str, str] = field(default_factory=dict)
+    permute: bool = True
+    plus_operand: str = ""
+    operand_pattern: str = ""
+    negatable: bool = False
+
+    def _long(self, given: str) -> str | None:
+        """The name of ``--given`` (an unambiguous prefix of a long option is that option)."""
+        exact = self.spellings.get("--" + given)
+        if exact is not None:
+            return exact
+        if self.negatable and given.startswith("no-"):
+            positive = self._long(given[3:])
+            return "no-" + positive if positive is not None else None
+        names = {n for s, n in self.spellings.items() if s.startswith("--" + given)}
+        return names.pop() if len(names) == 1 else None
+
+    def read(self, words: Sequence[WordLike], program: str) -> ReadOptions:
+        """The options and operands of ``words`` (the words after the program or subcommand)."""
+        present: set[str] = set()
+        operands: list[WordLike] = []
+        unsure: str | None = None
+        pattern = re.compile(self.operand_pattern) if self.operand_pattern else None
+        only_operands = False
+        i = 0
+        while i < len(words):
+            w = words[i]
+            v = w.value
+            i += 1
+            if only_operands:
+                operands.append(w)
+                continue
+            if v is None:
+                if w.split or not w.prefix or w.prefix.startswith("-"):
+                    unsure = unsure or f"{w.raw} may hold options of {program}"
+                operands.append(w)
+                continue
+            if v == "--":
+                only_operands = True
+                continue
+            if pattern is not None and pattern.fullmatch(v):
+                operands.append(w)
+                continue
+            if v.startswith("--"):
+                given, eq, _ = v[2:].partition("=")
+                name = self._long(given)
+                if name is None:
+                    unsure = unsure or f"{v} is an option of {program} the policy does not know"
+                    continue
+                present.add(name)
+                if name in self.values and not eq:
+                    i += 1
+                continue
+            if v.startswith("-") and len(v) > 1:
+                for k, ch in enumerate(v[1:], start=1):
+                    name = self.spellings.get("-" + ch)
+                    if name is None:
+                        unsure = (
+                            unsure or f"-{ch} is an option of {program} the policy does not know"
+                        )
+                        break
+                    present.add(name)
+                    if name in self.values:
+                        i += 1 if k == len(v) - 1 else 0
+                        break
+                continue
+            if self.plus_operand and v.startswith("+"):
+                present.add(self.plus_operand)
+            operands.append(w)
+            only_operands = not self.permute
+        for name in list(present):
+            if name in self.implies:
+                present.add(self.implies[name])
+        return ReadOptions(frozenset(present), tuple(operands), unsure)
+
+
+def options(
+    spec: str,
+    values: str = "",
+    optional: str = "",
+    **kw: Any,
+) -> Options:
+    """:class:`Options` from ``spec``: ``NAME=-x --xlong, NAME2=-y`` (each name with its
+    spellings); ``values``/``optional``: names, blank-separated."""
+    spellings: dict[str, str] = {}
+    for group in spec.split(","):
+        name, _, spelled = group.strip().partition("=")
+        for spelling in spelled.split():
+            spellings[spelling] = name
+    return Options(spellings, frozenset(values.split()), frozenset(optional.split()), **kw)
 
 
 @dataclass(frozen=True)
@@ -109,6 +239,11 @@ class ProgramGrammar:
     operand_pattern: str = ""
     """A regular expression: a word it matches in full is the operand even when it starts
     with ``-`` (chmod's ``-w``)."""
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    """Other names of a subcommand (git's ``send-pack``: ``push``)."""
+    options: Mapping[str, Options] = field(default_factory=dict)
+    """The options of the program (``""``) and of its subcommands (``"push"``), for rules that
+    name options."""
 
     def _known(self, name: str) -> bool:
         return name in self.value_options or name in self.flag_options
@@ -223,6 +358,52 @@ def _g(
     )
 
 
+_GIT_PUSH = options(
+    "all=--all, branches=--branches, prune=--prune, mirror=--mirror, dry-run=-n --dry-run, "
+    "porcelain=--porcelain, delete=-d --delete, tags=--tags, follow-tags=--follow-tags, "
+    "signed=--signed, atomic=--atomic, push-option=-o --push-option, "
+    "receive-pack=--receive-pack --exec, force-with-lease=--force-with-lease, force=-f --force, "
+    "force-if-includes=--force-if-includes, repo=--repo, set-upstream=-u --set-upstream, "
+    "thin=--thin, quiet=-q --quiet, verbose=-v --verbose, progress=--progress, "
+    "recurse-submodules=--recurse-submodules, verify=--verify, ipv4=-4 --ipv4, ipv6=-6 --ipv6",
+    values="push-option receive-pack repo",
+    optional="signed force-with-lease recurse-submodules",
+    implies={"mirror": "force", "force-with-lease": "force"},
+    plus_operand="force",
+    negatable=True,
+)
+"""git push's options: ``--force``, ``-f``, a ``+refspec``, ``--mirror`` and
+``--force-with-lease`` all force."""
+
+_GIT_CLEAN = options(
+    "directories=-d, force=-f --force, interactive=-i --interactive, dry-run=-n --dry-run, "
+    "quiet=-q --quiet, exclude=-e --exclude, ignored=-x, only-ignored=-X",
+    values="exclude",
+    negatable=True,
+)
+_GIT_RESET = options(
+    "soft=--soft, mixed=--mixed, hard=--hard, merge=--merge, keep=--keep, quiet=-q --quiet, "
+    "patch=-p --patch, intent-to-add=-N --intent-to-add, recurse-submodules=--recurse-submodules, "
+    "pathspec-from-file=--pathspec-from-file, pathspec-file-nul=--pathspec-file-nul, "
+    "refresh=--refresh",
+    values="pathspec-from-file",
+    optional="recurse-submodules",
+    negatable=True,
+)
+_GIT_BRANCH = options(
+    "delete=-d --delete, force=-f --force, force-delete=-D, move=-m --move, force-move=-M, "
+    "copy=-c --copy, force-copy=-C, list=-l --list, all=-a --all, remotes=-r --remotes, "
+    "verbose=-v -vv --verbose, quiet=-q --quiet, track=-t --track, set-upstream-to=-u "
+    "--set-upstream-to, unset-upstream=--unset-upstream, contains=--contains, merged=--merged, "
+    "no-merged=--no-merged, points-at=--points-at, sort=--sort, format=--format, "
+    "show-current=--show-current, edit-description=--edit-description, color=--color, "
+    "column=--column, abbrev=--abbrev, ignore-case=-i --ignore-case, create-reflog=--create-reflog",
+    values="set-upstream-to points-at sort format",
+    optional="track contains merged no-merged color column abbrev",
+    implies={"force-delete": "delete", "force-move": "move", "force-copy": "copy"},
+    negatable=True,
+)
+
 _GIT = _g(
     value="-C -c --git-dir --work-tree --namespace --super-prefix --config-env --exec-path "
     "--attr-source",
@@ -231,7 +412,15 @@ _GIT = _g(
     "--no-optional-locks --no-advice",
     stop="--help -h --version -v --html-path --man-path --info-path --exec-path --list-cmds",
     dashed=True,
+    aliases={
+        "send-pack": "push",
+        "http-push": "push",
+        **{f"remote-{t}": "push" for t in ("http", "https", "ftp", "ftps", "ext", "fd")},
+    },
+    options={"push": _GIT_PUSH, "clean": _GIT_CLEAN, "reset": _GIT_RESET, "branch": _GIT_BRANCH},
 )
+"""git; its other names of ``push``: ``send-pack`` and ``http-push`` push, and a remote helper
+(``remote-https``, ...) pushes what its standard input asks."""
 _DOCKER = _g(
     value="-H --host --context -c --config -l --log-level --tlscacert --tlscert --tlskey",
     flags="-D --debug --tls --tlsverify",
@@ -369,18 +558,70 @@ _SUDO = _g(
     attached=True,
     clusters=True,
 )
+_RM = options(
+    "force=-f --force, i=-i, I=-I, interactive=--interactive, "
+    "one-file-system=--one-file-system, no-preserve-root=--no-preserve-root, "
+    "preserve-root=--preserve-root, recursive=-r -R --recursive, dir=-d --dir, "
+    "verbose=-v --verbose, help=--help, version=--version",
+    optional="interactive preserve-root",
+)
+"""GNU rm's options."""
+
+_COPY_COMMON = (
+    "backup=-b --backup, force=-f --force, interactive=-i --interactive, "
+    "no-clobber=-n --no-clobber, strip-trailing-slashes=--strip-trailing-slashes, "
+    "suffix=-S --suffix, target-directory=-t --target-directory, "
+    "no-target-directory=-T --no-target-directory, update=-u --update, verbose=-v --verbose, "
+    "context=-Z --context, help=--help, version=--version, debug=--debug"
+)
+_CP = options(
+    _COPY_COMMON + ", archive=-a --archive, attributes-only=--attributes-only, "
+    "copy-contents=--copy-contents, no-dereference-preserve-links=-d, "
+    "dereference-command-line=-H, link=-l --link, dereference=-L --dereference, "
+    "no-dereference=-P --no-dereference, preserve-defaults=-p, preserve=--preserve, "
+    "no-preserve=--no-preserve, parents=--parents, recursive=-r -R --recursive, "
+    "reflink=--reflink, remove-destination=--remove-destination, sparse=--sparse, "
+    "symbolic-link=-s --symbolic-link, one-file-system=-x --one-file-system, "
+    "keep-directory-symlink=--keep-directory-symlink",
+    values="suffix target-directory no-preserve sparse",
+    optional="backup update context preserve reflink",
+    implies={"archive": "recursive"},
+)
+"""GNU cp's options."""
+_MV = options(
+    _COPY_COMMON + ", no-copy=--no-copy, exchange=--exchange",
+    values="suffix target-directory",
+    optional="backup update context",
+)
+"""GNU mv's options."""
+
 _CHMOD_FLAGS = (
     "-R --recursive -v --verbose -c --changes -f --silent --quiet --preserve-root "
     "--no-preserve-root -h --no-dereference -H -L -P --dereference"
 )
+_CHANGE_OPTIONS = (
+    "recursive=-R --recursive, verbose=-v --verbose, changes=-c --changes, "
+    "silent=-f --silent --quiet, preserve-root=--preserve-root, "
+    "no-preserve-root=--no-preserve-root, no-dereference=-h --no-dereference, "
+    "dereference=--dereference, traverse-command-line=-H, traverse-all=-L, traverse-none=-P, "
+    "reference=--reference, help=--help, version=--version"
+)
+_MODE = r"[-+=][-+=,ugoarwxXst0-7]*"
 _CHMOD = _g(
     value="--reference",
     flags=_CHMOD_FLAGS,
     stop="--help --version",
     clusters=True,
-    operand_pattern=r"[-+=][-+=,ugoarwxXst0-7]*",
+    operand_pattern=_MODE,
+    options={"": options(_CHANGE_OPTIONS, values="reference", operand_pattern=_MODE)},
 )
-_CHOWN = _g(value="--reference --from", flags=_CHMOD_FLAGS, stop="--help --version", clusters=True)
+_CHOWN = _g(
+    value="--reference --from",
+    flags=_CHMOD_FLAGS,
+    stop="--help --version",
+    clusters=True,
+    options={"": options(_CHANGE_OPTIONS + ", from=--from", values="reference from")},
+)
 
 BUILTIN_GRAMMARS: Mapping[str, ProgramGrammar] = {
     "git": _GIT,
@@ -409,6 +650,9 @@ BUILTIN_GRAMMARS: Mapping[str, ProgramGrammar] = {
     "chmod": _CHMOD,
     "chown": _CHOWN,
     "chgrp": _CHOWN,
+    "rm": ProgramGrammar(options={"": _RM}),
+    "cp": ProgramGrammar(options={"": _CP}),
+    "mv": ProgramGrammar(options={"": _MV}),
 }
 """The grammars pi knows, by program basename."""
 
@@ -457,7 +701,7 @@ def grammar_from_table(
         "operand_pattern",
     ):
         fields[key] = table.get(key, getattr(start, key))
-    return ProgramGrammar(**fields)
+    return ProgramGrammar(**fields, aliases=start.aliases, options=start.options)
 
 
 def merged(
@@ -473,9 +717,12 @@ def merged(
 __all__ = [
     "BUILTIN_GRAMMARS",
     "GRAMMAR_KEYS",
+    "Options",
     "ProgramGrammar",
+    "ReadOptions",
     "Undecided",
     "WordLike",
     "grammar_from_table",
     "merged",
+    "options",
 ]

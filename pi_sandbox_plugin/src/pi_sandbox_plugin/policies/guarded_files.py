@@ -15,15 +15,28 @@ operation      check
 read_bytes     read, on the resolved path
 stat           read (metadata is information too)
 access         read for ``R_OK``, write for ``W_OK``
-list_dir       read on the directory; entries matching a denied glob are left out
-write_bytes    write, on the resolved path (the link's target is what would be replaced)
+list_dir       read on the directory; entries matching a denied glob are left out, and
+               (with ``identities``) entries that are a denied or hidden file by identity
+write_bytes    write, on the resolved path (the link's target is what would be replaced);
+               ``write_chunks`` the same
+read_head,     the wrapped one-hop reads only when the policy restricts no read
+scan_bytes     (:meth:`~pi_sandbox_plugin.policies.path_policy.PathPolicy.reads_unrestricted`: only
+               pi's own files protected, none hidden); else "not available" (``None``,
+               ``False``): the read tool uses the checked ``stat`` and ``read_bytes``
 mkdir          write
 realpath       none (it reads no file content)
-run_rg         read on ``cwd`` and on every search path; ``--glob=!PATTERN`` exclusions for
-               the denied globs; the output is filtered so no denied file (and no file outside
-               the read roots) is reported: ``--json`` events, ``--null --line-number``
-               records, ``--files`` lists
+run_rg         read on ``cwd`` and on every search path (with ``identities``: by identity
+               too); ``--glob=!PATTERN`` exclusions for the denied globs; the output is
+               filtered so no denied file (and no file outside the read roots; with
+               ``identities``, no denied file under another name) is reported: ``--json``
+               events, ``--null --line-number`` records, ``--files`` lists
 =============  ==============================================================================
+
+``identities`` (a :class:`~pi_sandbox_plugin.policies.file_identity.FileIdentities`, for a
+file system of this machine) adds the checks by device and inode (hard links, bind mounts);
+the reads and writes themselves are checked on the descriptor by the local backend it was
+given to (``LocalFileOperations(check_opened=..., check_replaced=...)``), or by the masks of
+the bwrap sandbox they run in.
 
 **pi's full-output files** (:meth:`PathPolicy.is_output_file`: the bash tool's
 ``{tempdir}/pi-bash-{16 hex}.log``, written by the pi process on this machine whatever the
@@ -35,12 +48,12 @@ A refusal raises :class:`PathDenied` (a ``PermissionError``, ``EACCES``, ``filen
 as named), so a tool reports ``EACCES: permission denied, ...``; the before-hook of the plugin
 gives the model the clear reason before the call.
 
-Residual race: a command running *concurrently* that swaps a checked directory for a symlink
-between the check and the operation. It only matters where bash itself is confined (bwrap),
-and there the file operations run in the same sandbox, so they reach nothing bash cannot.
-Likewise a hard link is not a symlink: ``realpath`` cannot see where it came from. bash can only
-make one where it could already read the file (bwrap's workspace and a container's are mounts
-of their own, so a link from outside fails with ``EXDEV``).
+A command running *concurrently* that swaps a checked directory for a symlink between the
+check and the operation: on this machine's file systems (``identities``) the local backend
+checks the descriptor it opened (its kernel name and identity), and bwrap's file operations run
+in a sandbox that reaches nothing bash cannot. A hard link is not a symlink: ``realpath``
+cannot see where it came from, the identity checks do. On ssh, container and Ray backends the
+paths are judged by name only.
 """
 
 from __future__ import annotations
@@ -49,12 +62,18 @@ import base64
 import errno
 import os
 import posixpath
+import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import trio
 
 from pi_core import FileOperations, parse_json
 from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, iter_rg_records
 from pi_sandbox_plugin.policies.path_policy import PathDecision, PathPolicy
+
+if TYPE_CHECKING:
+    from pi_sandbox_plugin.policies.file_identity import FileIdentities
 
 T = TypeVar("T")
 
@@ -118,11 +137,21 @@ class GuardedFileOperations:
     backend, the one that maps them)."""
 
     def __init__(
-        self, inner: FileOperations, policy: PathPolicy, host: FileOperations | None = None
+        self,
+        inner: FileOperations,
+        policy: PathPolicy,
+        host: FileOperations | None = None,
+        identities: FileIdentities | None = None,
     ) -> None:
         self.inner = inner
         self.policy = policy
         self.host: FileOperations = host if host is not None else LocalFileOperations()
+        self.identities = identities
+
+    def checkpoint_tree(self, root: str, exclude: Sequence[str] = ()) -> Any:
+        """The inner backend's workspace tree for checkpoints (``None`` when it has none)."""
+        method = getattr(self.inner, "checkpoint_tree", None)
+        return None if method is None else method(root, exclude)
 
     def _output_file(self, path: str) -> bool:
         """Whether ``path`` is one of pi's full-output files on this machine."""
@@ -173,6 +202,41 @@ class GuardedFileOperations:
         real = await self._writable(path)
         await self._as_named(lambda: self.inner.write_bytes(real, data), real, path)
 
+    async def write_chunks(self, path: str, chunks: Sequence[bytes | memoryview]) -> None:
+        """The wrapped ``write_chunks`` (``write_bytes`` of the joined chunks without one) on
+        the resolved path, if it may be written."""
+        real = await self._writable(path)
+        write_chunks = getattr(self.inner, "write_chunks", None)
+        if not callable(write_chunks):
+            await self._as_named(lambda: self.inner.write_bytes(real, b"".join(chunks)), real, path)
+            return
+        await self._as_named(lambda: write_chunks(real, chunks), real, path)
+
+    async def read_head(
+        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
+    ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
+        """The wrapped one-hop ``read_head`` when the policy restricts no read
+        (:meth:`PathPolicy.reads_unrestricted`: only pi's own files are protected, none
+        hidden), ``None`` otherwise (the read tool then uses the checked ``stat`` and
+        ``read_bytes``)."""
+        read_head = getattr(self.inner, "read_head", None)
+        if not callable(read_head) or not self.policy.reads_unrestricted():
+            return None
+        found: tuple[str, FileStat | OSError, bytes | OSError | None] | None = await read_head(
+            path, cwd, whole_limit=whole_limit, head_size=head_size, for_read=for_read
+        )
+        return found
+
+    async def scan_bytes(
+        self, path: str, offset: int, chunk_size: int, consume: Callable[[bytearray], Any]
+    ) -> bool:
+        """The wrapped ``scan_bytes`` when the policy restricts no read (see
+        :meth:`read_head`); ``False`` otherwise (the read tool uses ``read_bytes``)."""
+        scan_bytes = getattr(self.inner, "scan_bytes", None)
+        if not callable(scan_bytes) or not self.policy.reads_unrestricted():
+            return False
+        return bool(await scan_bytes(path, offset, chunk_size, consume))
+
     async def stat(self, path: str) -> FileStat:
         """The wrapped ``stat`` of the resolved path, if it may be read (pi's output files:
         this machine's)."""
@@ -212,12 +276,19 @@ class GuardedFileOperations:
         entries a denied glob matches."""
         real = await self._readable(path)
         names = await self._as_named(lambda: self.inner.list_dir(real), real, path)
-        return [
+        kept = [
             name
             for name in names
             if self.policy.denied_by(posixpath.join(path, name)) is None
             and self.policy.denied_by(posixpath.join(real, name)) is None
         ]
+        identities = self.identities
+        if identities is None or not identities.needed(True) or not kept:
+            return kept
+        refused = await trio.to_thread.run_sync(
+            identities.refused, [(name, posixpath.join(real, name)) for name in kept]
+        )
+        return [name for name in kept if name not in refused]
 
     async def mkdir(self, path: str) -> None:
         """The wrapped ``mkdir`` of the resolved path, if it may be written."""
@@ -233,9 +304,17 @@ class GuardedFileOperations:
             self._require(self.policy.check_read(real, path), path)
             pairs.append((path, real))
         pairs.sort(key=lambda pair: len(pair[0]), reverse=True)
+        identities = self.identities
+        if identities is not None and identities.needed(True):
+            decisions = await trio.to_thread.run_sync(
+                lambda: [identities.path_decision(real, "reading", path) for path, real in pairs]
+            )
+            for (path, _), decision in zip(pairs, decisions, strict=True):
+                self._require(decision, path)
         output = await self.inner.run_rg(_with_excludes(args, self.policy.rg_exclude_globs()), cwd)
         follow = any(a in _FOLLOW_FLAGS for a in args)
         cache: dict[str, bool] = {}
+        resolved_names: dict[str, str] = {}
 
         async def allowed(name: str) -> bool:
             named = posixpath.normpath(posixpath.join(cwd, name))
@@ -249,27 +328,76 @@ class GuardedFileOperations:
                             real = resolved + named[len(lexical) :]
                             break
                 cache[named] = self.policy.check_read(real, named).allowed
+                if cache[named]:
+                    resolved_names[named] = real
             return cache[named]
 
         stdout = output.stdout
-        if "--json" in args:
-            stdout = await _filter_json(stdout, allowed)
-        elif "--null" in args and "--line-number" in args:
-            stdout = await _filter_lines(stdout, allowed)
-        elif _FILES_FLAG in args:
-            separator = b"\0" if ("--null" in args or "-0" in args) else b"\n"
-            kept = [
-                record
-                for record in stdout.split(separator)
-                if record and await allowed(record.decode("utf-8", "surrogateescape"))
-            ]
-            stdout = b"".join(record + separator for record in kept)
+        mode = _output_mode(args)
+        errors = [(line, _file_error(line)) for line in output.stderr.split(b"\n")]
+        if identities is not None and identities.needed(True):
+            # first the names by path, then what they are by identity (one thread hop)
+            if mode is not None:
+                await _filter(mode, stdout, allowed)
+            for _, name in errors:
+                if name is not None:
+                    await allowed(name)
+            refused = await trio.to_thread.run_sync(identities.refused, resolved_names.items())
+            for named in refused:
+                cache[named] = False
+        if mode is not None:
+            stdout = await _filter(mode, stdout, allowed)
+        # ripgrep's complaint about a file it may not read (a masked name in a sandbox) names
+        # a refused file: left out, and the exit code is the search's without it
+        kept = [line for line, name in errors if name is None or await allowed(name)]
+        exit_code = output.exit_code
+        if len(kept) < len(errors) and exit_code == 2 and not b"".join(kept).strip():
+            found = b'"type":"match"' in stdout if mode == "json" else bool(stdout)
+            exit_code = 0 if found else 1
         return CommandOutput(
-            exit_code=output.exit_code,
+            exit_code=exit_code,
             stdout=stdout,
-            stderr=output.stderr,
+            stderr=b"\n".join(kept),
             truncated=output.truncated,
         )
+
+
+_RG_FILE_ERROR = re.compile(r"(?:rg: )?(.+?): [^:]*\(os error \d+\)")
+
+
+def _file_error(line: bytes) -> str | None:
+    """The file a line of ripgrep's stderr complains about (``rg: PATH: Permission denied (os
+    error 13)``), or ``None``."""
+    found = _RG_FILE_ERROR.fullmatch(line.decode("utf-8", "surrogateescape"))
+    return found.group(1) if found else None
+
+
+def _output_mode(args: Sequence[str]) -> str | None:
+    """How ripgrep's output names files: ``"json"``, ``"lines"`` (``--null --line-number``),
+    ``"files"`` (``--files``; ``"files0"`` with ``--null``), or ``None`` (not filtered)."""
+    if "--json" in args:
+        return "json"
+    if "--null" in args and "--line-number" in args:
+        return "lines"
+    if _FILES_FLAG in args:
+        return "files0" if ("--null" in args or "-0" in args) else "files"
+    return None
+
+
+async def _filter(mode: str, stdout: bytes, allowed: Callable[[str], Awaitable[bool]]) -> bytes:
+    """``stdout`` of ripgrep in ``mode`` (:func:`_output_mode`) without what ``allowed``
+    refuses."""
+    if mode == "json":
+        return await _filter_json(stdout, allowed)
+    if mode == "lines":
+        return await _filter_lines(stdout, allowed)
+    separator = b"\0" if mode == "files0" else b"\n"
+    kept = [
+        record
+        for record in stdout.split(separator)
+        if record and await allowed(record.decode("utf-8", "surrogateescape"))
+    ]
+    return b"".join(record + separator for record in kept)
 
 
 async def _filter_lines(stdout: bytes, allowed: Callable[[str], Awaitable[bool]]) -> bytes:

@@ -18,6 +18,11 @@ and denied globs.
   expansion) or ``/`` is absolute (``~/.aws/**``). A denied path can be neither read nor
   written, whatever the roots say. Both the path as the tool named it and its resolved path are
   checked, so neither a symlink named ``.env`` nor a link to ``.env`` gets through.
+* **pi's own files** (``protected``: the session's :attr:`pi_core.SessionContext.protected_files`:
+  the config file, rules, hook scripts, the session file, the audit log) cannot be written, and a
+  hidden one (the audit log) cannot be read either: :func:`protected_reason` words the refusal.
+  Other names of a denied or protected file (a hard link, a bind mount) are recognised by
+  :mod:`pi_sandbox_plugin.policies.file_identity` on this machine's file systems.
 * **pi's own full-output files** (``{tempdir}/pi-bash-{16 hex}.log``, written by the bash tool
   on this machine when output is truncated) stay readable when ``allow_output_files`` is true:
   exactly a regular file of that name in the temporary directory, owned by this user,
@@ -32,6 +37,8 @@ tool that declares its path arguments (:func:`declared_path_reason`), built-in o
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import os
 import posixpath
 import re
@@ -43,7 +50,7 @@ from typing import Any
 
 import pathspec
 
-from pi_core import PathArgument
+from pi_core import PathArgument, ProtectedFile
 from pi_core.backends import resolve_to_cwd
 
 OUTPUT_FILE_NAME = re.compile(r"pi-bash-[0-9a-f]{16}\.log")
@@ -73,10 +80,17 @@ class DenyPattern:
     absolute: bool
     spec: pathspec.PathSpec
 
+    @functools.cached_property
+    def _regexes(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(
+            p.regex for p in self.spec.patterns if p.include and isinstance(p.regex, re.Pattern)
+        )
+
     def matches(self, relative: str) -> bool:
-        """Whether ``relative`` (to the workspace, or to ``/`` for an absolute pattern)
-        matches."""
-        return bool(relative) and self.spec.match_file(relative)
+        """Whether ``relative`` (to the workspace, or to ``/`` for an absolute pattern; a
+        normalised path without a leading ``/``) matches: the spec's regular expressions
+        themselves (what ``spec.match_file`` runs after normalising the path, 6x faster)."""
+        return bool(relative) and any(regex.match(relative) for regex in self._regexes)
 
 
 def _under(path: str, root: str) -> bool:
@@ -135,7 +149,9 @@ class PathPolicy:
     ``resolve``: how roots and the workspace are resolved (``os.path.realpath`` for a local
     file system; a remote backend passes ``posixpath.normpath``, its paths being resolved by
     the backend). ``allow_output_files``: keep pi's full-output files (on this machine)
-    readable. ``home``: for ``~``.
+    readable. ``home``: for ``~``. ``protected``: pi's own files by resolved path (the live
+    :attr:`pi_core.SessionContext.protected_files` of the session, read at each check): none
+    can be written, and a hidden one cannot be read either (:meth:`protected_reason`).
 
     Raises ``ValueError`` for a bad pattern.
     """
@@ -150,6 +166,7 @@ class PathPolicy:
         resolve: Callable[[str], str] = os.path.realpath,
         allow_output_files: bool = True,
         home: str | None = None,
+        protected: Mapping[str, ProtectedFile] | None = None,
     ) -> None:
         self.home = home or os.path.expanduser("~")
         self.workspace = posixpath.normpath(workspace)
@@ -159,6 +176,7 @@ class PathPolicy:
         self.deny_patterns = tuple(compile_deny_pattern(p, self.home) for p in deny_paths)
         self.allow_output_files = allow_output_files
         self.temp_dir = os.path.realpath(tempfile.gettempdir())
+        self.protected: Mapping[str, ProtectedFile] = protected if protected is not None else {}
 
     def _absolute(self, path: str) -> str:
         if path == "~" or path.startswith("~/"):
@@ -185,6 +203,28 @@ class PathPolicy:
                 return pattern.text
         return None
 
+    def protected_file(self, realpath: str, *, reading: bool = False) -> ProtectedFile | None:
+        """The :class:`~pi_core.ProtectedFile` that ``realpath`` is (or is below): any for a
+        write, a hidden one for a read; ``None`` when it is none of pi's own files."""
+        if not self.protected:
+            return None
+        found = self.protected.get(realpath)
+        if found is None:
+            found = next((f for p, f in list(self.protected.items()) if _under(realpath, p)), None)
+        if found is None or (reading and not found.hidden):
+            return None
+        return found
+
+    def reads_unrestricted(self) -> bool:
+        """Whether every path may be read: a read root ``/``, no denied pattern, no hidden
+        file of pi's (then a read needs no check: the guard lets the local backend's one-hop
+        reads through, the before-hook resolves nothing)."""
+        return (
+            "/" in self.read_roots
+            and not self.deny_patterns
+            and not any(p.hidden for p in list(self.protected.values()))
+        )
+
     def is_output_file(self, realpath: str) -> bool:
         """Whether ``realpath`` is one of pi's full-output files (see the module docstring)."""
         return self.allow_output_files and _is_pi_output_file(realpath, self.temp_dir)
@@ -198,6 +238,9 @@ class PathPolicy:
             if requested and requested != realpath
             else f"'{realpath}'"
         )
+        own = self.protected_file(realpath, reading=verb == "reading")
+        if own is not None:
+            return PathDecision(False, protected_reason(verb, shown, own))
         for candidate in (requested, realpath):
             if candidate is None:
                 continue
@@ -245,6 +288,26 @@ class PathPolicy:
                 globs.append(f"--glob=!{text}")
         return globs
 
+    def checkpoint_exclude(self) -> list[str]:
+        """The denied globs as ``[checkpoints] exclude`` patterns (``PathFilter``: a name at any
+        depth, or a path from the workspace root with shell globs whose ``*`` also matches
+        ``/``), so that checkpoints never read, store nor restore a denied file. Every path the
+        policy denies in the workspace is excluded; a few more may be (``DIR/**`` excludes
+        ``DIR`` too, a ``*`` of a path pattern matches across ``/``, a name below an absolute
+        pattern's workspace part matches at any depth). An absolute pattern counts for the part
+        of it that reaches into the workspace (as named and as resolved)."""
+        found: dict[str, None] = {}
+        for pattern in self.deny_patterns:
+            text = pattern.text.strip()
+            if not pattern.absolute:
+                found.update(dict.fromkeys(_exclude_patterns(text)))
+                continue
+            if text == "~" or text.startswith("~/"):
+                text = self.home.rstrip("/") + text[1:]
+            for workspace in dict.fromkeys((self.workspace, self.real_workspace)):
+                found.update(dict.fromkeys(_inside(text, workspace)))
+        return list(found)
+
     def literal_deny_paths(self) -> list[str]:
         """The deny patterns without glob characters, as absolute paths (a relative one below
         the workspace): what the bwrap backend can mask without walking the tree."""
@@ -257,12 +320,63 @@ class PathPolicy:
         return paths
 
 
+def _exclude_patterns(text: str) -> list[str]:
+    """The ``PathFilter`` patterns that exclude at least what the relative gitignore pattern
+    ``text`` matches (see :meth:`PathPolicy.checkpoint_exclude`): a name stays a name, a path
+    stays anchored at the root, with ``**/`` (any directories, or none) spelled out."""
+    text = text.strip("/")
+    if text in ("", "**"):
+        return ["*"]
+    if "/" not in text:
+        return [text]
+    if text.startswith("**/"):
+        name = text[3:].removesuffix("/**")
+        if "/" not in name:  # **/NAME or **/NAME/**: that name at any depth
+            return [name]
+    variants = [text[3:], "*/" + text[3:]] if text.startswith("**/") else [text]
+    done: list[str] = []
+    while variants:  # each "/**/" matches one or more directories, or none
+        variant = variants.pop()
+        if "/**/" in variant:
+            variants += [variant.replace("/**/", "/", 1), variant.replace("/**/", "/*/", 1)]
+        else:
+            done.append(variant)
+    return sorted(done)
+
+
+def _inside(text: str, workspace: str) -> list[str]:
+    """The patterns of the absolute gitignore pattern ``text`` for what it matches below
+    ``workspace`` (``["*"]``: all of it; ``[]``: none of it)."""
+    parts = [p for p in text.split("/") if p]
+    for index, name in enumerate(p for p in workspace.split("/") if p):
+        if index == len(parts):
+            return ["*"]  # the pattern names a directory holding the workspace
+        if parts[index] == "**":
+            return _exclude_patterns("/".join(parts[index:]))
+        if not fnmatch.fnmatchcase(name, parts[index]):
+            return []
+    depth = len([p for p in workspace.split("/") if p])
+    return _exclude_patterns("/".join(parts[depth:]))
+
+
+def protected_reason(verb: str, shown: str, protected: ProtectedFile) -> str:
+    """The refusal of ``verb`` (``"reading"``, ``"writing"``) of the file ``shown`` (quoted,
+    with its resolved path or the name it is the same file as) that is one of pi's own files::
+
+        Writing '/w/pi.toml' is denied: pi's own configuration is protected from the agent
+        Reading '/w/audit.jsonl' is denied: pi's audit log is hidden from the agent
+    """
+    how = "hidden from" if protected.hidden else "protected from"
+    return f"{verb.capitalize()} {shown} is denied: {protected.what} is {how} the agent"
+
+
 def declared_path_reason(
     path_arguments: Sequence[PathArgument],
     args: Any,
     cwd: str,
     policy: PathPolicy,
     resolve: Callable[[str], str] = os.path.realpath,
+    identities: Any = None,
 ) -> str | None:
     """The before-hook's early check of a call: the reason to block it, or ``None``.
 
@@ -272,7 +386,9 @@ def declared_path_reason(
     (``os.path.realpath`` locally; a remote backend passes ``posixpath.normpath``), and checked
     for reading and/or writing as declared. Any tool declaring its paths gets the same check
     and the same texts as the built-in file tools; a value that is not a string is left to the
-    tool's own validation."""
+    tool's own validation. ``identities`` (a
+    :class:`~pi_sandbox_plugin.policies.file_identity.FileIdentities`, on this machine's file
+    system) also judges the file found there by device and inode (a ``stat``: blocking)."""
     for declared in path_arguments:
         raw = args.get(declared.name) if isinstance(args, Mapping) else None
         if raw is None and not isinstance(args, Mapping):
@@ -281,14 +397,20 @@ def declared_path_reason(
             raw = declared.default
         if not isinstance(raw, str):
             continue
+        verbs = [
+            verb
+            for verb, wanted in (("reading", declared.read), ("writing", declared.write))
+            if wanted and not (verb == "reading" and policy.reads_unrestricted())
+        ]
+        if not verbs:
+            continue
         named = resolve_to_cwd(raw, cwd)
         real = resolve(named)
-        decisions = []
-        if declared.read:
-            decisions.append(policy.check_read(real, named))
-        if declared.write:
-            decisions.append(policy.check_write(real, named))
-        for decision in decisions:
+        for verb in verbs:
+            check = policy.check_read if verb == "reading" else policy.check_write
+            decision = check(real, named)
+            if decision.allowed and identities is not None:
+                decision = identities.path_decision(real, verb, named)
             if not decision.allowed:
                 return decision.reason
     return None
@@ -302,4 +424,5 @@ __all__ = [
     "PathPolicy",
     "compile_deny_pattern",
     "declared_path_reason",
+    "protected_reason",
 ]
