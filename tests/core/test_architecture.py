@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pi_core._providers",),
     ("pi_core._loop",),
     ("pi_core._plugins", "pi_core.hookspecs"),
+    ("pi_core._report",),
     ("pi_core._cli",),
     ("pi_core", "pi_core.backends", "pi_core.providers", "pi_core.testing", "_pi_entry"),
 )
@@ -74,8 +75,10 @@ no floor (and fails the test) until it is given one here.
 8. ``_plugins`` and ``hookspecs``: pluggy: the manager, the typed facade that turns hook
    implementations into the loop's plain callbacks, ``build_session``, the built-in providers
    plugin;
-9. ``_cli``: the ``pi`` command;
-10. the public doors (``pi_core``, ``pi_core.backends``, ``pi_core.providers``), the testing
+9. ``_report``: what a session did, for a person: the HTML session report and the
+   OpenTelemetry spans of the tool calls (observes hook calls, so above ``_plugins``);
+10. ``_cli``: the ``pi`` command;
+11. the public doors (``pi_core``, ``pi_core.backends``, ``pi_core.providers``), the testing
     plugin (which runs ``pi``) and the console script.
 """
 

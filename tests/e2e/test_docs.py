@@ -243,7 +243,7 @@ def test_command_plugin_snippet(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert missing.stderr == (
         "pi: error: argument COMMAND: invalid choice: 'hello' "
-        "(choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'config', 'policy',"
+        "(choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'config', 'export', 'policy',"
         " 'mcp')\n"
     )
 

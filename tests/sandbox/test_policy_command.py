@@ -72,7 +72,7 @@ def test_unknown_command_is_still_one_line_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr == (
         "pi: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', "
-        "'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'config', 'policy', 'mcp')\n"
+        "'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'config', 'export', 'policy', 'mcp')\n"
     )
 
 

@@ -26,11 +26,11 @@ from cli_helpers import PI, start_waiting
         (["call", "echo", "{}", "--bogus"], "unrecognized arguments: --bogus"),
         (
             ["frobnicate"],
-            "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'config')",
+            "argument COMMAND: invalid choice: 'frobnicate' (choose from 'plugins', 'tools', 'call', 'replay', 'run', 'checkpoints', 'rewind', 'config', 'export')",
         ),
         (
             [],
-            "a command is required: plugins, tools, call, replay, run, checkpoints, rewind or config",
+            "a command is required: plugins, tools, call, replay, run, checkpoints, rewind, config or export",
         ),
         (["replay", "missing.jsonl"], "cannot read missing.jsonl: No such file or directory"),
         (["replay"], "the following arguments are required: FILE"),

@@ -199,7 +199,7 @@ def test_no_command_lists_plugin_commands(pi: Callable[..., Result]) -> None:
     assert (r.status, r.out) == (2, "")
     assert (
         r.err
-        == "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind, config or greet\n"
+        == "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind, config, export or greet\n"
     )
 
 
@@ -208,7 +208,7 @@ def test_no_command_without_plugin_commands(pi: Callable[..., Result]) -> None:
     assert (r.status, r.out, r.err) == (
         2,
         "",
-        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind or config\n",
+        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind, config or export\n",
     )
 
 
@@ -219,7 +219,7 @@ def test_no_command_when_plugins_fail_to_load_lists_the_builtins(
     assert (r.status, r.out, r.err) == (
         2,
         "",
-        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind or config\n",
+        "pi: error: a command is required: plugins, tools, call, replay, run, checkpoints, rewind, config or export\n",
     )
 
 
@@ -237,6 +237,7 @@ def test_help_lists_plugin_commands(pi: Callable[..., Result]) -> None:
         "checkpoints",
         "rewind",
         "config",
+        "export",
         "greet",
     ]
     assert "    greet           say hello" in lines

@@ -79,6 +79,8 @@ def run_command(ctx: CommandContext) -> int:
         if args.parallel is not None or args.more_files:
             if args.verify or args.events:
                 raise UsageError("--verify and --events replay one FILE (not with --parallel)")
+            if args.report is not None:
+                raise UsageError("--report replays one FILE (not with --parallel)")
             from pi_core._cli.replay_parallel import cmd_replay_parallel
 
             return cmd_replay_parallel(ctx)
@@ -97,6 +99,10 @@ def run_command(ctx: CommandContext) -> int:
         from pi_core._cli.checkpoints import cmd_checkpoints, cmd_rewind
 
         return cmd_checkpoints(ctx) if ctx.args.command == "checkpoints" else cmd_rewind(ctx)
+    if ctx.args.command == "export":
+        from pi_core._cli.export import cmd_export
+
+        return cmd_export(ctx)
     raise UsageError(f"unknown command {ctx.args.command!r}")  # pragma: no cover - argparse
 
 

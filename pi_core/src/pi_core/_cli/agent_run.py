@@ -32,6 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pi_core._cli.context import CommandContext
+from pi_core._cli.export import check_report_path, write_report_file
 from pi_core._cli.interrupt import run_in_session
 from pi_core._cli.output import write_json_line
 from pi_core._cli.parser import UsageError
@@ -39,6 +40,7 @@ from pi_core._cli.session_writer import SessionWriter, open_session_file
 from pi_core._cli.system_prompt import build_system_prompt
 from pi_core._loop.config import TurnInfo
 from pi_core._pipeline.config import AgentContext
+from pi_core._report.recorder import ReportRecorder
 from pi_core._session.context import SESSION_FILE
 from pi_core._wire.messages import TextContent, UserMessage
 
@@ -113,6 +115,8 @@ def cmd_run(ctx: CommandContext) -> int:
             raise UsageError("a PROMPT is required with --model")
         spec, note, prompt_text = args.model, None, args.prompt
         cwd = ctx.cwd()
+    if args.report is not None:
+        check_report_path(args.report)
     session_out = open_session_file(args.session) if args.session is not None else None
     try:
         if args.model is None:
@@ -147,6 +151,9 @@ def cmd_run(ctx: CommandContext) -> int:
 
     turns = 0
     stopped_by_limit = False
+    recorder = (
+        ReportRecorder("pi run", "pi run", cwd=cwd, model=spec) if args.report is not None else None
+    )
 
     async def should_stop(info: TurnInfo) -> bool:
         nonlocal turns, stopped_by_limit
@@ -160,6 +167,8 @@ def cmd_run(ctx: CommandContext) -> int:
     last_stop: list[str] = []
 
     async def emit(event: Any) -> None:
+        if recorder is not None:
+            recorder.observe(event)
         if args.json:
             write_json_line(ctx.stdout, event.to_json_dict())
         else:
@@ -186,6 +195,11 @@ def cmd_run(ctx: CommandContext) -> int:
         interrupted = run_in_session(session, run)
     finally:
         writer.close()
+        if recorder is not None:
+            report = recorder.report(
+                audit=args.audit, session_id=session.session_context.session_id
+            )
+            write_report_file(report, args.report, "--report")
     if view is not None:
         if stopped_by_limit:
             view.notice(f"stopped after {_turns(turns)} (--max-turns {args.max_turns})")

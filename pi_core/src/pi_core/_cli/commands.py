@@ -241,24 +241,41 @@ def cmd_call(ctx: CommandContext) -> int:
 
     outcomes: list[Any] = []
     records: list[tuple[Any, Any]] = []
+    # no events for plugins; telemetry, when on, sees the call's (and its nested calls') start
+    # and end to make their spans
+    telemetry = ctx.plugin_manager.get_plugin("pi-telemetry")
+    observe: Any = telemetry.pi_on_event if telemetry is not None else (lambda event: None)
 
     async def call(abort: Abort) -> None:
         from pi_core._pipeline.nested import NestedCallRunner
         from pi_core._pipeline.pipeline import run_tool_call
+        from pi_core._wire.events import ToolExecutionEndEvent, ToolExecutionStartEvent
 
         message = AssistantMessage(content=[tool_call], stop_reason="toolUse")
         context = AgentContext(messages=[message], tools=list(session.tools))
         # the call's nested calls (a codemode script's tool calls) run; their events are dropped
         runner = NestedCallRunner(context, config, abort)
-        tool_context = runner.root_context(tool_call.id, lambda event: None)
-        outcomes.append(
-            await run_tool_call(
-                tool_call,
-                context,
-                config,
-                assistant_message=message,
-                abort=abort,
-                tool_context=tool_context,
+        tool_context = runner.root_context(tool_call.id, observe)
+        observe(
+            ToolExecutionStartEvent(
+                tool_call_id=tool_call.id, tool_name=tool_call.name, args=arguments
+            )
+        )
+        outcome = await run_tool_call(
+            tool_call,
+            context,
+            config,
+            assistant_message=message,
+            abort=abort,
+            tool_context=tool_context,
+        )
+        outcomes.append(outcome)
+        observe(
+            ToolExecutionEndEvent(
+                tool_call_id=tool_call.id,
+                tool_name=tool_call.name,
+                result=outcome.result,
+                is_error=outcome.is_error,
             )
         )
         records.append(runner.take_record(tool_call.id))

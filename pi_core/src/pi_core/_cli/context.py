@@ -106,6 +106,7 @@ class CommandContext:
         audit = getattr(self.args, "audit", None)
         if audit is not None:
             self._check_audit(audit, cwd)
+        self._telemetry(pm, host)
         try:
             return build_session(
                 pm, cwd, self.config.data, host=host, approval=approval, audit=audit
@@ -116,6 +117,36 @@ class CommandContext:
             raise PluginError(
                 f"a plugin failed while setting up tools: {type(e).__name__}: {e}"
             ) from e
+
+    def _telemetry(self, pm: Any, host: str) -> None:
+        """Register the OpenTelemetry plugin when ``[telemetry]`` or the ``OTEL_*`` variables
+        turn it on (:mod:`pi_core._report.telemetry`; nothing of OpenTelemetry is imported
+        otherwise). A ``[telemetry]`` table pi cannot use is a usage error; without the
+        ``otel`` extra installed, one line says how to get it."""
+        if "telemetry" not in self.config.data and not any(
+            name.startswith("OTEL_EXPORTER_OTLP") for name in os.environ
+        ):
+            return  # off: the start-up of every command imports nothing more
+        from pi_core._report.settings import TelemetryConfigError, telemetry_settings
+
+        try:
+            settings = telemetry_settings(self.config.data)
+        except TelemetryConfigError as e:
+            where = self.config.path if self.config.path is not None else "pi.toml"
+            raise UsageError(f"{where}: {e}") from None
+        if settings is None:
+            return
+        from pi_core._report.telemetry import PLUGIN_NAME, enable_telemetry
+
+        if pm.get_plugin(PLUGIN_NAME) is not None:
+            return
+        try:
+            enable_telemetry(pm, settings, host)
+        except ImportError:
+            raise UsageError(
+                "telemetry is on but OpenTelemetry is not installed: "
+                "pip install 'pi-tool-core[otel]'"
+            ) from None
 
     @staticmethod
     def _check_audit(path: str, cwd: str) -> None:

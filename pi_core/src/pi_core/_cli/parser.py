@@ -83,6 +83,7 @@ BUILTIN_COMMANDS = (
     "checkpoints",
     "rewind",
     "config",
+    "export",
 )
 """The commands of the core; plugins add others through ``pi_register_commands``."""
 
@@ -286,6 +287,7 @@ def build_parser(
         metavar="FILE",
         help="append every policy decision to FILE as JSON Lines (the audit log)",
     )
+    _add_report_option(replay)
     replay.add_argument(
         "--events",
         action="store_true",
@@ -380,6 +382,7 @@ def build_parser(
         metavar="FILE",
         help="append every policy decision to FILE as JSON Lines (the audit log)",
     )
+    _add_report_option(run)
     run.add_argument("--base-url", metavar="URL", help="the provider's base URL")
     run.add_argument(
         "--strict-tools",
@@ -450,9 +453,34 @@ def build_parser(
     config.add_argument("--cwd", metavar="DIR", help="session working directory (default: .)")
     config.add_argument("--json", action="store_true", help="print a JSON object")
 
+    export = command(
+        "export", "write a session as one self-contained HTML report (opens from disk, offline)"
+    )
+    export.add_argument(
+        "file", metavar="SESSION", help="a Pi session file (pi's or Pi 1.6's) or message JSONL"
+    )
+    export.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="the HTML file to write (default: SESSION's name with .html, in the current folder)",
+    )
+    export.add_argument(
+        "--audit",
+        metavar="FILE",
+        help="an audit log (JSON Lines) whose policy decisions are shown beside their calls",
+    )
     for extra in extra_commands:
         extra.configure(command(extra.name, extra.help))
     return parser
+
+
+def _add_report_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--report",
+        metavar="FILE",
+        help="at the end, write the run as an HTML report to FILE (see pi export)",
+    )
 
 
 def global_options(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]:

@@ -225,8 +225,34 @@ def respect_replay_policy(
 def cmd_replay(ctx: CommandContext) -> int:
     """``pi replay FILE [--cwd DIR] [--json] [--events] [--sequential] [--exposure N=L,...]
     [--tool-search] [--codemode] [--codemode-python] [--respect-replay-policy]``."""
-    session, replay = prepare_replay(ctx, ctx.args.file, lambda hooks: _Sink(ctx, hooks).emit)
-    interrupted = run_in_session(session, replay)
+    report_path = getattr(ctx.args, "report", None)
+    if report_path is None:
+        session, replay = prepare_replay(ctx, ctx.args.file, lambda hooks: _Sink(ctx, hooks).emit)
+        interrupted = run_in_session(session, replay)
+        return 130 if interrupted else 0
+    from pi_core._cli.export import check_report_path, write_report_file
+    from pi_core._report.recorder import ReportRecorder
+
+    check_report_path(report_path)
+    recorder = ReportRecorder(ctx.args.file, "pi replay", cwd=ctx.cwd())
+
+    def make_emit(hooks: PluginHooks) -> Callable[[Any], Awaitable[None]]:
+        sink = _Sink(ctx, hooks)
+
+        async def emit(event: Any) -> None:
+            recorder.observe(event)
+            await sink.emit(event)
+
+        return emit
+
+    session, replay = prepare_replay(ctx, ctx.args.file, make_emit)
+    try:
+        interrupted = run_in_session(session, replay)
+    finally:
+        report = recorder.report(
+            audit=ctx.args.audit, session_id=session.session_context.session_id
+        )
+        write_report_file(report, report_path, "--report")
     return 130 if interrupted else 0
 
 

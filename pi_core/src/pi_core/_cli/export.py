@@ -1,0 +1,66 @@
+"""``pi export SESSION [-o FILE.html] [--audit AUDIT.jsonl]``, and ``--report FILE`` of
+``pi run``, ``pi replay`` and ``pi mcp serve``: the HTML session report
+(:mod:`pi_core._report`).
+
+``pi export`` prints one line, ``wrote FILE.html (N calls, SIZE)``. A session or audit file it
+cannot read, or an output it cannot write, is a usage error (one line on stderr, exit 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pi_core._cli.context import CommandContext
+from pi_core._cli.parser import UsageError
+
+
+def _size(n: int) -> str:
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def write_report_file(report: dict[str, Any], path: str, option: str) -> int:
+    """Write ``report``'s page to ``path``; its size in bytes. A path pi cannot write is a
+    :class:`UsageError` ``OPTION PATH: cannot write: REASON``."""
+    from pi_core._report.html import render_html
+
+    data = render_html(report).encode("utf-8")
+    try:
+        Path(path).write_bytes(data)
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write: {e.strerror or e}") from None
+    return len(data)
+
+
+def check_report_path(path: str, option: str = "--report") -> None:
+    """Refuse, before a run starts, a report path whose folder does not exist or that is a
+    folder (the report is written at the end; a run should not be lost to a typo)."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{option} {path}: cannot write: Is a directory")
+    if not target.parent.is_dir():
+        raise UsageError(f"{option} {path}: cannot write: No such file or directory")
+
+
+def cmd_export(ctx: CommandContext) -> int:
+    """``pi export``: see the module docstring."""
+    from pi_core._report.model import SessionFileError, report_from_files
+
+    args = ctx.args
+    output = args.output
+    if output is None:
+        output = Path(args.file).with_suffix(".html").name
+    check_report_path(output, "-o")
+    try:
+        report = report_from_files(args.file, args.audit)
+    except SessionFileError as e:
+        raise UsageError(str(e)) from None
+    size = write_report_file(report, output, "-o")
+    calls = report["summary"]["calls"]
+    ctx.stdout.write(f"wrote {output} ({calls} call{'' if calls == 1 else 's'}, {_size(size)})\n")
+    return 0
+
+
+__all__ = ["check_report_path", "cmd_export", "write_report_file"]
