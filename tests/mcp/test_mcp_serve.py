@@ -80,6 +80,7 @@ def server_env(project: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PI_")}
     env["PYTHONPATH"] = str(project.parent)
     env["PI_LIFECYCLE_LOG"] = str(project.parent / "lifecycle.jsonl")
+    env["XDG_STATE_HOME"] = str(project.parent / "state")
     env.update(extra)
     return env
 
@@ -114,29 +115,44 @@ async def stdio_session(
                 yield session
 
 
+TOKENS: dict[str, str] = {}
+"""The bearer token of each running ``http_server`` by URL (read from the file it names)."""
+
+
 @contextlib.asynccontextmanager
 async def http_server(
     project: Path, *serve_args: str, config: str | None = None, env: dict[str, str] | None = None
 ) -> AsyncIterator[str]:
-    """``pi mcp serve --http 127.0.0.1:0`` as a process; yields the URL it prints. Ends it with
-    SIGTERM and checks its exit status is 0."""
+    """``pi mcp serve --http 127.0.0.1:0`` as a process; yields the URL it prints (its token,
+    when it generated one, is ``TOKENS[url]``). Ends it with SIGTERM and checks its exit status
+    is 0 and that its stderr never showed the token."""
     (project.parent / "lifecycle_probe.py").write_text(LIFECYCLE_PLUGIN)
     command = [PI, "--config", config or config_of(project), "-p", "lifecycle_probe"]
     command += ["mcp", "serve", "--cwd", str(project), "--http", "127.0.0.1:0", *serve_args]
     process = await trio.lowlevel.open_process(
         command, stderr=subprocess.PIPE, env=env or server_env(project)
     )
+    url = ""
+    seen = b""
     try:
         assert process.stderr is not None
-        seen = b""
         with trio.fail_after(30):
             while b"/mcp\n" not in seen:
                 chunk = await process.stderr.receive_some(4096)
                 assert chunk, f"pi mcp serve exited: {seen.decode()}"
                 seen += chunk
-        line = seen.decode().strip()
-        assert line.startswith("pi: MCP server at http://127.0.0.1:"), line
-        yield line.removeprefix("pi: MCP server at ")
+        lines = seen.decode().splitlines()
+        assert lines[-1].startswith("pi: MCP server at http://127.0.0.1:"), lines
+        url = lines[-1].removeprefix("pi: MCP server at ")
+        port = url.rsplit(":", 1)[1].removesuffix("/mcp")
+        token_path = project.parent / "state" / "pi" / f"mcp-serve-{port}.token"
+        if "--no-auth" not in serve_args and "--token-env" not in serve_args:
+            assert lines[:-1] == [
+                f"pi: the bearer token is in {token_path} (send 'Authorization: Bearer TOKEN')"
+            ]
+            assert oct(token_path.stat().st_mode & 0o777) == "0o600"
+            TOKENS[url] = token_path.read_text().strip()
+        yield url
     finally:
         with trio.CancelScope(shield=True):
             if process.returncode is None:
@@ -146,12 +162,22 @@ async def http_server(
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+            token = TOKENS.pop(url, None)
     assert process.returncode == 0
+    if token is not None:
+        assert token.encode() not in seen
+        assert not token_path.exists()  # removed when the server stops
+
+
+def bearer(url: str) -> dict[str, str]:
+    """The ``Authorization`` header of the ``http_server`` at ``url``."""
+    return {"Authorization": f"Bearer {TOKENS[url]}"}
 
 
 @contextlib.asynccontextmanager
 async def http_session(url: str, headers: dict[str, str] | None = None):
-    client = create_mcp_http_client(headers=headers)
+    """An initialized ``ClientSession`` on ``url`` (with its generated token by default)."""
+    client = create_mcp_http_client(headers=bearer(url) if headers is None else headers)
     async with client, streamable_http_client(url, http_client=client) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
@@ -473,7 +499,8 @@ async def test_http_2026_protocol_requests_each_get_a_session(project: Path) -> 
     # the SDK's high-level Client speaks the 2026-07-28 protocol: no handshake, no MCP session
     with trio.fail_after(90):
         async with http_server(project) as url:
-            async with Client(url) as client:
+            http = create_mcp_http_client(headers=bearer(url))
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
                 read = await client.call_tool("read", {"path": "a.txt"})
                 bash = await client.call_tool("bash", {"command": "echo modern"})
             with trio.fail_after(10):
@@ -490,7 +517,37 @@ async def test_http_2026_protocol_requests_each_get_a_session(project: Path) -> 
 
 @SDK_HTTP_CLIENT_WARNINGS[0]
 @SDK_HTTP_CLIENT_WARNINGS[1]
-async def test_http_bearer_token(project: Path) -> None:
+async def test_http_requires_a_generated_bearer_token_by_default(project: Path) -> None:
+    with trio.fail_after(90):
+        async with http_server(project) as url:
+            token = TOKENS[url]
+            async with httpx2.AsyncClient() as client:
+                anonymous = await client.post(url, json={})
+                wrong = await client.post(url, json={}, headers={"Authorization": "Bearer nope"})
+                basic = await client.post(url, json={}, headers={"Authorization": "Basic eDp5"})
+            async with http_session(url) as session:
+                result = await session.call_tool("bash", {"command": "echo authorised"})
+    assert len(token) == 43
+    assert (anonymous.status_code, wrong.status_code, basic.status_code) == (401, 401, 401)
+    assert anonymous.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+    missing = {
+        "error": "invalid_token",
+        "error_description": "this server requires a bearer token: send 'Authorization: Bearer "
+        "TOKEN' (pi mcp serve printed the file that holds TOKEN, or it is the value of "
+        "--token-env VAR)",
+    }
+    assert (anonymous.json(), basic.json()) == (missing, missing)
+    assert wrong.json() == {
+        "error": "invalid_token",
+        "error_description": "the bearer token is wrong (the server's token is new each time "
+        "it starts)",
+    }
+    assert texts(result) == ["authorised\n"]
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_http_bearer_token_from_the_environment(project: Path) -> None:
     env = server_env(project, PI_TEST_MCP_TOKEN="s3cret")
     with trio.fail_after(90):
         async with http_server(project, "--token-env", "PI_TEST_MCP_TOKEN", env=env) as url:
@@ -500,8 +557,39 @@ async def test_http_bearer_token(project: Path) -> None:
             async with http_session(url, {"Authorization": "Bearer s3cret"}) as session:
                 result = await session.call_tool("bash", {"command": "echo authorised"})
     assert (anonymous.status_code, wrong.status_code) == (401, 401)
-    assert anonymous.headers["www-authenticate"] == 'Bearer error="invalid_token"'
     assert texts(result) == ["authorised\n"]
+    assert not (project.parent / "state").exists()  # no token file for a token pi did not make
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_http_no_auth_admits_anyone_with_a_warning(project: Path) -> None:
+    env = server_env(project)
+    command = [PI, "--config", config_of(project), "mcp", "serve", "--cwd", str(project)]
+    command += ["--http", "127.0.0.1:0", "--no-auth"]
+    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE, env=env)
+    seen = b""
+    try:
+        assert process.stderr is not None
+        with trio.fail_after(30):
+            while b"/mcp\n" not in seen:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, seen.decode()
+                seen += chunk
+        url = seen.decode().splitlines()[-1].removeprefix("pi: MCP server at ")
+        async with http_session(url, {}) as session:
+            result = await session.call_tool("bash", {"command": "echo open"})
+    finally:
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(15):
+            await process.wait()
+    assert seen.decode().splitlines() == [
+        f"pi: warning: --no-auth: anyone who can reach {url} can run the offered tools as this "
+        "user",
+        f"pi: MCP server at {url}",
+    ]
+    assert texts(result) == ["open\n"]
+    assert process.returncode == 0
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -511,9 +599,12 @@ async def test_http_bearer_token(project: Path) -> None:
     ("args", "message"),
     [
         (
-            ["--http", "0.0.0.0:8080"],
-            "pi: error: --http 0.0.0.0:8080: a host that is not loopback requires a bearer "
-            "token (--token-env VAR)",
+            ["--no-auth"],
+            "pi: error: --no-auth needs --http (stdio has no bearer token)",
+        ),
+        (
+            ["--http", "9", "--no-auth", "--token-env", "HOME"],
+            "pi: error: argument --token-env: not allowed with argument --no-auth",
         ),
         (
             ["--http", "localhost:http"],
@@ -649,7 +740,7 @@ async def test_inspector_cli_over_stdio(project: Path, require_program: Any) -> 
 async def test_inspector_cli_over_http(project: Path, require_program: Any) -> None:
     node = require_inspector(require_program)
     config = config_of(project, DENY_RM)
-    async with http_server(project, config=config) as url:
+    async with http_server(project, "--no-auth", config=config) as url:
         http = [url, "--transport", "http"]
         listed = await inspector(node, *http, "--method", "tools/list", cwd=project)
         read = await inspector(

@@ -6,7 +6,7 @@ API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds
 ::
 
     pi mcp serve [--cwd DIR] [--tools a,b] [--audit FILE]
-                 [--http [HOST:]PORT] [--token-env VAR]
+                 [--http [HOST:]PORT] [--token-env VAR | --no-auth]
 
 * **Sessions.** One pi session per MCP session, built as ``pi call`` builds its own (the
   plugins minus ``--no-plugin``, plus ``-p``; the config; host ``"mcp"``): over stdio the
@@ -35,9 +35,10 @@ API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds
   file descriptor 1 points at stderr, so a stray ``print`` cannot corrupt the protocol).
   ``--http [HOST:]PORT`` serves streamable HTTP at ``/mcp`` (host default ``127.0.0.1``;
   port 0 picks a free one) with hypercorn on trio, and prints ``pi: MCP server at URL`` on
-  stderr. A host that is not loopback requires ``--token-env VAR``: every request must then
-  carry ``Authorization: Bearer <the value of VAR>`` (401 otherwise); on loopback the token is
-  optional, and required when given.
+  stderr. Every request must carry ``Authorization: Bearer TOKEN`` (401 otherwise, compared in
+  constant time): TOKEN is the value of ``--token-env VAR``, else a new random token written to
+  ``mcp-serve-PORT.token`` in :func:`user_state_dir` (mode 0600, removed at exit; pi prints the
+  file's path, never the token). ``--no-auth`` admits anyone, with a warning.
 * **Exit status.** 0 when the input ends (stdio) or after SIGTERM; 130 after SIGINT; 2 with
   one line on stderr for unusable input (a missing ``--cwd``, an unknown tool in ``--tools``,
   a bad ``--http`` address, a missing token, an audit file pi cannot append to, a config or
@@ -52,8 +53,11 @@ import hmac
 import ipaddress
 import math
 import os
+import secrets
 import signal
+import stat
 import sys
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -102,6 +106,9 @@ STATE_KEY = "pi_builtin_tools.mcp.session"
 HTTP_GRACE_SECONDS = 2.0
 """How long ``--http`` waits for open requests at shutdown."""
 
+TOKEN_BYTES = 32
+"""The entropy of a generated bearer token (43 URL-safe characters)."""
+
 
 class ServeError(PiError):
     """``pi mcp serve`` cannot start: ``pi: error: MESSAGE`` and exit status 2."""
@@ -132,12 +139,20 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST default "
         f"{DEFAULT_HTTP_HOST}; PORT 0 picks a free port)",
     )
-    parser.add_argument(
+    auth = parser.add_mutually_exclusive_group()
+    auth.add_argument(
         "--token-env",
         metavar="VAR",
         dest="token_env",
-        help="with --http: require 'Authorization: Bearer TOKEN', TOKEN being the value of the "
-        "environment variable VAR (required for a host that is not loopback)",
+        help="with --http: the bearer token is the value of the environment variable VAR "
+        "(default: a new random token, written to a file only you can read)",
+    )
+    auth.add_argument(
+        "--no-auth",
+        action="store_true",
+        dest="no_auth",
+        help="with --http: admit requests without a bearer token (anyone who can reach the "
+        "port can run the offered tools as you)",
     )
 
 
@@ -191,6 +206,9 @@ class ServeOptions:
     audit: str | None
     http: HttpAddress | None
     token: str | None
+    token_generated: bool = False
+    """Whether ``token`` is a new random one, to be written to :func:`token_file` (else it came
+    from ``--token-env``, or there is none: stdio, ``--no-auth``)."""
 
 
 def _serve_options(args: Any, environ: dict[str, str] | os._Environ[str]) -> ServeOptions:
@@ -208,18 +226,61 @@ def _serve_options(args: Any, environ: dict[str, str] | os._Environ[str]) -> Ser
         _check_audit(args.audit, cwd)
     http = parse_http_address(args.http) if args.http is not None else None
     token = None
+    generated = False
     if args.token_env is not None:
         if http is None:
             raise ServeError("--token-env needs --http (stdio has no bearer token)")
         token = environ.get(args.token_env, "")
         if not token:
             raise ServeError(f"--token-env {args.token_env}: the variable is not set or empty")
-    if http is not None and token is None and not http.is_loopback:
-        raise ServeError(
-            f"--http {args.http}: a host that is not loopback requires a bearer token "
-            "(--token-env VAR)"
-        )
-    return ServeOptions(cwd=cwd, tools=tools, audit=args.audit, http=http, token=token)
+    if getattr(args, "no_auth", False) and http is None:
+        raise ServeError("--no-auth needs --http (stdio has no bearer token)")
+    if http is not None and token is None and not args.no_auth:
+        token, generated = secrets.token_urlsafe(TOKEN_BYTES), True
+    return ServeOptions(
+        cwd=cwd, tools=tools, audit=args.audit, http=http, token=token, token_generated=generated
+    )
+
+
+def user_state_dir() -> str:
+    """``$XDG_STATE_HOME/pi`` (``~/.local/state/pi`` by default): created with mode ``0700``;
+    a :class:`ServeError` when it is not a private directory of this user."""
+    base = os.environ.get("XDG_STATE_HOME") or ""
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".local", "state")
+    path = os.path.join(base, "pi")
+    try:
+        os.makedirs(base, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        st = os.lstat(path)
+    except OSError as e:
+        raise ServeError(f"{path}: {e.strerror or e}") from None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        raise ServeError(f"{path}: not a private directory of this user (expected mode 0700)")
+    return path
+
+
+def token_file(port: int) -> str:
+    """Where ``pi mcp serve --http`` on ``port`` keeps its generated bearer token:
+    ``mcp-serve-PORT.token`` in :func:`user_state_dir`."""
+    return os.path.join(user_state_dir(), f"mcp-serve-{port}.token")
+
+
+def write_token_file(port: int, token: str) -> str:
+    """Write ``token`` to :func:`token_file` (mode ``0600``, replacing an older server's file
+    atomically) and return its path."""
+    path = token_file(port)
+    fd, temporary = tempfile.mkstemp(prefix=".mcp-serve-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w") as f:  # mkstemp creates it 0600
+            f.write(token + "\n")
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return path
 
 
 def _check_audit(path: str, cwd: str) -> None:
@@ -813,31 +874,46 @@ async def served_task(nursery: trio.Nursery, served: ServedSession) -> AsyncIter
 
 class BearerTokenApp:
     """An ASGI wrapper admitting only HTTP requests with ``Authorization: Bearer TOKEN``
-    (compared in constant time); others get 401 with ``WWW-Authenticate: Bearer``."""
+    (compared in constant time); others get 401 with ``WWW-Authenticate: Bearer`` and an
+    ``error_description`` saying whether the token is missing or wrong."""
+
+    MISSING = (
+        "this server requires a bearer token: send 'Authorization: Bearer TOKEN' (pi mcp serve "
+        "printed the file that holds TOKEN, or it is the value of --token-env VAR)"
+    )
+    WRONG = "the bearer token is wrong (the server's token is new each time it starts)"
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
         self._token = token.encode("utf-8")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and not self._authorized(scope):
-            from starlette.responses import JSONResponse
+        if scope["type"] == "http":
+            problem = self._problem(scope)
+            if problem is not None:
+                from starlette.responses import JSONResponse
 
-            response = JSONResponse(
-                {"error": "invalid_token", "error_description": "a valid bearer token is required"},
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
-            )
-            await response(scope, receive, send)
-            return
+                response = JSONResponse(
+                    {"error": "invalid_token", "error_description": problem},
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+                )
+                await response(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
-    def _authorized(self, scope: Any) -> bool:
+    def _problem(self, scope: Any) -> str | None:
         values = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
+        if not values:
+            return self.MISSING
         if len(values) != 1:
-            return False
+            return "send one Authorization header, not several"
         scheme, _, credentials = values[0].strip().partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
+        if scheme.lower() != b"bearer":
+            return self.MISSING
+        if not hmac.compare_digest(credentials.strip(), self._token):
+            return self.WRONG
+        return None
 
 
 def _run_http(
@@ -885,9 +961,28 @@ def _run_http(
                 partial(serve, app, config, shutdown_trigger=partial(_wait_for_signal, received))
             )
             started.append(True)
+            if options.token_generated and options.token is not None:
+                port = int(binds[0].rpartition(":")[2].rstrip("/"))
+                token_path.append(write_token_file(port, options.token))
+                print(
+                    f"pi: the bearer token is in {token_path[0]} "
+                    "(send 'Authorization: Bearer TOKEN')",
+                    file=invocation.stderr,
+                    flush=True,
+                )
+            elif options.token is None:
+                print(
+                    f"pi: warning: --no-auth: anyone who can reach {binds[0]}{MCP_PATH} can run "
+                    "the offered tools as this user",
+                    file=invocation.stderr,
+                    flush=True,
+                )
             for bind in binds:
                 print(f"pi: MCP server at {bind}{MCP_PATH}", file=invocation.stderr, flush=True)
 
+    token_path: list[str] = []
+    if options.token_generated:
+        user_state_dir()  # an unusable state directory fails before the server starts
     try:
         trio.run(main)
     except BaseExceptionGroup as group:
@@ -901,6 +996,10 @@ def _run_http(
                 f"--http {address.bind}: {unbound[0].strerror or unbound[0]}"
             ) from None
         raise
+    finally:
+        for path in token_path:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
     return _exit_status(received)
 
 
