@@ -94,10 +94,14 @@ def lifecycle(project: Path) -> list[dict[str, Any]]:
 
 @contextlib.asynccontextmanager
 async def stdio_session(
-    project: Path, *serve_args: str, config: str | None = None, plugin: bool = False
+    project: Path,
+    *serve_args: str,
+    config: str | None = None,
+    plugin: bool = False,
+    **client_options: Any,
 ) -> AsyncIterator[ClientSession]:
-    """A ``ClientSession`` on ``pi mcp serve --cwd PROJECT SERVE_ARGS`` over stdio (the
-    server's stderr goes to ``stderr.log`` beside PROJECT)."""
+    """A ``ClientSession`` (with ``client_options``) on ``pi mcp serve --cwd PROJECT
+    SERVE_ARGS`` over stdio (the server's stderr goes to ``stderr.log`` beside PROJECT)."""
     (project.parent / "lifecycle_probe.py").write_text(LIFECYCLE_PLUGIN)
     args = ["--config", config or config_of(project)]
     if plugin:
@@ -110,7 +114,7 @@ async def stdio_session(
     )
     with open(project.parent / "stderr.log", "a") as errlog:  # noqa: ASYNC230 (set-up)
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, **client_options) as session:
                 await session.initialize()
                 yield session
 
@@ -175,11 +179,12 @@ def bearer(url: str) -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def http_session(url: str, headers: dict[str, str] | None = None):
-    """An initialized ``ClientSession`` on ``url`` (with its generated token by default)."""
+async def http_session(url: str, headers: dict[str, str] | None = None, **client_options: Any):
+    """An initialized ``ClientSession`` (with ``client_options``) on ``url`` (with its generated
+    token by default)."""
     client = create_mcp_http_client(headers=bearer(url) if headers is None else headers)
     async with client, streamable_http_client(url, http_client=client) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, **client_options) as session:
             await session.initialize()
             yield session
 
@@ -590,6 +595,148 @@ async def test_http_no_auth_admits_anyone_with_a_warning(project: Path) -> None:
     ]
     assert texts(result) == ["open\n"]
     assert process.returncode == 0
+
+
+# -- asking the person through the client (elicitation) ---------------------------------------
+
+ASK_RULES = 'prefix_rule(pattern = ["echo", "ask"], decision = "prompt", justification = "Asks.")\n'
+
+
+def ask_config(project: Path) -> str:
+    (project / "ask.rules").write_text(ASK_RULES)  # relative to the session's folder
+    return config_of(project, '[sandbox.codex_rules]\nfiles = ["ask.rules"]\n')
+
+
+@contextlib.asynccontextmanager
+async def served_over(
+    transport: str, project: Path, *serve_args: str, **client_options: Any
+) -> AsyncIterator[ClientSession]:
+    """A ``ClientSession`` on ``pi mcp serve SERVE_ARGS`` over ``transport`` (stdio, http)."""
+    if transport == "stdio":
+        async with stdio_session(project, *serve_args, **client_options) as session:
+            yield session
+        return
+    async with http_server(project, *serve_args, config=config_of(project)) as url:
+        async with http_session(url, **client_options) as session:
+            yield session
+
+
+ASKED_REASON = '`echo ask {n}`: prompt by prefix_rule ["echo", "ask"] at ask.rules:1: Asks.'
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_ask_reaches_the_clients_elicitation_and_its_answer_decides(
+    project: Path, transport: str
+) -> None:
+    ask_config(project)
+    audit = project.parent / "audit.jsonl"
+    answers = [
+        types.ElicitResult(action="accept", content={"approve": True}),
+        types.ElicitResult(action="accept", content={"approve": False}),
+        types.ElicitResult(action="decline"),
+        types.ElicitResult(action="cancel"),
+        types.ElicitResult(action="accept", content={"approve": True, "for_session": True}),
+    ]
+    asked: list[types.ElicitRequestParams] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return answers.pop(0)
+
+    results = []
+    with trio.fail_after(120):
+        async with served_over(
+            transport,
+            project,
+            "--audit",
+            str(audit),
+            elicitation_callback=elicit,
+            client_info=types.Implementation(name="asking-client", version="1.2"),
+        ) as session:
+            for n in range(1, 7):
+                result = await session.call_tool("bash", {"command": f"echo ask {n}"})
+                results.append((texts(result), result.is_error))
+    source = "codex rule ask.rules:1"
+    denied = "Blocked: the user denied this call. " + source + ": " + ASKED_REASON
+    assert results == [
+        (["ask 1\n"], False),
+        ([denied.format(n=2)], True),
+        ([denied.format(n=3)], True),
+        ([denied.format(n=4)], True),
+        (["ask 5\n"], False),
+        (["ask 6\n"], False),  # approved for the session: not asked again
+    ]
+    assert [p.message for p in asked] == [
+        f'pi asks whether this call may run:\nbash {{"command": "echo ask {n}"}}\n'
+        f"Reason: {ASKED_REASON.format(n=n)} ({source})"
+        for n in range(1, 6)
+    ]
+    assert isinstance(asked[0], types.ElicitRequestFormParams)
+    assert asked[0].requested_schema["required"] == ["approve"]
+    assert list(asked[0].requested_schema["properties"]) == ["approve", "for_session"]
+    client = "MCP client asking-client 1.2"
+    approvals = [json.loads(line).get("approval") for line in audit.read_text().splitlines()]
+    assert approvals == [
+        {
+            "answer": answer,
+            "allowed": answer != "deny",
+            "source": source,
+            "reason": ASKED_REASON.format(n=n),
+            **({"answered_by": f"{client} (elicitation: {action})"} if action else {}),
+        }
+        for n, answer, action in [
+            (1, "allow", "accept"),
+            (2, "deny", "accept"),
+            (3, "deny", "decline"),
+            (4, "deny", "cancel"),
+            (5, "always", "accept"),
+            (6, "remembered", None),
+        ]
+    ]
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_an_unanswered_ask_is_denied_after_the_ask_timeout(project: Path) -> None:
+    ask_config(project)
+    audit = project.parent / "audit.jsonl"
+
+    async def never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await trio.sleep(30)
+        raise AssertionError("the server stopped waiting")
+
+    with trio.fail_after(60):
+        async with stdio_session(
+            project, "--audit", str(audit), "--ask-timeout", "0.5", elicitation_callback=never
+        ) as session:
+            result = await session.call_tool("bash", {"command": "echo ask 1"})
+    assert (texts(result), result.is_error) == (
+        ["Blocked: the user denied this call. codex rule ask.rules:1: " + ASKED_REASON.format(n=1)],
+        True,
+    )
+    (line,) = audit.read_text().splitlines()
+    # the SDK's own clientInfo
+    assert (
+        json.loads(line)["approval"]["answered_by"] == "MCP client mcp 0.1.0 (no answer in 0.5 s)"
+    )
+
+
+async def test_a_client_without_elicitation_gets_the_denial_with_the_reason(
+    project: Path,
+) -> None:
+    ask_config(project)
+    with trio.fail_after(60):
+        async with stdio_session(project) as session:
+            result = await session.call_tool("bash", {"command": "echo ask 1"})
+    assert (texts(result), result.is_error) == (
+        [
+            "Blocked: this call needs a person's approval and there is no one to ask (no "
+            "terminal, no approval callback). codex rule ask.rules:1: " + ASKED_REASON.format(n=1)
+        ],
+        True,
+    )
 
 
 # -- the command line --------------------------------------------------------------------------

@@ -25,7 +25,10 @@ API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds
   a JSON object in ``structured_content`` becomes ``structuredContent``, ``isError`` is the
   pipeline's (an unknown tool, invalid arguments and a policy's block are error results with
   pi's text). With a ``progressToken``, the tool's updates (bash's output so far) become
-  ``notifications/progress`` whose ``message`` is the update's text. ``notifications/cancelled``
+  ``notifications/progress`` whose ``message`` is the update's text. A policy's ask goes to
+  the client as ``elicitation/create`` when it declared form elicitation
+  (:meth:`ServedSession.approve`; ``--ask-timeout SECONDS``); otherwise the call is denied as
+  in any session without an approver. ``notifications/cancelled``
   aborts the call through its :class:`pi_core.Abort` (bash kills its process group); the
   aborted call still goes through ``pi_after_tool_call`` and the audit log. Calls run
   concurrently (the mutation queue orders edits of one file); ``[pi] tool_execution =
@@ -74,6 +77,7 @@ from pi_core import (
     AgentContext,
     AgentTool,
     AgentToolResult,
+    ApprovalRequest,
     AssistantMessage,
     AuditLog,
     CommandInvocation,
@@ -105,6 +109,31 @@ STATE_KEY = "pi_builtin_tools.mcp.session"
 
 HTTP_GRACE_SECONDS = 2.0
 """How long ``--http`` waits for open requests at shutdown."""
+
+ASK_TIMEOUT_SECONDS = 300.0
+"""How long an approval asked through the client (``elicitation/create``) waits for an answer
+before the call is denied (``--ask-timeout``)."""
+
+ASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Run this call (leave unchecked to deny it)",
+            "default": False,
+        },
+        "for_session": {
+            "type": "boolean",
+            "title": "For this session",
+            "description": "Also approve later calls of this tool that the same policy asks "
+            "about, until this MCP session ends",
+            "default": False,
+        },
+    },
+    "required": ["approve"],
+}
+"""The form of an approval asked through the client."""
 
 TOKEN_BYTES = 32
 """The entropy of a generated bearer token (43 URL-safe characters)."""
@@ -139,6 +168,15 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST default "
         f"{DEFAULT_HTTP_HOST}; PORT 0 picks a free port)",
     )
+    parser.add_argument(
+        "--ask-timeout",
+        metavar="SECONDS",
+        dest="ask_timeout",
+        type=_positive_seconds,
+        default=ASK_TIMEOUT_SECONDS,
+        help="how long a call a policy asks a person about waits for the client's answer "
+        f"(elicitation) before it is denied (default {ASK_TIMEOUT_SECONDS:g})",
+    )
     auth = parser.add_mutually_exclusive_group()
     auth.add_argument(
         "--token-env",
@@ -154,6 +192,16 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
         help="with --http: admit requests without a bearer token (anyone who can reach the "
         "port can run the offered tools as you)",
     )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value < math.inf):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 @dataclass(frozen=True)
@@ -206,6 +254,7 @@ class ServeOptions:
     audit: str | None
     http: HttpAddress | None
     token: str | None
+    ask_timeout: float = ASK_TIMEOUT_SECONDS
     token_generated: bool = False
     """Whether ``token`` is a new random one, to be written to :func:`token_file` (else it came
     from ``--token-env``, or there is none: stdio, ``--no-auth``)."""
@@ -238,7 +287,13 @@ def _serve_options(args: Any, environ: dict[str, str] | os._Environ[str]) -> Ser
     if http is not None and token is None and not args.no_auth:
         token, generated = secrets.token_urlsafe(TOKEN_BYTES), True
     return ServeOptions(
-        cwd=cwd, tools=tools, audit=args.audit, http=http, token=token, token_generated=generated
+        cwd=cwd,
+        tools=tools,
+        audit=args.audit,
+        http=http,
+        token=token,
+        ask_timeout=args.ask_timeout,
+        token_generated=generated,
     )
 
 
@@ -379,9 +434,20 @@ class ServedSession:
     session:``, the running calls in a nursery); :meth:`call` runs one tool call in it;
     :meth:`close` ends it (running calls are aborted, then ``pi_session_end``)."""
 
-    def __init__(self, session: Session, tools: list[AgentTool], limiter: trio.CapacityLimiter):
+    def __init__(
+        self,
+        session: Session,
+        tools: list[AgentTool],
+        limiter: trio.CapacityLimiter,
+        ask_timeout: float = ASK_TIMEOUT_SECONDS,
+    ):
         self.session = session
         self.tools = tools
+        self._ask_timeout = ask_timeout
+        self._askers: dict[str, Any] = {}
+        """The SDK's per-request session of each running call, by pi call id: where an
+        approval of that call is asked."""
+        self._asking = False
         self._loop_config: LoopConfig = session.loop_config()
         self._limiter = limiter
         self._calls: trio.Nursery | None = None
@@ -420,6 +486,46 @@ class ServedSession:
         """End the session (idempotent) and wait until ``pi_session_end`` has run."""
         self._closing.set()
         await self._ended.wait()
+
+    def ask_through(self, tool_call_id: str, request_session: Any, request_id: Any) -> None:
+        """Let approvals of the call ``tool_call_id`` (and of its nested calls) be asked through
+        ``request_session`` (the SDK's per-request session) when its client declared form
+        elicitation and the request can carry a server request; the session's approver then
+        asks the client (:meth:`approve`). Otherwise nothing changes: the session's own approver
+        (a plugin's, or none: the call is denied with the reason) answers."""
+        if not _can_elicit(request_session):
+            return
+        self._askers[tool_call_id] = (request_session, request_id)
+        if not self._asking:
+            self._asking = True
+            self.session.set_approver(self.approve)
+
+    async def approve(self, request: ApprovalRequest) -> tuple[str, str]:
+        """Ask the client of the call (``elicitation/create``): the message names the tool, its
+        arguments in short and the reason; the form is :data:`ASK_SCHEMA`. Accepted with
+        ``approve`` allows (``for_session``: ``"always"``); unchecked, declined, cancelled or
+        unanswered within the ask timeout denies. Answers ``(answer, who answered)``."""
+        asker = self._askers.get(request.tool_call_id)
+        if asker is None and request.parent_tool_call_id is not None:
+            asker = self._askers.get(request.parent_tool_call_id)
+        if asker is None:
+            raise RuntimeError("the MCP request of this call has ended")
+        request_session, request_id = asker
+        client = _client_name(request_session)
+        message = (
+            f"pi asks whether this call may run:\n{request.describe()}\n"
+            f"Reason: {request.reason} ({request.source})"
+        )
+        with trio.move_on_after(self._ask_timeout):
+            answer = await request_session.elicit_form(
+                message, ASK_SCHEMA, related_request_id=request_id
+            )
+            by = f"{client} (elicitation: {answer.action})"
+            content = answer.content or {}
+            if answer.action != "accept" or content.get("approve") is not True:
+                return "deny", by
+            return ("always" if content.get("for_session") is True else "allow"), by
+        return "deny", f"{client} (no answer in {self._ask_timeout:g} s)"
 
     async def call(
         self,
@@ -476,11 +582,31 @@ class ServedSession:
                 await done.wait()
                 nursery.cancel_scope.cancel()
         finally:
+            self._askers.pop(tool_call.id, None)
             if not done.is_set():
                 abort.abort()
         if not outcomes:
             return _error_result("Operation aborted")
         return mcp_result(outcomes[0])
+
+
+def _can_elicit(request_session: Any) -> bool:
+    """Whether the client of ``request_session`` declared form elicitation (an empty
+    ``elicitation`` capability means form) and this request can carry a server request."""
+    capabilities = request_session.client_capabilities
+    elicitation = getattr(capabilities, "elicitation", None)
+    if elicitation is None or not request_session.can_send_request:
+        return False
+    return elicitation.form is not None or elicitation.url is None
+
+
+def _client_name(request_session: Any) -> str:
+    """``MCP client NAME VERSION`` from the client's ``clientInfo`` (``MCP client`` without)."""
+    params = request_session.client_params
+    info = getattr(params, "client_info", None)
+    if info is None:
+        return "MCP client"
+    return f"MCP client {info.name} {info.version}".rstrip()
 
 
 async def _forward_progress(
@@ -588,6 +714,7 @@ def build_server(
         served = ctx.lifespan_context.for_request(ctx)
         arguments: Any = {} if params.arguments is None else params.arguments
         tool_call = ToolCall(id=f"mcp-{ctx.request_id}", name=params.name, arguments=arguments)
+        served.ask_through(tool_call.id, ctx.session, ctx.request_id)
         meta = ctx.meta or {}
         report = None
         if meta.get("progress_token", meta.get("progressToken")) is not None:
@@ -648,7 +775,8 @@ def run_serve(invocation: CommandInvocation) -> int:
 
     def served_session() -> ServedSession:
         session = new_session()
-        return ServedSession(session, offered_tools(session, options.tools), limiter_box[0])
+        tools = offered_tools(session, options.tools)
+        return ServedSession(session, tools, limiter_box[0], options.ask_timeout)
 
     if options.http is not None:
         return _run_http(invocation, options, served_session, limit, limiter_box, input_schemas)
