@@ -597,6 +597,90 @@ async def test_http_no_auth_admits_anyone_with_a_warning(project: Path) -> None:
     assert process.returncode == 0
 
 
+# -- a cap on each client's sessions ------------------------------------------------------------
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+STREAM_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+async def open_raw_session(client: Any, url: str) -> str:
+    """Initialize an MCP session with bare HTTP requests; its ``Mcp-Session-Id``."""
+    opened = await client.post(url, json=INITIALIZE, headers=STREAM_HEADERS)
+    assert opened.status_code == 200, opened.text
+    session_id = str(opened.headers["mcp-session-id"])
+    headers = {**STREAM_HEADERS, "Mcp-Session-Id": session_id, "Mcp-Protocol-Version": "2025-06-18"}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await client.post(url, json=note, headers=headers)).status_code == 202
+    return session_id
+
+
+async def raw_call(client: Any, url: str, session_id: str, command: str) -> Any:
+    headers = {**STREAM_HEADERS, "Mcp-Session-Id": session_id, "Mcp-Protocol-Version": "2025-06-18"}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "bash", "arguments": {"command": command}},
+    }
+    return await client.post(url, json=call, headers=headers)
+
+
+async def test_a_client_over_its_session_cap_closes_its_oldest_idle_session(
+    project: Path,
+) -> None:
+    with trio.fail_after(120):
+        async with http_server(project, "--max-sessions", "2") as url:
+            async with httpx2.AsyncClient(headers=bearer(url), timeout=60) as client:
+                first = await open_raw_session(client, url)
+                second = await open_raw_session(client, url)
+                assert (await raw_call(client, url, first, "echo used")).status_code == 200
+                third = await open_raw_session(client, url)  # closes the second: idle longest
+                gone = await raw_call(client, url, second, "echo gone")
+                kept = await raw_call(client, url, first, "echo kept")
+                async with trio.open_nursery() as nursery:  # both sessions busy: no room
+                    nursery.start_soon(raw_call, client, url, first, "sleep 2")
+                    nursery.start_soon(raw_call, client, url, third, "sleep 3")
+                    await trio.sleep(1)
+                    refused = await client.post(url, json=INITIALIZE, headers=STREAM_HEADERS)
+                # both idle again: the first, whose call ended first, goes
+                fourth = await open_raw_session(client, url)
+                after = await raw_call(client, url, first, "echo after")
+            with trio.fail_after(10):
+                while len(lifecycle(project)) < 3:  # noqa: ASYNC110 (polls a file)
+                    await trio.sleep(0.05)
+    assert len({first, second, third, fourth}) == 4
+    assert (gone.status_code, after.status_code) == (404, 404)
+    assert (kept.status_code, '"text":"kept\\n"' in kept.text) == (200, True)
+    assert refused.status_code == 503
+    assert refused.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32000,
+            "message": "too many MCP sessions from this client: all 2 (--max-sessions) have a "
+            "request running; end one (DELETE) or wait",
+        },
+    }
+    # a pi session starts with its MCP session's first call: the first's and the third's
+    events = lifecycle(project)
+    assert [(e["event"], e["reason"]) for e in events] == [
+        ("start", None),
+        ("start", None),
+        ("end", "completed"),  # the first, closed to make room for the fourth
+        ("end", "completed"),  # the third, at shutdown
+    ]
+    assert events[0]["session"] == events[2]["session"] != events[3]["session"]
+
+
 # -- asking the person through the client (elicitation) ---------------------------------------
 
 ASK_RULES = 'prefix_rule(pattern = ["echo", "ask"], decision = "prompt", justification = "Asks.")\n'

@@ -6,7 +6,8 @@ API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds
 ::
 
     pi mcp serve [--cwd DIR] [--tools a,b] [--audit FILE]
-                 [--http [HOST:]PORT] [--token-env VAR | --no-auth]
+                 [--http [HOST:]PORT] [--token-env VAR | --no-auth] [--max-sessions N]
+                 [--ask-timeout SECONDS]
 
 * **Sessions.** One pi session per MCP session, built as ``pi call`` builds its own (the
   plugins minus ``--no-plugin``, plus ``-p``; the config; host ``"mcp"``): over stdio the
@@ -41,7 +42,9 @@ API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds
   stderr. Every request must carry ``Authorization: Bearer TOKEN`` (401 otherwise, compared in
   constant time): TOKEN is the value of ``--token-env VAR``, else a new random token written to
   ``mcp-serve-PORT.token`` in :func:`user_state_dir` (mode 0600, removed at exit; pi prints the
-  file's path, never the token). ``--no-auth`` admits anyone, with a warning.
+  file's path, never the token). ``--no-auth`` admits anyone, with a warning. One client (peer
+  address) keeps at most ``--max-sessions N`` MCP sessions open: opening one more closes its
+  oldest idle one (:mod:`pi_builtin_tools.mcp.session_cap`).
 * **Exit status.** 0 when the input ends (stdio) or after SIGTERM; 130 after SIGINT; 2 with
   one line on stderr for unusable input (a missing ``--cwd``, an unknown tool in ``--tools``,
   a bad ``--http`` address, a missing token, an audit file pi cannot append to, a config or
@@ -72,6 +75,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from mcp import types
+from pi_builtin_tools.mcp.session_cap import DEFAULT_SESSIONS_PER_CLIENT, SessionCapApp
 from pi_core import (
     Abort,
     AgentContext,
@@ -177,6 +181,15 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
         help="how long a call a policy asks a person about waits for the client's answer "
         f"(elicitation) before it is denied (default {ASK_TIMEOUT_SECONDS:g})",
     )
+    parser.add_argument(
+        "--max-sessions",
+        metavar="N",
+        dest="max_sessions",
+        type=_positive_int,
+        default=DEFAULT_SESSIONS_PER_CLIENT,
+        help="with --http: the MCP sessions one client (address) may keep open; opening one "
+        f"more closes its oldest idle one (default {DEFAULT_SESSIONS_PER_CLIENT})",
+    )
     auth = parser.add_mutually_exclusive_group()
     auth.add_argument(
         "--token-env",
@@ -202,6 +215,12 @@ def _positive_seconds(text: str) -> float:
     if not (0 < value < math.inf):
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
     return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 @dataclass(frozen=True)
@@ -255,6 +274,7 @@ class ServeOptions:
     http: HttpAddress | None
     token: str | None
     ask_timeout: float = ASK_TIMEOUT_SECONDS
+    max_sessions: int = DEFAULT_SESSIONS_PER_CLIENT
     token_generated: bool = False
     """Whether ``token`` is a new random one, to be written to :func:`token_file` (else it came
     from ``--token-env``, or there is none: stdio, ``--no-auth``)."""
@@ -293,6 +313,7 @@ def _serve_options(args: Any, environ: dict[str, str] | os._Environ[str]) -> Ser
         http=http,
         token=token,
         ask_timeout=args.ask_timeout,
+        max_sessions=args.max_sessions,
         token_generated=generated,
     )
 
@@ -1077,6 +1098,7 @@ def _run_http(
 
         server = build_server(lifespan, input_schemas)
         app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=address.host)
+        app = SessionCapApp(app, options.max_sessions, MCP_PATH)
         if options.token is not None:
             app = BearerTokenApp(app, options.token)
         config = Config()
