@@ -98,6 +98,7 @@ async def stdio_session(
     *serve_args: str,
     config: str | None = None,
     plugin: bool = False,
+    env: dict[str, str] | None = None,
     **client_options: Any,
 ) -> AsyncIterator[ClientSession]:
     """A ``ClientSession`` (with ``client_options``) on ``pi mcp serve --cwd PROJECT
@@ -109,7 +110,7 @@ async def stdio_session(
     params = StdioServerParameters(
         command=PI,
         args=[*args, "mcp", "serve", "--cwd", str(project), *serve_args],
-        env=server_env(project),
+        env=server_env(project, **(env or {})),
         cwd=str(project),
     )
     with open(project.parent / "stderr.log", "a") as errlog:  # noqa: ASYNC230 (set-up)
@@ -595,6 +596,49 @@ async def test_http_no_auth_admits_anyone_with_a_warning(project: Path) -> None:
     ]
     assert texts(result) == ["open\n"]
     assert process.returncode == 0
+
+
+# -- codemode's default time limit ------------------------------------------------------------
+
+
+async def test_a_stuck_codemode_script_times_out_by_default_in_mcp_serve(project: Path) -> None:
+    hint = (
+        " (the default limit of `pi mcp serve`; a script that needs longer sets it: "
+        '// @options: {"timeout_ms": N})'
+    )
+    with trio.fail_after(90):
+        async with stdio_session(
+            project,
+            "--tools",
+            "codemode,codemode_python",
+            env={"PI_CODEMODE_SERVER_TIMEOUT_MS": "1000"},
+        ) as session:
+            js = await session.call_tool("codemode", {"code": "while (true) {}"})
+            python = await session.call_tool("codemode_python", {"code": "while True:\n    pass"})
+            own = await session.call_tool(
+                "codemode", {"code": '// @options: {"timeout_ms": 1200}\nwhile (true) {}'}
+            )
+    assert texts(js)[1:] == [
+        f"Script error:\nScript timed out: Execution timed out after 1000 ms{hint}\n\n"
+        "No tool calls were made."
+    ]
+    assert texts(python)[1:] == texts(js)[1:]
+    assert texts(own)[1:] == [
+        "Script error:\nScript timed out: Execution timed out after 1200 ms\n\n"
+        "No tool calls were made."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("host", "limit"),
+    [("mcp", 300_000), ("run", 300_000), ("call", None), ("replay", None), ("agent", None)],
+)
+def test_codemode_default_time_limit_by_host(host: str, limit: int | None) -> None:
+    from pi_builtin_tools.codemode.common import script_timeout_ms
+
+    session = pi_core.SessionContext(cwd="/", config={}, host=host)
+    assert script_timeout_ms(None, session)[0] == limit
+    assert script_timeout_ms(5, session) == (5, "")
 
 
 # -- a cap on each client's sessions ------------------------------------------------------------
