@@ -5,9 +5,11 @@ over stdio and streamable HTTP, and the official MCP Inspector CLI (npm
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 import pi_core
 from mcp import Client, types
@@ -596,6 +599,129 @@ async def test_http_no_auth_admits_anyone_with_a_warning(project: Path) -> None:
     ]
     assert texts(result) == ["open\n"]
     assert process.returncode == 0
+
+
+# -- full outputs as resources ------------------------------------------------------------------
+
+
+async def read_all(session: ClientSession, uri: str) -> tuple[bytes, list[dict[str, Any]]]:
+    """Every range of a resource, following ``_meta.next``; the bytes and the metas."""
+    data, metas, next_uri = b"", [], uri
+    while next_uri:
+        (contents,) = (await session.read_resource(next_uri)).contents
+        meta = dict(contents.meta or {})
+        metas.append(meta)
+        if isinstance(contents, types.TextResourceContents):
+            data += contents.text.encode()
+        else:
+            data += base64.b64decode(contents.blob)
+        next_uri = meta.get("next", "")
+    return data, metas
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_a_truncated_output_is_a_resource_of_its_session(project: Path) -> None:
+    expected = "".join(f"{i}\n" for i in range(1, 200001)).encode()
+    with trio.fail_after(120):
+        async with http_server(project) as url:
+            async with http_session(url) as session:
+                result = await session.call_tool("bash", {"command": "seq 1 200000"})
+                link = result.content[-1]
+                assert isinstance(link, types.ResourceLink)
+                listed = await session.list_resources()
+                data, metas = await read_all(session, str(link.uri))
+                binary = await session.call_tool(
+                    "bash", {"command": "printf '\\377\\376'; seq 1 20000"}
+                )
+                blob_link = binary.content[-1]
+                assert isinstance(blob_link, types.ResourceLink)
+                (first,) = (await session.read_resource(str(blob_link.uri))).contents
+                ranged = (await session.read_resource(f"{link.uri}?offset=6&length=4")).contents
+                with pytest.raises(MCPError) as bad_range:
+                    await session.read_resource(f"{link.uri}?offset=-1")
+            async with http_session(url) as other:  # another MCP session: not its output
+                with pytest.raises(MCPError) as foreign:
+                    await other.read_resource(str(link.uri))
+                others = await other.list_resources()
+    name = Path(result.structured_content["full_output_path"]).name
+    assert (str(link.uri), link.name, link.size) == (f"pi://output/1/{name}", name, len(expected))
+    assert texts(result)[0].endswith(
+        f"\n\n[Full output ({len(expected)} bytes) as MCP resource pi://output/1/{name}: "
+        "resources/read returns 524288 bytes at a time, ?offset=K for more]"
+    )
+    assert [(str(r.uri), r.size) for r in listed.resources] == [(str(link.uri), len(expected))]
+    assert data == expected
+    assert metas == [
+        {"offset": 0, "length": 524288, "size": 1288895, "next": f"{link.uri}?offset=524288"},
+        {"offset": 524288, "length": 524288, "size": 1288895, "next": f"{link.uri}?offset=1048576"},
+        {"offset": 1048576, "length": 240319, "size": 1288895},
+    ]
+    assert isinstance(first, types.BlobResourceContents)
+    assert base64.b64decode(first.blob)[:8] == b"\xff\xfe1\n2\n3\n"
+    assert [(type(c).__name__, getattr(c, "text", None)) for c in ranged] == [
+        ("TextResourceContents", "4\n5\n")
+    ]
+    assert bad_range.value.error.message == "offset='-1': must be a whole number of bytes"
+    assert foreign.value.error.code == -32002
+    assert foreign.value.error.message == (
+        f"Resource not found: pi://output/1/{name} is not an output of this MCP session "
+        "(outputs expire with their session)"
+    )
+    assert others.resources == []
+    # the structured output is cut to keep the message under 1 MiB, and names the resource
+    output = result.structured_content["output"]
+    marker = re.search(r"\n\[\.\.\. (\d+) characters omitted to keep this MCP message under 1 MiB: "
+                       rf"the full output is the MCP resource pi://output/1/{re.escape(name)} \.\.\.\]\n",
+                       output)  # fmt: skip
+    assert marker is not None
+    assert output[: marker.start()] == expected[:65536].decode()
+    assert output[marker.end() :] == expected[-65536:].decode()
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_two_megabytes_of_bash_output_reach_pis_own_client_over_http(
+    project: Path,
+) -> None:
+    with trio.fail_after(120):
+        async with http_server(project) as url:
+            client_config = project.parent / "client.toml"
+            client_config.write_text(
+                f'[mcp.servers.pi]\nurl = "{url}"\n'
+                'headers = { Authorization = "Bearer ${PI_TEST_TOKEN}" }\n'
+            )
+            env = server_env(project, PI_TEST_TOKEN=TOKENS[url])
+            command = "head -c 2000000 /dev/zero | tr '\\0' x; echo; echo end"
+            done = await run_pi(
+                "--config",
+                str(client_config),
+                "call",
+                "mcp__pi__bash",
+                json.dumps({"command": command}),
+                "--json",
+                env=env,
+            )
+    assert (done.returncode, done.stderr.decode()) == (0, "")
+    message = json.loads(done.stdout)
+    name = Path(re.findall(r"Full output: (\S+)\]", message["content"][0]["text"])[0]).name
+    uri = f"pi://output/1/{name}"
+    assert (message["content"], message["isError"]) == (
+        [
+            {
+                "type": "text",
+                "text": f"end\n\n[Showing lines 2-2 of 2 (50.0KB limit). Full output: /tmp/{name}]"
+                f"\n\n[Full output (2000005 bytes) as MCP resource {uri}: resources/read returns "
+                "524288 bytes at a time, ?offset=K for more]",
+            },
+            {
+                "type": "text",
+                "text": f'[Resource {uri} "{name}" (text/plain, 1.9MB): the full output of a tool '
+                'call. Read it with read_mcp_resource (server "pi")]',
+            },
+        ],
+        False,
+    )
 
 
 # -- codemode's default time limit ------------------------------------------------------------

@@ -75,6 +75,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from mcp import types
+from pi_builtin_tools.mcp.outputs import SessionOutputs, fit_result, link_text
 from pi_builtin_tools.mcp.session_cap import DEFAULT_SESSIONS_PER_CLIENT, SessionCapApp
 from pi_core import (
     Abort,
@@ -465,6 +466,7 @@ class ServedSession:
         self.session = session
         self.tools = tools
         self._ask_timeout = ask_timeout
+        self.outputs = SessionOutputs()
         self._askers: dict[str, Any] = {}
         """The SDK's per-request session of each running call, by pi call id: where an
         approval of that call is asked."""
@@ -608,7 +610,29 @@ class ServedSession:
                 abort.abort()
         if not outcomes:
             return _error_result("Operation aborted")
-        return mcp_result(outcomes[0])
+        return self._with_output_link(outcomes[0], mcp_result(outcomes[0]))
+
+    def _with_output_link(
+        self, outcome: ToolCallOutcome, result: types.CallToolResult
+    ) -> types.CallToolResult:
+        """Serve the call's full-output file (``details["fullOutputPath"]``) as a resource of
+        this session: a ``resource_link`` block, and a line naming it in the text; then keep
+        the message under the clients' limits (:func:`fit_result`)."""
+        details = outcome.result.details
+        path = details.get("fullOutputPath") if isinstance(details, dict) else None
+        link = self.outputs.add(path) if isinstance(path, str) else None
+        if link is None:
+            return fit_result(result, None)
+        content: list[Any] = list(result.content)
+        texts = [i for i, block in enumerate(content) if isinstance(block, types.TextContent)]
+        line = link_text(link)
+        if texts:
+            last = content[texts[-1]]
+            content[texts[-1]] = types.TextContent(type="text", text=f"{last.text}\n\n{line}")
+        else:
+            content.append(types.TextContent(type="text", text=line))
+        content.append(link)
+        return fit_result(result.model_copy(update={"content": content}), str(link.uri))
 
 
 def _can_elicit(request_session: Any) -> bool:
@@ -745,6 +769,16 @@ def build_server(
 
         return await served.call(tool_call, report)
 
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        served = ctx.lifespan_context.for_request(ctx)
+        return types.ListResourcesResult(resources=served.outputs.resources())
+
+    async def read_resource(
+        ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        served = ctx.lifespan_context.for_request(ctx)
+        return served.outputs.read(str(params.uri))
+
     return Server(
         "pi",
         version=pi_version,
@@ -754,6 +788,8 @@ def build_server(
         get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
     )
 
 
