@@ -851,6 +851,30 @@ async def test_a_client_over_its_session_cap_closes_its_oldest_idle_session(
     assert events[0]["session"] == events[2]["session"] != events[3]["session"]
 
 
+async def test_an_unsupported_protocol_version_header_names_the_supported_ones(
+    project: Path,
+) -> None:
+    with trio.fail_after(60):
+        async with http_server(project) as url:
+            async with httpx2.AsyncClient(headers=bearer(url), timeout=30) as client:
+                session_id = await open_raw_session(client, url)
+                headers = {**STREAM_HEADERS, "Mcp-Session-Id": session_id}
+                listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+                bad = await client.post(
+                    url, json=listing, headers={**headers, "Mcp-Protocol-Version": "1999-01-01"}
+                )
+    assert bad.status_code == 400
+    assert bad.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": "unsupported Mcp-Protocol-Version '1999-01-01': this server speaks "
+            "2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28",
+        },
+    }
+
+
 # -- asking the person through the client (elicitation) ---------------------------------------
 
 ASK_RULES = 'prefix_rule(pattern = ["echo", "ask"], decision = "prompt", justification = "Asks.")\n'

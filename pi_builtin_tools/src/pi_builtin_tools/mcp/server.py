@@ -1101,6 +1101,37 @@ class BearerTokenApp:
         return None
 
 
+class ProtocolVersionApp:
+    """An ASGI wrapper answering a request whose ``Mcp-Protocol-Version`` header names a
+    version the SDK does not speak with 400 and a JSON-RPC error listing the versions it does
+    (the SDK alone would take it for a request of the newest protocol and complain about its
+    ``_meta``)."""
+
+    def __init__(self, app: Any) -> None:
+        from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
+
+        self.app = app
+        self.supported = tuple(SUPPORTED_PROTOCOL_VERSIONS)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = scope.get("headers", [])
+            versions = [v for k, v in headers if k.lower() == b"mcp-protocol-version"]
+            version = versions[0].decode("latin-1") if versions else None
+            if version is not None and version not in self.supported:
+                from starlette.responses import JSONResponse
+
+                message = (
+                    f"unsupported Mcp-Protocol-Version {version!r}: this server speaks "
+                    + ", ".join(self.supported)
+                )
+                error = {"code": types.INVALID_REQUEST, "message": message}
+                body = {"jsonrpc": "2.0", "id": None, "error": error}
+                await JSONResponse(body, status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _run_http(
     invocation: CommandInvocation,
     options: ServeOptions,
@@ -1134,7 +1165,7 @@ def _run_http(
 
         server = build_server(lifespan, input_schemas)
         app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=address.host)
-        app = SessionCapApp(app, options.max_sessions, MCP_PATH)
+        app = ProtocolVersionApp(SessionCapApp(app, options.max_sessions, MCP_PATH))
         if options.token is not None:
             app = BearerTokenApp(app, options.token)
         config = Config()
