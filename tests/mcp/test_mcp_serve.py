@@ -125,6 +125,8 @@ async def stdio_session(
 
 TOKENS: dict[str, str] = {}
 """The bearer token of each running ``http_server`` by URL (read from the file it names)."""
+STARTUP: dict[str, list[str]] = {}
+"""What each running ``http_server`` printed on stderr until it served, by URL."""
 
 
 @contextlib.asynccontextmanager
@@ -152,6 +154,7 @@ async def http_server(
         lines = seen.decode().splitlines()
         assert lines[-1].startswith("pi: MCP server at http://127.0.0.1:"), lines
         url = lines[-1].removeprefix("pi: MCP server at ")
+        STARTUP[url] = lines
         port = url.rsplit(":", 1)[1].removesuffix("/mcp")
         token_path = project.parent / "state" / "pi" / f"mcp-serve-{port}.token"
         if "--no-auth" not in serve_args and "--token-env" not in serve_args:
@@ -171,6 +174,7 @@ async def http_server(
                 process.kill()
                 await process.wait()
             token = TOKENS.pop(url, None)
+            STARTUP.pop(url, None)
     assert process.returncode == 0
     if token is not None:
         assert token.encode() not in seen
@@ -573,32 +577,17 @@ async def test_http_bearer_token_from_the_environment(project: Path) -> None:
 @SDK_HTTP_CLIENT_WARNINGS[0]
 @SDK_HTTP_CLIENT_WARNINGS[1]
 async def test_http_no_auth_admits_anyone_with_a_warning(project: Path) -> None:
-    env = server_env(project)
-    command = [PI, "--config", config_of(project), "mcp", "serve", "--cwd", str(project)]
-    command += ["--http", "127.0.0.1:0", "--no-auth"]
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE, env=env)
-    seen = b""
-    try:
-        assert process.stderr is not None
-        with trio.fail_after(30):
-            while b"/mcp\n" not in seen:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, seen.decode()
-                seen += chunk
-        url = seen.decode().splitlines()[-1].removeprefix("pi: MCP server at ")
-        async with http_session(url, {}) as session:
-            result = await session.call_tool("bash", {"command": "echo open"})
-    finally:
-        process.send_signal(signal.SIGTERM)
-        with trio.fail_after(15):
-            await process.wait()
-    assert seen.decode().splitlines() == [
+    with trio.fail_after(60):
+        async with http_server(project, "--no-auth") as url:
+            startup = STARTUP[url]
+            async with http_session(url, {}) as session:
+                result = await session.call_tool("bash", {"command": "echo open"})
+    assert startup == [
         f"pi: warning: --no-auth: anyone who can reach {url} can run the offered tools as this "
         "user",
         f"pi: MCP server at {url}",
     ]
     assert texts(result) == ["open\n"]
-    assert process.returncode == 0
 
 
 # -- full outputs as resources ------------------------------------------------------------------
@@ -873,6 +862,66 @@ async def test_an_unsupported_protocol_version_header_names_the_supported_ones(
             "2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28",
         },
     }
+
+
+# -- a client that goes away cancels its calls ------------------------------------------------
+
+
+def processes_running(marker: str) -> list[int]:
+    """The pids whose command line holds ``marker`` (any backend's processes are this host's)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline and not process_gone(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+@pytest.mark.parametrize("backend", ["local", "bwrap"])
+async def test_a_client_that_disconnects_mid_call_leaves_no_process(
+    project: Path, backend: str, require_program: Any
+) -> None:
+    config = None
+    if backend != "local":
+        require_program(backend)
+        config = config_of(project, f'[sandbox]\nbackend = "{backend}"\n')
+    marker = f"sleep 30{os.getpid() % 100:02d}.5"
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "bash", "arguments": {"command": f"{marker}; echo never"}},
+    }
+    with trio.fail_after(120):
+        async with http_server(project, config=config) as url:
+            async with httpx2.AsyncClient(headers=bearer(url), timeout=60) as client:
+                session_id = await open_raw_session(client, url)
+                headers = {**STREAM_HEADERS, "Mcp-Session-Id": session_id}
+                async with trio.open_nursery() as nursery:
+
+                    async def stream() -> None:
+                        async with client.stream("POST", url, json=call, headers=headers) as r:
+                            async for _ in r.aiter_bytes():
+                                pass
+
+                    nursery.start_soon(stream)
+                    while not processes_running(marker):  # noqa: ASYNC110 (polls /proc)
+                        await trio.sleep(0.05)
+                    nursery.cancel_scope.cancel()  # the connection closes, no cancel sent
+            with trio.fail_after(15):
+                while processes_running(marker):  # noqa: ASYNC110 (polls /proc)
+                    await trio.sleep(0.05)
+            async with http_session(url) as session:  # the server goes on
+                after = await session.call_tool("bash", {"command": "echo still here"})
+    assert (texts(after), after.is_error) == (["still here\n"], False)
 
 
 # -- asking the person through the client (elicitation) ---------------------------------------

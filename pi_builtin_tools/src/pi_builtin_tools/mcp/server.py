@@ -44,7 +44,9 @@ API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds
   ``mcp-serve-PORT.token`` in :func:`user_state_dir` (mode 0600, removed at exit; pi prints the
   file's path, never the token). ``--no-auth`` admits anyone, with a warning. One client (peer
   address) keeps at most ``--max-sessions N`` MCP sessions open: opening one more closes its
-  oldest idle one (:mod:`pi_builtin_tools.mcp.session_cap`).
+  oldest idle one (:mod:`pi_builtin_tools.mcp.session_cap`); a client whose connection closes
+  before a call's answer cancels that call (:class:`DisconnectCancelsApp`). A header
+  ``Mcp-Protocol-Version`` the SDK does not speak gets 400 naming those it does.
 * **Exit status.** 0 when the input ends (stdio) or after SIGTERM; 130 after SIGINT; 2 with
   one line on stderr for unusable input (a missing ``--cwd``, an unknown tool in ``--tools``,
   a bad ``--http`` address, a missing token, an audit file pi cannot append to, a config or
@@ -76,7 +78,11 @@ from mcp.shared.exceptions import MCPError
 
 from mcp import types
 from pi_builtin_tools.mcp.outputs import SessionOutputs, fit_result, link_text
-from pi_builtin_tools.mcp.session_cap import DEFAULT_SESSIONS_PER_CLIENT, SessionCapApp
+from pi_builtin_tools.mcp.session_cap import (
+    DEFAULT_SESSIONS_PER_CLIENT,
+    DisconnectCancelsApp,
+    SessionCapApp,
+)
 from pi_core import (
     Abort,
     AgentContext,
@@ -1165,6 +1171,7 @@ def _run_http(
 
         server = build_server(lifespan, input_schemas)
         app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=address.host)
+        app = DisconnectCancelsApp(app, MCP_PATH)
         app = ProtocolVersionApp(SessionCapApp(app, options.max_sessions, MCP_PATH))
         if options.token is not None:
             app = BearerTokenApp(app, options.token)

@@ -128,35 +128,132 @@ class SessionCapApp:
     async def _close(self, session_id: str, request: Any) -> None:
         """End a session the way its client would: ``DELETE`` with its id, to the SDK's app."""
         self._sessions.pop(session_id, None)
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "DELETE",
-            "scheme": "http",
-            "path": self.path,
-            "raw_path": self.path.encode(),
-            "query_string": b"",
-            "root_path": "",
-            # the Host of the request being admitted passes the SDK's DNS-rebinding check
-            "headers": [(SESSION_HEADER, session_id.encode())]
-            + [(k, v) for k, v in request.get("headers", []) if k.lower() == b"host"],
-            "client": request.get("client"),
-            "server": request.get("server"),
-        }
-        sent = False
+        await send_internal(self.app, request, self.path, "DELETE", session_id)
 
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                await trio.sleep_forever()
-            sent = True
-            return {"type": "http.request", "body": b"", "more_body": False}
 
-        async def discard(message: Any) -> None:
-            pass
+async def send_internal(
+    app: Any, request: Any, path: str, method: str, session_id: str, body: bytes = b""
+) -> None:
+    """Send the SDK's ``app`` a request of pi's own in the MCP session ``session_id``, as its
+    client would (the Host of ``request``, the request pi acts on, passes the SDK's
+    DNS-rebinding check); the response is dropped."""
+    headers = [(SESSION_HEADER, session_id.encode())]
+    headers += [(k, v) for k, v in request.get("headers", []) if k.lower() in _KEPT_HEADERS]
+    if body:
+        headers.append((b"content-type", b"application/json"))
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": request.get("client"),
+        "server": request.get("server"),
+    }
+    sent = False
 
-        await self.app(scope, receive, discard)
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            await trio.sleep_forever()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def discard(message: Any) -> None:
+        pass
+
+    await app(scope, receive, discard)
+
+
+_KEPT_HEADERS = (b"host", b"accept", b"mcp-protocol-version")
+
+
+class DisconnectCancelsApp:
+    """An ASGI wrapper: when the client of an MCP session goes away while a ``POST`` of its
+    requests is unanswered (the connection closes before the response ends), pi cancels those
+    requests (``notifications/cancelled``, sent to the SDK's ``app`` in that session), as the
+    client would have: pi keeps no event store, so nobody could ever receive their results, and
+    a running ``bash`` is aborted instead of running on (its whole process tree ends)."""
+
+    def __init__(self, app: Any, path: str = "/mcp") -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        session_id = _header(scope, SESSION_HEADER)
+        if scope["type"] != "http" or scope["method"] != "POST" or session_id is None:
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        complete = trio.Event()
+        answered = False
+
+        async def receive_body() -> Any:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.extend(message.get("body", b""))
+                if not message.get("more_body", False):
+                    complete.set()
+            return message
+
+        async def watch_send(message: Any) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered = True
+            await send(message)
+
+        cancelled = False
+
+        async def cancel_requests() -> None:
+            nonlocal cancelled
+            if cancelled or answered:
+                return
+            cancelled = True
+            for request_id in _request_ids(bytes(body)):
+                note = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": request_id, "reason": "the client disconnected"},
+                }
+                await send_internal(
+                    self.app, scope, self.path, "POST", session_id, json.dumps(note).encode()
+                )
+
+        async def watch_disconnect() -> None:
+            await complete.wait()
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            await cancel_requests()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch_disconnect)
+            try:
+                await self.app(scope, receive_body, watch_send)
+            finally:
+                # the response ended without the answer (the SDK saw the client go): cancel too
+                if complete.is_set():
+                    with trio.CancelScope(shield=True):
+                        await cancel_requests()
+                nursery.cancel_scope.cancel()
+
+
+def _request_ids(body: bytes) -> list[Any]:
+    """The ids of the JSON-RPC requests in a ``POST`` body (a message or a batch)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return []
+    messages = data if isinstance(data, list) else [data]
+    return [
+        m["id"]
+        for m in messages
+        if isinstance(m, dict) and "method" in m and m.get("id") is not None
+    ]
 
 
 def _header(scope_or_message: Any, name: bytes) -> str | None:
@@ -193,4 +290,4 @@ async def _refuse(cap: int, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["DEFAULT_SESSIONS_PER_CLIENT", "SessionCapApp"]
+__all__ = ["DEFAULT_SESSIONS_PER_CLIENT", "DisconnectCancelsApp", "SessionCapApp", "send_internal"]
