@@ -8,6 +8,7 @@ to stderr; the exit status is that of pi's last call (0 without any)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -21,10 +22,15 @@ SAMPLES = {"number": 1, "integer": 1, "string": "x", "boolean": True}
 def main(url: str) -> int:
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "pi.toml"
-        config.write_text(
-            f'[mcp.servers.conformance]\nurl = {json.dumps(url)}\nexposure = "direct"\n'
-        )
+        text = f'[mcp.servers.conformance]\nurl = {json.dumps(url)}\nexposure = "direct"\n'
+        if os.environ.get("MCP_CONFORMANCE_SCENARIO", "").startswith("auth/"):
+            text += 'auth = "oauth"\n'
+        config.write_text(text)
         base = [PI, "--config", str(config)]
+        # the suite's authorization servers approve without a person: curl follows the
+        # authorization URL to pi's loopback redirect; the tokens go to a state folder of its own
+        os.environ["PI_MCP_OAUTH_OPEN"] = "curl -sSL -o /dev/null"
+        os.environ["XDG_STATE_HOME"] = folder
         listed = subprocess.run(
             [*base, "tools", "--json"], capture_output=True, text=True, cwd=folder
         )

@@ -79,18 +79,22 @@ def test_the_official_suites_server_scenarios(tmp_path: Path) -> None:
     assert (run.returncode, passed) == (0, PASSING), run.stdout[-4000:] + run.stderr[-2000:]
 
 
-CLIENT_PASSING = ["initialize", "tools_call", "sse-retry"]
-
-
 def test_the_official_suites_client_scenarios(tmp_path: Path) -> None:
+    """Every client scenario of 2025-11-25 (in parallel, as the suite runs them) passes but the
+    expected failures; judged by each scenario's failed checks, so that a warning (``sse-retry``
+    reconnecting a little late on a loaded machine, ``auth/basic-cimd`` without a client ID
+    metadata document) does not fail the run."""
     node = require_suite()
     driver = f"{sys.executable} {Path(__file__).with_name('conformance_client.py')}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PI_")}
     run = subprocess.run(
         [node, str(SUITE), "client", "--command", driver, "--suite", "all",
-         "--spec-version", "2025-11-25", "--expected-failures", str(BASELINE),
-         "-o", str(tmp_path / "results")],
-        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
+         "--spec-version", "2025-11-25", "-o", str(tmp_path / "results")],
+        capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path,
     )  # fmt: skip
-    passed = re.findall(r"^✓ (\S+): \d+ passed, 0 failed$", run.stdout, re.MULTILINE)
-    assert (run.returncode, passed) == (0, CLIENT_PASSING), run.stdout[-4000:] + run.stderr[-2000:]
+    summary = re.findall(r"^[✓✗] (\S+): (\d+) passed, (\d+) failed", run.stdout, re.MULTILINE)
+    failing = [name for name, _, failed in summary if failed != "0"]
+    assert len(summary) == 18, run.stdout[-4000:] + run.stderr[-2000:]
+    expected = re.findall(r"^  - (\S+)$", BASELINE.read_text().split("client:\n")[1], re.M)
+    assert expected == ["elicitation-sep1034-client-defaults", "auth/pre-registration"]
+    assert failing == expected, run.stdout[-4000:]

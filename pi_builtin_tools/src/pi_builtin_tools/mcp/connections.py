@@ -217,14 +217,24 @@ class ServerConnection:
                 )
                 for key, value in server.headers.items()
             }
-            client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
-            async with (
-                client,
-                streamable_http_client(
-                    str(server.url), http_client=client, max_sse_event_size=MAX_SSE_EVENT_BYTES
-                ) as streams,
-            ):
-                yield streams[0], streams[1]
+            async with contextlib.AsyncExitStack() as stack:
+                auth = None
+                if server.auth == "oauth":
+                    from pi_builtin_tools.mcp.oauth import oauth_provider
+
+                    auth = await stack.enter_async_context(
+                        oauth_provider(server.name, str(server.url))
+                    )
+                client = httpx2.AsyncClient(
+                    headers=headers, timeout=httpx2.Timeout(30, read=300), auth=auth
+                )
+                async with (
+                    client,
+                    streamable_http_client(
+                        str(server.url), http_client=client, max_sse_event_size=MAX_SSE_EVENT_BYTES
+                    ) as streams,
+                ):
+                    yield streams[0], streams[1]
             return
         from mcp.client.stdio import stdio_client
 

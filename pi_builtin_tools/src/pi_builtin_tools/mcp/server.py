@@ -63,9 +63,7 @@ import math
 import os
 import secrets
 import signal
-import stat
 import sys
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -326,22 +324,15 @@ def _serve_options(args: Any, environ: dict[str, str] | os._Environ[str]) -> Ser
 
 
 def user_state_dir() -> str:
-    """``$XDG_STATE_HOME/pi`` (``~/.local/state/pi`` by default): created with mode ``0700``;
-    a :class:`ServeError` when it is not a private directory of this user."""
-    base = os.environ.get("XDG_STATE_HOME") or ""
-    if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".local", "state")
-    path = os.path.join(base, "pi")
+    """:func:`pi_builtin_tools.mcp.state.user_state_dir`, its failure a :class:`ServeError`."""
+    from pi_builtin_tools.mcp.state import user_state_dir as state_dir
+
     try:
-        os.makedirs(base, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(path, 0o700)
-        st = os.lstat(path)
+        return state_dir()
     except OSError as e:
-        raise ServeError(f"{path}: {e.strerror or e}") from None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
-        raise ServeError(f"{path}: not a private directory of this user (expected mode 0700)")
-    return path
+        raise ServeError(
+            str(e) if isinstance(e, PermissionError) else f"{e.filename}: {e.strerror}"
+        ) from None
 
 
 def token_file(port: int) -> str:
@@ -353,16 +344,10 @@ def token_file(port: int) -> str:
 def write_token_file(port: int, token: str) -> str:
     """Write ``token`` to :func:`token_file` (mode ``0600``, replacing an older server's file
     atomically) and return its path."""
+    from pi_builtin_tools.mcp.state import write_private
+
     path = token_file(port)
-    fd, temporary = tempfile.mkstemp(prefix=".mcp-serve-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w") as f:  # mkstemp creates it 0600
-            f.write(token + "\n")
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    write_private(path, token + "\n")
     return path
 
 
