@@ -883,16 +883,45 @@ def processes_running(marker: str) -> list[int]:
     return found
 
 
+@pytest.fixture(scope="module")
+def podman_image(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The container backend's test image and container (tests/sandbox/container_support.py)."""
+    from container_support import PodmanSession
+
+    session = PodmanSession(
+        str(tmp_path_factory.mktemp("podman")), str(tmp_path_factory.mktemp("container-ws"))
+    )
+    yield session
+    session.cleanup()
+
+
+def backend_config(project: Path, backend: str, require_program: Any, request: Any) -> str | None:
+    """The pi.toml of a session on ``backend`` (``local``, ``bwrap``, ``container``)."""
+    if backend == "local":
+        return None
+    if backend == "bwrap":
+        require_program("bwrap")
+        return config_of(project, '[sandbox]\nbackend = "bwrap"\n')
+    require_program("podman")
+    require_program("runc")
+    podman = request.getfixturevalue("podman_image")
+    listed = ", ".join(json.dumps(a) for a in podman.cli_args)
+    run_args = ", ".join(json.dumps(a) for a in podman.run_args)
+    return config_of(
+        project,
+        '[sandbox]\nbackend = "container"\n[sandbox.container]\n'
+        f'cli = "{podman.cli}"\nimage = "{podman.image()}"\nworkdir = "/work"\n'
+        f"cli_args = [{listed}]\nrun_args = [{run_args}]\n",
+    )
+
+
 @SDK_HTTP_CLIENT_WARNINGS[0]
 @SDK_HTTP_CLIENT_WARNINGS[1]
-@pytest.mark.parametrize("backend", ["local", "bwrap"])
+@pytest.mark.parametrize("backend", ["local", "bwrap", "container"])
 async def test_a_client_that_disconnects_mid_call_leaves_no_process(
-    project: Path, backend: str, require_program: Any
+    project: Path, backend: str, require_program: Any, request: Any
 ) -> None:
-    config = None
-    if backend != "local":
-        require_program(backend)
-        config = config_of(project, f'[sandbox]\nbackend = "{backend}"\n')
+    config = backend_config(project, backend, require_program, request)
     marker = f"sleep 30{os.getpid() % 100:02d}.5"
     call = {
         "jsonrpc": "2.0",
@@ -921,6 +950,30 @@ async def test_a_client_that_disconnects_mid_call_leaves_no_process(
                     await trio.sleep(0.05)
             async with http_session(url) as session:  # the server goes on
                 after = await session.call_tool("bash", {"command": "echo still here"})
+    assert (texts(after), after.is_error) == (["still here\n"], False)
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "container"])
+async def test_a_cancelled_call_leaves_no_process_on_sandbox_backends(
+    project: Path, backend: str, require_program: Any, request: Any
+) -> None:
+    config = backend_config(project, backend, require_program, request)
+    marker = f"sleep 31{os.getpid() % 100:02d}.5"
+    with trio.fail_after(120):
+        async with stdio_session(project, config=config) as session:
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    await session.call_tool("bash", {"command": f"{marker} & {marker}; wait"})
+
+                nursery.start_soon(call)
+                while len(processes_running(marker)) < 2:  # noqa: ASYNC110 (polls /proc)
+                    await trio.sleep(0.05)
+                nursery.cancel_scope.cancel()  # the SDK sends notifications/cancelled
+            with trio.fail_after(15):
+                while processes_running(marker):  # noqa: ASYNC110 (polls /proc)
+                    await trio.sleep(0.05)
+            after = await session.call_tool("bash", {"command": "echo still here"})
     assert (texts(after), after.is_error) == (["still here\n"], False)
 
 
