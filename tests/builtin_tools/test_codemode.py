@@ -426,6 +426,24 @@ def test_a_timeout_cancels_the_calls_still_running(tmp_path: Path) -> None:
     ]
 
 
+def test_tool_arguments_over_the_limit_get_an_error_naming_it(tmp_path: Path) -> None:
+    # 8 Mi "é" are 16 MiB in UTF-8, plus the 31 bytes of {"path":"big.txt","content":""}: over
+    # by the bytes, though under by the characters; 8 Mi - 16 "é" pass
+    code = (
+        'try { await tools.write({ path: "big.txt", content: "\u00e9".repeat(8 * 1024 * 1024) }); }'
+        " catch (e) { text(String(e)); }\n"
+        'await tools.write({ path: "ok.txt", content: "\u00e9".repeat(8 * 1024 * 1024 - 16) });'
+    )
+    message = run_script(tmp_path, code)
+    assert texts(message)[1:] == [
+        "RangeError: tools.write() arguments are 16777247 bytes of JSON, more than the limit of "
+        "16777216 bytes (16 MiB) one call can pass. Pass less per call."
+    ]
+    assert message["isError"] is False
+    assert (tmp_path / "ok.txt").stat().st_size == 2 * (8 * 1024 * 1024 - 16)
+    assert not (tmp_path / "big.txt").exists()
+
+
 def test_a_script_allocating_without_bound_ends_with_the_memory_error(tmp_path: Path) -> None:
     message = run_script(tmp_path, "const a = [];\nwhile (true) a.push({ n: a.length });")
     assert texts(message) == [

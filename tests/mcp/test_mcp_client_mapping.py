@@ -229,6 +229,14 @@ def agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             "mcp.servers.x.url: url must be an http or https URL",
         ),
         (
+            '[mcp.servers.x]\ncommand = "a"\nauth = "oauth"\n',
+            'mcp.servers.x: auth = "oauth" is for a server with a "url"',
+        ),
+        (
+            '[mcp.servers.x]\nurl = "https://h/mcp"\nauth = "basic"\n',
+            "mcp.servers.x.auth: Input should be 'oauth'",
+        ),
+        (
             '[mcp.servers.x]\ncommand = "a"\ntimeout = 0\n',
             "mcp.servers.x.timeout: Input should be greater than 0",
         ),

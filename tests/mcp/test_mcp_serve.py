@@ -5,9 +5,11 @@ over stdio and streamable HTTP, and the official MCP Inspector CLI (npm
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 import pi_core
 from mcp import Client, types
@@ -89,6 +92,7 @@ def server_env(project: Path, **extra: str) -> dict[str, str]:
     env = clean_env()
     env["PYTHONPATH"] = str(project.parent)
     env["PI_LIFECYCLE_LOG"] = str(project.parent / "lifecycle.jsonl")
+    env["XDG_STATE_HOME"] = str(project.parent / "state")
     env.update(extra)
     return env
 
@@ -102,10 +106,15 @@ def lifecycle(project: Path) -> list[dict[str, Any]]:
 
 @contextlib.asynccontextmanager
 async def stdio_session(
-    project: Path, *serve_args: str, config: str | None = None, plugin: bool = False
+    project: Path,
+    *serve_args: str,
+    config: str | None = None,
+    plugin: bool = False,
+    env: dict[str, str] | None = None,
+    **client_options: Any,
 ) -> AsyncIterator[ClientSession]:
-    """A ``ClientSession`` on ``pi mcp serve --cwd PROJECT SERVE_ARGS`` over stdio (the
-    server's stderr goes to ``stderr.log`` beside PROJECT)."""
+    """A ``ClientSession`` (with ``client_options``) on ``pi mcp serve --cwd PROJECT
+    SERVE_ARGS`` over stdio (the server's stderr goes to ``stderr.log`` beside PROJECT)."""
     (project.parent / "lifecycle_probe.py").write_text(LIFECYCLE_PLUGIN)
     args = ["--config", config or config_of(project)]
     if plugin:
@@ -113,39 +122,57 @@ async def stdio_session(
     params = StdioServerParameters(
         command=PI,
         args=[*args, "mcp", "serve", "--cwd", str(project), *serve_args],
-        env=server_env(project),
+        env=server_env(project, **(env or {})),
         cwd=str(project),
     )
     with open(project.parent / "stderr.log", "a") as errlog:  # noqa: ASYNC230 (set-up)
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, **client_options) as session:
                 await session.initialize()
                 yield session
+
+
+TOKENS: dict[str, str] = {}
+"""The bearer token of each running ``http_server`` by URL (read from the file it names)."""
+STARTUP: dict[str, list[str]] = {}
+"""What each running ``http_server`` printed on stderr until it served, by URL."""
 
 
 @contextlib.asynccontextmanager
 async def http_server(
     project: Path, *serve_args: str, config: str | None = None, env: dict[str, str] | None = None
 ) -> AsyncIterator[str]:
-    """``pi mcp serve --http 127.0.0.1:0`` as a process; yields the URL it prints. Ends it with
-    SIGTERM and checks its exit status is 0."""
+    """``pi mcp serve --http 127.0.0.1:0`` as a process; yields the URL it prints (its token,
+    when it generated one, is ``TOKENS[url]``). Ends it with SIGTERM and checks its exit status
+    is 0 and that its stderr never showed the token."""
     (project.parent / "lifecycle_probe.py").write_text(LIFECYCLE_PLUGIN)
     command = [PI, "--config", config or config_of(project), "-p", "lifecycle_probe"]
     command += ["mcp", "serve", "--cwd", str(project), "--http", "127.0.0.1:0", *serve_args]
     process = await trio.lowlevel.open_process(
         command, stderr=subprocess.PIPE, env=env or server_env(project)
     )
+    url = ""
+    seen = b""
     try:
         assert process.stderr is not None
-        seen = b""
         with trio.fail_after(30):
             while b"/mcp\n" not in seen:
                 chunk = await process.stderr.receive_some(4096)
                 assert chunk, f"pi mcp serve exited: {seen.decode()}"
                 seen += chunk
-        line = seen.decode().strip()
-        assert line.startswith("pi: MCP server at http://127.0.0.1:"), line
-        yield line.removeprefix("pi: MCP server at ")
+        lines = seen.decode().splitlines()
+        assert lines[-1].startswith("pi: MCP server at http://127.0.0.1:"), lines
+        url = lines[-1].removeprefix("pi: MCP server at ")
+        STARTUP[url] = lines
+        port = url.rsplit(":", 1)[1].removesuffix("/mcp")
+        token_path = project.parent / "state" / "pi" / f"mcp-serve-{port}.token"
+        if "--no-auth" not in serve_args and "--token-env" not in serve_args:
+            assert lines[:-1] == [
+                f"pi: the bearer token is in {token_path} (send 'Authorization: Bearer TOKEN')"
+            ]
+            assert oct(token_path.stat().st_mode & 0o777) == "0o600"
+            TOKENS[url] = token_path.read_text().strip()
+        yield url
     finally:
         with trio.CancelScope(shield=True):
             if process.returncode is None:
@@ -155,14 +182,26 @@ async def http_server(
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+            token = TOKENS.pop(url, None)
+            STARTUP.pop(url, None)
     assert process.returncode == 0
+    if token is not None:
+        assert token.encode() not in seen
+        assert not token_path.exists()  # removed when the server stops
+
+
+def bearer(url: str) -> dict[str, str]:
+    """The ``Authorization`` header of the ``http_server`` at ``url``."""
+    return {"Authorization": f"Bearer {TOKENS[url]}"}
 
 
 @contextlib.asynccontextmanager
-async def http_session(url: str, headers: dict[str, str] | None = None):
-    client = create_mcp_http_client(headers=headers)
+async def http_session(url: str, headers: dict[str, str] | None = None, **client_options: Any):
+    """An initialized ``ClientSession`` (with ``client_options``) on ``url`` (with its generated
+    token by default)."""
+    client = create_mcp_http_client(headers=bearer(url) if headers is None else headers)
     async with client, streamable_http_client(url, http_client=client) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, **client_options) as session:
             await session.initialize()
             yield session
 
@@ -482,7 +521,8 @@ async def test_http_2026_protocol_requests_each_get_a_session(project: Path) -> 
     # the SDK's high-level Client speaks the 2026-07-28 protocol: no handshake, no MCP session
     with trio.fail_after(90):
         async with http_server(project) as url:
-            async with Client(url) as client:
+            http = create_mcp_http_client(headers=bearer(url))
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
                 read = await client.call_tool("read", {"path": "a.txt"})
                 bash = await client.call_tool("bash", {"command": "echo modern"})
             with trio.fail_after(10):
@@ -499,7 +539,37 @@ async def test_http_2026_protocol_requests_each_get_a_session(project: Path) -> 
 
 @SDK_HTTP_CLIENT_WARNINGS[0]
 @SDK_HTTP_CLIENT_WARNINGS[1]
-async def test_http_bearer_token(project: Path) -> None:
+async def test_http_requires_a_generated_bearer_token_by_default(project: Path) -> None:
+    with trio.fail_after(90):
+        async with http_server(project) as url:
+            token = TOKENS[url]
+            async with httpx2.AsyncClient() as client:
+                anonymous = await client.post(url, json={})
+                wrong = await client.post(url, json={}, headers={"Authorization": "Bearer nope"})
+                basic = await client.post(url, json={}, headers={"Authorization": "Basic eDp5"})
+            async with http_session(url) as session:
+                result = await session.call_tool("bash", {"command": "echo authorised"})
+    assert len(token) == 43
+    assert (anonymous.status_code, wrong.status_code, basic.status_code) == (401, 401, 401)
+    assert anonymous.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+    missing = {
+        "error": "invalid_token",
+        "error_description": "this server requires a bearer token: send 'Authorization: Bearer "
+        "TOKEN' (pi mcp serve printed the file that holds TOKEN, or it is the value of "
+        "--token-env VAR)",
+    }
+    assert (anonymous.json(), basic.json()) == (missing, missing)
+    assert wrong.json() == {
+        "error": "invalid_token",
+        "error_description": "the bearer token is wrong (the server's token is new each time "
+        "it starts)",
+    }
+    assert texts(result) == ["authorised\n"]
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_http_bearer_token_from_the_environment(project: Path) -> None:
     env = server_env(project, PI_TEST_MCP_TOKEN="s3cret")
     with trio.fail_after(90):
         async with http_server(project, "--token-env", "PI_TEST_MCP_TOKEN", env=env) as url:
@@ -509,8 +579,553 @@ async def test_http_bearer_token(project: Path) -> None:
             async with http_session(url, {"Authorization": "Bearer s3cret"}) as session:
                 result = await session.call_tool("bash", {"command": "echo authorised"})
     assert (anonymous.status_code, wrong.status_code) == (401, 401)
-    assert anonymous.headers["www-authenticate"] == 'Bearer error="invalid_token"'
     assert texts(result) == ["authorised\n"]
+    assert not (project.parent / "state").exists()  # no token file for a token pi did not make
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_http_no_auth_admits_anyone_with_a_warning(project: Path) -> None:
+    with trio.fail_after(60):
+        async with http_server(project, "--no-auth") as url:
+            startup = STARTUP[url]
+            async with http_session(url, {}) as session:
+                result = await session.call_tool("bash", {"command": "echo open"})
+    assert startup == [
+        f"pi: warning: --no-auth: anyone who can reach {url} can run the offered tools as this "
+        "user",
+        f"pi: MCP server at {url}",
+    ]
+    assert texts(result) == ["open\n"]
+
+
+# -- full outputs as resources ------------------------------------------------------------------
+
+
+async def read_all(session: ClientSession, uri: str) -> tuple[bytes, list[dict[str, Any]]]:
+    """Every range of a resource, following ``_meta.next``; the bytes and the metas."""
+    data, metas, next_uri = b"", [], uri
+    while next_uri:
+        (contents,) = (await session.read_resource(next_uri)).contents
+        meta = dict(contents.meta or {})
+        metas.append(meta)
+        if isinstance(contents, types.TextResourceContents):
+            data += contents.text.encode()
+        else:
+            data += base64.b64decode(contents.blob)
+        next_uri = meta.get("next", "")
+    return data, metas
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_a_truncated_output_is_a_resource_of_its_session(project: Path) -> None:
+    expected = "".join(f"{i}\n" for i in range(1, 200001)).encode()
+    with trio.fail_after(120):
+        async with http_server(project) as url:
+            async with http_session(url) as session:
+                result = await session.call_tool("bash", {"command": "seq 1 200000"})
+                link = result.content[-1]
+                assert isinstance(link, types.ResourceLink)
+                listed = await session.list_resources()
+                data, metas = await read_all(session, str(link.uri))
+                binary = await session.call_tool(
+                    "bash", {"command": "printf '\\377\\376'; seq 1 20000"}
+                )
+                blob_link = binary.content[-1]
+                assert isinstance(blob_link, types.ResourceLink)
+                (first,) = (await session.read_resource(str(blob_link.uri))).contents
+                ranged = (await session.read_resource(f"{link.uri}?offset=6&length=4")).contents
+                with pytest.raises(MCPError) as bad_range:
+                    await session.read_resource(f"{link.uri}?offset=-1")
+            async with http_session(url) as other:  # another MCP session: not its output
+                with pytest.raises(MCPError) as foreign:
+                    await other.read_resource(str(link.uri))
+                others = await other.list_resources()
+    name = Path(result.structured_content["full_output_path"]).name
+    assert (str(link.uri), link.name, link.size) == (f"pi://output/1/{name}", name, len(expected))
+    assert texts(result)[0].endswith(
+        f"\n\n[Full output ({len(expected)} bytes) as MCP resource pi://output/1/{name}: "
+        "resources/read returns 524288 bytes at a time, ?offset=K for more]"
+    )
+    assert [(str(r.uri), r.size) for r in listed.resources] == [(str(link.uri), len(expected))]
+    assert data == expected
+    assert metas == [
+        {"offset": 0, "length": 524288, "size": 1288895, "next": f"{link.uri}?offset=524288"},
+        {"offset": 524288, "length": 524288, "size": 1288895, "next": f"{link.uri}?offset=1048576"},
+        {"offset": 1048576, "length": 240319, "size": 1288895},
+    ]
+    assert isinstance(first, types.BlobResourceContents)
+    assert base64.b64decode(first.blob)[:8] == b"\xff\xfe1\n2\n3\n"
+    assert [(type(c).__name__, getattr(c, "text", None)) for c in ranged] == [
+        ("TextResourceContents", "4\n5\n")
+    ]
+    assert bad_range.value.error.message == "offset='-1': must be a whole number of bytes"
+    assert foreign.value.error.code == -32002
+    assert foreign.value.error.message == (
+        f"Resource not found: pi://output/1/{name} is not an output of this MCP session "
+        "(outputs expire with their session)"
+    )
+    assert others.resources == []
+    # the structured output is cut to keep the message under 1 MiB, and names the resource
+    output = result.structured_content["output"]
+    marker = re.search(r"\n\[\.\.\. (\d+) characters omitted to keep this MCP message under 1 MiB: "
+                       rf"the full output is the MCP resource pi://output/1/{re.escape(name)} \.\.\.\]\n",
+                       output)  # fmt: skip
+    assert marker is not None
+    assert output[: marker.start()] == expected[:65536].decode()
+    assert output[marker.end() :] == expected[-65536:].decode()
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_two_megabytes_of_bash_output_reach_pis_own_client_over_http(
+    project: Path,
+) -> None:
+    with trio.fail_after(120):
+        async with http_server(project) as url:
+            client_config = project.parent / "client.toml"
+            client_config.write_text(
+                f'[mcp.servers.pi]\nurl = "{url}"\n'
+                'headers = { Authorization = "Bearer ${PI_TEST_TOKEN}" }\n'
+            )
+            env = server_env(project, PI_TEST_TOKEN=TOKENS[url])
+            command = "head -c 2000000 /dev/zero | tr '\\0' x; echo; echo end"
+            done = await run_pi(
+                "--config",
+                str(client_config),
+                "call",
+                "mcp__pi__bash",
+                json.dumps({"command": command}),
+                "--json",
+                env=env,
+            )
+    assert (done.returncode, done.stderr.decode()) == (0, "")
+    message = json.loads(done.stdout)
+    name = Path(re.findall(r"Full output: (\S+)\]", message["content"][0]["text"])[0]).name
+    uri = f"pi://output/1/{name}"
+    assert (message["content"], message["isError"]) == (
+        [
+            {
+                "type": "text",
+                "text": f"end\n\n[Showing lines 2-2 of 2 (50.0KB limit). Full output: /tmp/{name}]"
+                f"\n\n[Full output (2000005 bytes) as MCP resource {uri}: resources/read returns "
+                "524288 bytes at a time, ?offset=K for more]",
+            },
+            {
+                "type": "text",
+                "text": f'[Resource {uri} "{name}" (text/plain, 1.9MB): the full output of a tool '
+                'call. Read it with read_mcp_resource (server "pi")]',
+            },
+        ],
+        False,
+    )
+
+
+# -- codemode's default time limit ------------------------------------------------------------
+
+
+async def test_a_stuck_codemode_script_times_out_by_default_in_mcp_serve(project: Path) -> None:
+    hint = (
+        " (the default limit of `pi mcp serve`; a script that needs longer sets it: "
+        '// @options: {"timeout_ms": N})'
+    )
+    with trio.fail_after(90):
+        async with stdio_session(
+            project,
+            "--tools",
+            "codemode,codemode_python",
+            env={"PI_CODEMODE_SERVER_TIMEOUT_MS": "1000"},
+        ) as session:
+            js = await session.call_tool("codemode", {"code": "while (true) {}"})
+            python = await session.call_tool("codemode_python", {"code": "while True:\n    pass"})
+            own = await session.call_tool(
+                "codemode", {"code": '// @options: {"timeout_ms": 1200}\nwhile (true) {}'}
+            )
+    assert texts(js)[1:] == [
+        f"Script error:\nScript timed out: Execution timed out after 1000 ms{hint}\n\n"
+        "No tool calls were made."
+    ]
+    assert texts(python)[1:] == texts(js)[1:]
+    assert texts(own)[1:] == [
+        "Script error:\nScript timed out: Execution timed out after 1200 ms\n\n"
+        "No tool calls were made."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("host", "limit"),
+    [("mcp", 300_000), ("run", 300_000), ("call", None), ("replay", None), ("agent", None)],
+)
+def test_codemode_default_time_limit_by_host(host: str, limit: int | None) -> None:
+    from pi_builtin_tools.codemode.common import script_timeout_ms
+
+    session = pi_core.SessionContext(cwd="/", config={}, host=host)
+    assert script_timeout_ms(None, session)[0] == limit
+    assert script_timeout_ms(5, session) == (5, "")
+
+
+# -- a cap on each client's sessions ------------------------------------------------------------
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+STREAM_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+async def open_raw_session(client: Any, url: str) -> str:
+    """Initialize an MCP session with bare HTTP requests; its ``Mcp-Session-Id``."""
+    opened = await client.post(url, json=INITIALIZE, headers=STREAM_HEADERS)
+    assert opened.status_code == 200, opened.text
+    session_id = str(opened.headers["mcp-session-id"])
+    headers = {**STREAM_HEADERS, "Mcp-Session-Id": session_id, "Mcp-Protocol-Version": "2025-06-18"}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await client.post(url, json=note, headers=headers)).status_code == 202
+    return session_id
+
+
+async def raw_call(client: Any, url: str, session_id: str, command: str) -> Any:
+    headers = {**STREAM_HEADERS, "Mcp-Session-Id": session_id, "Mcp-Protocol-Version": "2025-06-18"}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "bash", "arguments": {"command": command}},
+    }
+    return await client.post(url, json=call, headers=headers)
+
+
+async def test_a_client_over_its_session_cap_closes_its_oldest_idle_session(
+    project: Path,
+) -> None:
+    with trio.fail_after(120):
+        async with http_server(project, "--max-sessions", "2") as url:
+            async with httpx2.AsyncClient(headers=bearer(url), timeout=60) as client:
+                first = await open_raw_session(client, url)
+                second = await open_raw_session(client, url)
+                assert (await raw_call(client, url, first, "echo used")).status_code == 200
+                third = await open_raw_session(client, url)  # closes the second: idle longest
+                gone = await raw_call(client, url, second, "echo gone")
+                kept = await raw_call(client, url, first, "echo kept")
+                async with trio.open_nursery() as nursery:  # both sessions busy: no room
+                    nursery.start_soon(raw_call, client, url, first, "sleep 2")
+                    nursery.start_soon(raw_call, client, url, third, "sleep 3")
+                    await trio.sleep(1)
+                    refused = await client.post(url, json=INITIALIZE, headers=STREAM_HEADERS)
+                # both idle again: the first, whose call ended first, goes
+                fourth = await open_raw_session(client, url)
+                after = await raw_call(client, url, first, "echo after")
+            with trio.fail_after(10):
+                while len(lifecycle(project)) < 3:  # noqa: ASYNC110 (polls a file)
+                    await trio.sleep(0.05)
+    assert len({first, second, third, fourth}) == 4
+    assert (gone.status_code, after.status_code) == (404, 404)
+    assert (kept.status_code, '"text":"kept\\n"' in kept.text) == (200, True)
+    assert refused.status_code == 503
+    assert refused.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32000,
+            "message": "too many MCP sessions from this client: all 2 (--max-sessions) have a "
+            "request running; end one (DELETE) or wait",
+        },
+    }
+    # a pi session starts with its MCP session's first call: the first's and the third's
+    events = lifecycle(project)
+    assert [(e["event"], e["reason"]) for e in events] == [
+        ("start", None),
+        ("start", None),
+        ("end", "completed"),  # the first, closed to make room for the fourth
+        ("end", "completed"),  # the third, at shutdown
+    ]
+    assert events[0]["session"] == events[2]["session"] != events[3]["session"]
+
+
+async def test_an_unsupported_protocol_version_header_names_the_supported_ones(
+    project: Path,
+) -> None:
+    with trio.fail_after(60):
+        async with http_server(project) as url:
+            async with httpx2.AsyncClient(headers=bearer(url), timeout=30) as client:
+                session_id = await open_raw_session(client, url)
+                headers = {**STREAM_HEADERS, "Mcp-Session-Id": session_id}
+                listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+                bad = await client.post(
+                    url, json=listing, headers={**headers, "Mcp-Protocol-Version": "1999-01-01"}
+                )
+    assert bad.status_code == 400
+    assert bad.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": "unsupported Mcp-Protocol-Version '1999-01-01': this server speaks "
+            "2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28",
+        },
+    }
+
+
+# -- a client that goes away cancels its calls ------------------------------------------------
+
+
+def processes_running(marker: str) -> list[int]:
+    """The pids whose command line holds ``marker`` (any backend's processes are this host's)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline and not process_gone(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture(scope="module")
+def podman_image(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The container backend's test image and container (tests/sandbox/container_support.py)."""
+    from container_support import PodmanSession
+
+    session = PodmanSession(
+        str(tmp_path_factory.mktemp("podman")), str(tmp_path_factory.mktemp("container-ws"))
+    )
+    yield session
+    session.cleanup()
+
+
+def backend_config(project: Path, backend: str, require_program: Any, request: Any) -> str | None:
+    """The pi.toml of a session on ``backend`` (``local``, ``bwrap``, ``container``)."""
+    if backend == "local":
+        return None
+    if backend == "bwrap":
+        require_program("bwrap")
+        return config_of(project, '[sandbox]\nbackend = "bwrap"\n')
+    require_program("podman")
+    require_program("runc")
+    podman = request.getfixturevalue("podman_image")
+    listed = ", ".join(json.dumps(a) for a in podman.cli_args)
+    run_args = ", ".join(json.dumps(a) for a in podman.run_args)
+    return config_of(
+        project,
+        '[sandbox]\nbackend = "container"\n[sandbox.container]\n'
+        f'cli = "{podman.cli}"\nimage = "{podman.image()}"\nworkdir = "/work"\n'
+        f"cli_args = [{listed}]\nrun_args = [{run_args}]\n",
+    )
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+@pytest.mark.parametrize("backend", ["local", "bwrap", "container"])
+async def test_a_client_that_disconnects_mid_call_leaves_no_process(
+    project: Path, backend: str, require_program: Any, request: Any
+) -> None:
+    config = backend_config(project, backend, require_program, request)
+    marker = f"sleep 30{os.getpid() % 100:02d}.5"
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "bash", "arguments": {"command": f"{marker}; echo never"}},
+    }
+    with trio.fail_after(120):
+        async with http_server(project, config=config) as url:
+            async with httpx2.AsyncClient(headers=bearer(url), timeout=60) as client:
+                session_id = await open_raw_session(client, url)
+                headers = {**STREAM_HEADERS, "Mcp-Session-Id": session_id}
+                async with trio.open_nursery() as nursery:
+
+                    async def stream() -> None:
+                        async with client.stream("POST", url, json=call, headers=headers) as r:
+                            async for _ in r.aiter_bytes():
+                                pass
+
+                    nursery.start_soon(stream)
+                    while not processes_running(marker):  # noqa: ASYNC110 (polls /proc)
+                        await trio.sleep(0.05)
+                    nursery.cancel_scope.cancel()  # the connection closes, no cancel sent
+            with trio.fail_after(15):
+                while processes_running(marker):  # noqa: ASYNC110 (polls /proc)
+                    await trio.sleep(0.05)
+            async with http_session(url) as session:  # the server goes on
+                after = await session.call_tool("bash", {"command": "echo still here"})
+    assert (texts(after), after.is_error) == (["still here\n"], False)
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "container"])
+async def test_a_cancelled_call_leaves_no_process_on_sandbox_backends(
+    project: Path, backend: str, require_program: Any, request: Any
+) -> None:
+    config = backend_config(project, backend, require_program, request)
+    marker = f"sleep 31{os.getpid() % 100:02d}.5"
+    with trio.fail_after(120):
+        async with stdio_session(project, config=config) as session:
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    await session.call_tool("bash", {"command": f"{marker} & {marker}; wait"})
+
+                nursery.start_soon(call)
+                while len(processes_running(marker)) < 2:  # noqa: ASYNC110 (polls /proc)
+                    await trio.sleep(0.05)
+                nursery.cancel_scope.cancel()  # the SDK sends notifications/cancelled
+            with trio.fail_after(15):
+                while processes_running(marker):  # noqa: ASYNC110 (polls /proc)
+                    await trio.sleep(0.05)
+            after = await session.call_tool("bash", {"command": "echo still here"})
+    assert (texts(after), after.is_error) == (["still here\n"], False)
+
+
+# -- asking the person through the client (elicitation) ---------------------------------------
+
+ASK_RULES = 'prefix_rule(pattern = ["echo", "ask"], decision = "prompt", justification = "Asks.")\n'
+
+
+def ask_config(project: Path) -> str:
+    (project / "ask.rules").write_text(ASK_RULES)  # relative to the session's folder
+    return config_of(project, '[sandbox.codex_rules]\nfiles = ["ask.rules"]\n')
+
+
+@contextlib.asynccontextmanager
+async def served_over(
+    transport: str, project: Path, *serve_args: str, **client_options: Any
+) -> AsyncIterator[ClientSession]:
+    """A ``ClientSession`` on ``pi mcp serve SERVE_ARGS`` over ``transport`` (stdio, http)."""
+    if transport == "stdio":
+        async with stdio_session(project, *serve_args, **client_options) as session:
+            yield session
+        return
+    async with http_server(project, *serve_args, config=config_of(project)) as url:
+        async with http_session(url, **client_options) as session:
+            yield session
+
+
+ASKED_REASON = '`echo ask {n}`: prompt by prefix_rule ["echo", "ask"] at ask.rules:1: Asks.'
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_ask_reaches_the_clients_elicitation_and_its_answer_decides(
+    project: Path, transport: str
+) -> None:
+    ask_config(project)
+    audit = project.parent / "audit.jsonl"
+    answers = [
+        types.ElicitResult(action="accept", content={"approve": True}),
+        types.ElicitResult(action="accept", content={"approve": False}),
+        types.ElicitResult(action="decline"),
+        types.ElicitResult(action="cancel"),
+        types.ElicitResult(action="accept", content={"approve": True, "for_session": True}),
+    ]
+    asked: list[types.ElicitRequestParams] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return answers.pop(0)
+
+    results = []
+    with trio.fail_after(120):
+        async with served_over(
+            transport,
+            project,
+            "--audit",
+            str(audit),
+            elicitation_callback=elicit,
+            client_info=types.Implementation(name="asking-client", version="1.2"),
+        ) as session:
+            for n in range(1, 7):
+                result = await session.call_tool("bash", {"command": f"echo ask {n}"})
+                results.append((texts(result), result.is_error))
+    source = "codex rule ask.rules:1"
+    denied = "Blocked: the user denied this call. " + source + ": " + ASKED_REASON
+    assert results == [
+        (["ask 1\n"], False),
+        ([denied.format(n=2)], True),
+        ([denied.format(n=3)], True),
+        ([denied.format(n=4)], True),
+        (["ask 5\n"], False),
+        (["ask 6\n"], False),  # approved for the session: not asked again
+    ]
+    assert [p.message for p in asked] == [
+        f'pi asks whether this call may run:\nbash {{"command": "echo ask {n}"}}\n'
+        f"Reason: {ASKED_REASON.format(n=n)} ({source})"
+        for n in range(1, 6)
+    ]
+    assert isinstance(asked[0], types.ElicitRequestFormParams)
+    assert asked[0].requested_schema["required"] == ["approve"]
+    assert list(asked[0].requested_schema["properties"]) == ["approve", "for_session"]
+    client = "MCP client asking-client 1.2"
+    approvals = [json.loads(line).get("approval") for line in audit.read_text().splitlines()]
+    assert approvals == [
+        {
+            "answer": answer,
+            "allowed": answer != "deny",
+            "source": source,
+            "reason": ASKED_REASON.format(n=n),
+            **({"answered_by": f"{client} (elicitation: {action})"} if action else {}),
+        }
+        for n, answer, action in [
+            (1, "allow", "accept"),
+            (2, "deny", "accept"),
+            (3, "deny", "decline"),
+            (4, "deny", "cancel"),
+            (5, "always", "accept"),
+            (6, "remembered", None),
+        ]
+    ]
+
+
+@SDK_HTTP_CLIENT_WARNINGS[0]
+@SDK_HTTP_CLIENT_WARNINGS[1]
+async def test_an_unanswered_ask_is_denied_after_the_ask_timeout(project: Path) -> None:
+    ask_config(project)
+    audit = project.parent / "audit.jsonl"
+
+    async def never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await trio.sleep(30)
+        raise AssertionError("the server stopped waiting")
+
+    with trio.fail_after(60):
+        async with stdio_session(
+            project, "--audit", str(audit), "--ask-timeout", "0.5", elicitation_callback=never
+        ) as session:
+            result = await session.call_tool("bash", {"command": "echo ask 1"})
+    assert (texts(result), result.is_error) == (
+        ["Blocked: the user denied this call. codex rule ask.rules:1: " + ASKED_REASON.format(n=1)],
+        True,
+    )
+    (line,) = audit.read_text().splitlines()
+    # the SDK's own clientInfo
+    assert (
+        json.loads(line)["approval"]["answered_by"] == "MCP client mcp 0.1.0 (no answer in 0.5 s)"
+    )
+
+
+async def test_a_client_without_elicitation_gets_the_denial_with_the_reason(
+    project: Path,
+) -> None:
+    ask_config(project)
+    with trio.fail_after(60):
+        async with stdio_session(project) as session:
+            result = await session.call_tool("bash", {"command": "echo ask 1"})
+    assert (texts(result), result.is_error) == (
+        [
+            "Blocked: this call needs a person's approval and there is no one to ask (no "
+            "terminal, no approval callback). codex rule ask.rules:1: " + ASKED_REASON.format(n=1)
+        ],
+        True,
+    )
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -520,9 +1135,12 @@ async def test_http_bearer_token(project: Path) -> None:
     ("args", "message"),
     [
         (
-            ["--http", "0.0.0.0:8080"],
-            "pi: error: --http 0.0.0.0:8080: a host that is not loopback requires a bearer "
-            "token (--token-env VAR)",
+            ["--no-auth"],
+            "pi: error: --no-auth needs --http (stdio has no bearer token)",
+        ),
+        (
+            ["--http", "9", "--no-auth", "--token-env", "HOME"],
+            "pi: error: argument --token-env: not allowed with argument --no-auth",
         ),
         (
             ["--http", "localhost:http"],
@@ -658,7 +1276,7 @@ async def test_inspector_cli_over_stdio(project: Path, require_program: Any) -> 
 async def test_inspector_cli_over_http(project: Path, require_program: Any) -> None:
     node = require_inspector(require_program)
     config = config_of(project, DENY_RM)
-    async with http_server(project, config=config) as url:
+    async with http_server(project, "--no-auth", config=config) as url:
         http = [url, "--transport", "http"]
         listed = await inspector(node, *http, "--method", "tools/list", cwd=project)
         read = await inspector(

@@ -38,6 +38,11 @@ OUT_OF_MEMORY = {
 }
 
 
+MAX_VALUE_BYTES = 3 * 16 * 1024 * 1024 + 64 * 1024
+"""The largest value that crosses between the VM and this process (jsbox's ``max_value_bytes``,
+16 MiB by default)."""
+
+
 def _send(message: dict[str, Any], *, flush: bool = False) -> None:
     """Write one message. A call reaches the host with the ``waiting`` message the worker sends
     when it waits for a result (:meth:`Worker.receive`): the host registers the calls a script
@@ -71,7 +76,11 @@ class Worker:
         self.pending: set[int] = set()
         self._loop = asyncio.new_event_loop()  # a factory of futures only; it never runs
         self.memory_limit = int(start["memoryLimitBytes"])
-        self.runtime = jsbox.Runtime(memory_limit=self.memory_limit)
+        # above what the prelude lets cross (16 MiB of arguments, 16 Mi characters of output,
+        # up to 3 bytes each): the prelude's own limits, with their texts, apply first
+        self.runtime = jsbox.Runtime(
+            memory_limit=self.memory_limit, max_value_bytes=MAX_VALUE_BYTES
+        )
         self.runtime.bind_function("__pi_bridge", self.bridge)
         self.runtime.bind_function("__pi_next", self._loop.create_future)
         self.runtime.bind_object(

@@ -456,6 +456,36 @@ def save_images(items: list[Item]) -> list[Item]:
     return result
 
 
+SERVER_TIMEOUT_MS = 300_000
+"""The time limit of a script without ``@options timeout_ms`` in a long-running host (``pi mcp
+serve``, ``pi run``), so a stuck script cannot hold a codemode worker for good; ``pi call``,
+``pi replay`` and the Python API keep Pi's no limit. ``PI_CODEMODE_SERVER_TIMEOUT_MS`` sets
+another."""
+
+SERVER_TIMEOUT_HOSTS = ("mcp", "run")
+"""The session hosts :data:`SERVER_TIMEOUT_MS` applies in."""
+
+
+def script_timeout_ms(timeout_ms: int | None, session: Any) -> tuple[int | None, str]:
+    """The time limit of a script: its ``@options timeout_ms``, else :data:`SERVER_TIMEOUT_MS`
+    when the session's host is one of :data:`SERVER_TIMEOUT_HOSTS`, else none. Also what the
+    timeout's error text adds (``""`` for the script's own limit)."""
+    if timeout_ms is not None:
+        return timeout_ms, ""
+    host = getattr(session, "host", None)
+    if host in SERVER_TIMEOUT_HOSTS:
+        try:
+            limit = int(os.environ.get("PI_CODEMODE_SERVER_TIMEOUT_MS", SERVER_TIMEOUT_MS))
+        except ValueError:
+            limit = SERVER_TIMEOUT_MS
+        hint = (
+            f" (the default limit of `pi {'mcp serve' if host == 'mcp' else host}`; a script "
+            'that needs longer sets it: // @options: {"timeout_ms": N})'
+        )
+        return max(1, limit), hint
+    return None, ""
+
+
 @dataclass
 class ScriptError:
     """Why a script failed: ``kind`` ``script`` (``head`` is the error's stack or
@@ -668,6 +698,7 @@ async def codemode_worker_slot(wait: float = WORKER_WAIT_SECONDS) -> AsyncIterat
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
+    "SERVER_TIMEOUT_MS",
     "STORE_ENTRY_TYPE",
     "STORE_STATE_KEY",
     "CallRow",
@@ -684,6 +715,7 @@ __all__ = [
     "image_data",
     "parse_options_line",
     "script_result",
+    "script_timeout_ms",
     "session_store",
     "text_of",
 ]

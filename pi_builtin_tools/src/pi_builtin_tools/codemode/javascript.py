@@ -53,6 +53,7 @@ from pi_builtin_tools.codemode.common import (
     codemode_worker_slot,
     commit_store,
     script_result,
+    script_timeout_ms,
     session_store,
 )
 from pi_builtin_tools.codemode.declarations import (
@@ -486,7 +487,8 @@ async def execute_codemode(
         "store": dict(store),
         "memoryLimitBytes": MEMORY_LIMIT_BYTES,
     }
-    deadline = math.inf if source.timeout_ms is None else source.timeout_ms / 1000
+    timeout_ms, hint = script_timeout_ms(source.timeout_ms, getattr(ctx, "session", None))
+    deadline = math.inf if timeout_ms is None else timeout_ms / 1000
     error: ScriptError | None = None
     with trio.move_on_after(deadline) as timeout_scope:
         try:
@@ -495,13 +497,13 @@ async def execute_codemode(
         except NoWorkerFree as e:
             error = ScriptError(
                 "not_started",
-                f"Script timed out: Execution timed out after {source.timeout_ms} ms while "
-                "waiting for a free codemode worker"
+                f"Script timed out: Execution timed out after {timeout_ms} ms while "
+                f"waiting for a free codemode worker{hint}"
                 if deadline <= WORKER_WAIT_SECONDS
                 else str(e),
             )
     if error is None and timeout_scope.cancelled_caught:
-        error = ScriptError("timeout", f"Execution timed out after {source.timeout_ms} ms")
+        error = ScriptError("timeout", f"Execution timed out after {timeout_ms} ms{hint}")
     elif error is None:
         error = script.error
     done = script.done

@@ -152,6 +152,15 @@
 		}
 	}
 
+	function utf8Length(text) {
+		let bytes = text.length;
+		for (let i = 0; i < text.length; i++) {
+			const unit = text.charCodeAt(i);
+			if (unit >= 0x80) bytes += unit >= 0xd800 && unit < 0xe000 ? 1 : unit >= 0x800 ? 2 : 1;
+		}
+		return bytes;
+	}
+
 	function caller(kind, name, spread) {
 		return (...args) =>
 			new Promise((resolve, reject) => {
@@ -160,6 +169,17 @@
 					json = serialize(spread ? args : args[0]);
 				} catch (error) {
 					reject(error);
+					return;
+				}
+				// pi: what crosses to the host is bounded; past the bound the error names it (the
+				// engine's own refusal would say only "host function failed: ValueError").
+				const bytes = json === undefined || json.length * 3 <= 16777216 ? 0 : utf8Length(json);
+				if (bytes > 16777216) {
+					reject(
+						new RangeError(
+							(kind === "call" ? "tools." : "") + name + "() arguments are " + bytes + " bytes of JSON, more than the limit of 16777216 bytes (16 MiB) one call can pass. Pass less per call.",
+						),
+					);
 					return;
 				}
 				const id = nextId++;

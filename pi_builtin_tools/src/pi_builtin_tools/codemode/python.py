@@ -58,6 +58,7 @@ from pi_builtin_tools.codemode.common import (
     js_value,
     parse_options_line,
     script_result,
+    script_timeout_ms,
     session_store,
     text_of,
 )
@@ -568,7 +569,7 @@ async def execute_codemode_python(
     run = ScriptRun(codemode_id=tool_call_id)
     driver = _ScriptDriver(run, tools, Store(session_store), on_update)
     driver.progress()
-    timeout_ms = options.get("timeout_ms")
+    timeout_ms, hint = script_timeout_ms(options.get("timeout_ms"), getattr(ctx, "session", None))
     error: ScriptError | None = None
     value: Any = None
     failure: monty.MontyError | SandboxStartError | None = None
@@ -589,7 +590,7 @@ async def execute_codemode_python(
                 error = _script_error(failure)
             value = None
     if deadline.cancelled_caught:
-        error = ScriptError("timeout", f"Execution timed out after {timeout_ms} ms")
+        error = ScriptError("timeout", f"Execution timed out after {timeout_ms} ms{hint}")
     driver.flush_console()
     if error is None and driver.failure is not None:  # output over the limits
         error = ScriptError("script", f"ValueError: {driver.failure.message}")

@@ -1,5 +1,5 @@
-"""``pi mcp``: ``serve`` (pi's tools as an MCP server) and ``list`` (the configured MCP servers,
-their state and tools). Added to the ``pi`` command line through ``pi_register_commands``."""
+"""``pi mcp``: ``serve`` (pi's tools as an MCP server), ``list`` (the configured MCP servers,
+their state and tools) and ``logout NAME`` (forget a server's OAuth tokens). Added to the ``pi`` command line through ``pi_register_commands``."""
 
 from __future__ import annotations
 
@@ -27,9 +27,28 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     from pi_builtin_tools.mcp.client_tools import configure_list
 
     configure_list(listing)
+    logout = actions.add_parser(
+        "logout",
+        help='forget the OAuth tokens of an MCP server (auth = "oauth")',
+        description="Remove the stored OAuth tokens and client registration of the server "
+        "NAME; its next connection asks for authorization again.",
+    )
+    logout.add_argument("name", metavar="NAME", help="the server's name in [mcp.servers]")
 
 
 def _run(invocation: CommandInvocation) -> int:
+    if invocation.args.mcp_action == "logout":
+        from pi_builtin_tools.mcp.oauth import logout
+
+        name = invocation.args.name
+        try:
+            forgot = logout(name)
+        except OSError as e:
+            print(f"pi: error: {e}", file=invocation.stderr)
+            return 2
+        said = "forgot the OAuth tokens of" if forgot else "no OAuth tokens are stored for"
+        print(f'pi: {said} MCP server "{name}"', file=invocation.stderr)
+        return 0
     if invocation.args.mcp_action == "serve":
         from pi_builtin_tools.mcp.server import run_serve
 

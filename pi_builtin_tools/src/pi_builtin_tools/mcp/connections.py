@@ -41,6 +41,11 @@ import trio
 from pi_builtin_tools.mcp.mcp_config import McpServer, ValueResolutionError, resolve_value
 from pi_core import js_number_to_string
 
+MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024
+"""The largest server-sent event pi's client accepts from an HTTP MCP server (the SDK's default
+is 1 MiB, which a server's 1 MB tool result exceeds); bounded, so a server cannot make pi hold
+any amount."""
+
 
 class _OneLineReport(logging.Handler):
     """What the ``mcp`` SDK logs (a server printing something that is not JSON-RPC on stdout,
@@ -212,12 +217,24 @@ class ServerConnection:
                 )
                 for key, value in server.headers.items()
             }
-            client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
-            async with (
-                client,
-                streamable_http_client(str(server.url), http_client=client) as streams,
-            ):
-                yield streams[0], streams[1]
+            async with contextlib.AsyncExitStack() as stack:
+                auth = None
+                if server.auth == "oauth":
+                    from pi_builtin_tools.mcp.oauth import oauth_provider
+
+                    auth = await stack.enter_async_context(
+                        oauth_provider(server.name, str(server.url))
+                    )
+                client = httpx2.AsyncClient(
+                    headers=headers, timeout=httpx2.Timeout(30, read=300), auth=auth
+                )
+                async with (
+                    client,
+                    streamable_http_client(
+                        str(server.url), http_client=client, max_sse_event_size=MAX_SSE_EVENT_BYTES
+                    ) as streams,
+                ):
+                    yield streams[0], streams[1]
             return
         from mcp.client.stdio import stdio_client
 

@@ -63,7 +63,8 @@ Exposure = Literal["codemode", "deferred", "direct", "hidden"]
 @dataclass(frozen=True)
 class McpServer:
     """One configured MCP server: ``name``, ``transport`` (``"stdio"`` or ``"http"``), the stdio
-    fields (``command``, ``args``, ``env``, ``cwd``) or the HTTP ones (``url``, ``headers``),
+    fields (``command``, ``args``, ``env``, ``cwd``) or the HTTP ones (``url``, ``headers``,
+    ``auth``),
     ``enabled``, ``timeout`` (seconds), ``exposure`` (the MCP exposure, default ``codemode``),
     ``tool_exposure`` (tool name or ``*`` pattern → exposure), ``description``, and where it was
     defined (``source``: a file; ``scope``: ``"pi.toml"``, ``"user"`` or ``"project"``;
@@ -78,6 +79,8 @@ class McpServer:
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    auth: str | None = None
+    """``"oauth"``: the MCP authorization flow (:mod:`pi_builtin_tools.mcp.oauth`)."""
     enabled: bool = True
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     exposure: str = "codemode"
@@ -150,6 +153,7 @@ class ServerTable(_Model):
     cwd: StrictStr | None = None
     url: StrictStr | None = None
     headers: dict[str, StrictStr] = {}
+    auth: Literal["oauth"] | None = None
     enabled: StrictBool = True
     timeout: float = pydantic.Field(
         default=DEFAULT_TIMEOUT_SECONDS, gt=0, le=86400, allow_inf_nan=False
@@ -182,6 +186,8 @@ class ServerTable(_Model):
                 raise ValueError('needs "url" (streamable HTTP)')
             if self.command is not None:
                 raise ValueError('has both "command" and "url": a server is either stdio or HTTP')
+        elif self.auth is not None:
+            raise ValueError('auth = "oauth" is for a server with a "url"')
         elif self.command is None:
             raise ValueError('needs either "command" (stdio) or "url" (streamable HTTP)')
         elif self.url is not None:
@@ -218,6 +224,7 @@ def _from_table(name: str, table: ServerTable, source: str, allow: bool) -> McpS
         cwd=table.cwd,
         url=table.url,
         headers=dict(table.headers),
+        auth=table.auth,
         enabled=table.enabled,
         timeout=float(table.timeout),
         exposure=table.exposure,

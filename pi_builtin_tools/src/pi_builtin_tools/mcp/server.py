@@ -6,7 +6,8 @@ API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds
 ::
 
     pi mcp serve [--cwd DIR] [--tools a,b] [--audit FILE]
-                 [--http [HOST:]PORT] [--token-env VAR]
+                 [--http [HOST:]PORT] [--token-env VAR | --no-auth] [--max-sessions N]
+                 [--ask-timeout SECONDS]
 
 * **Sessions.** One pi session per MCP session, built as ``pi call`` builds its own (the
   plugins minus ``--no-plugin``, plus ``-p``; the config; host ``"mcp"``): over stdio the
@@ -25,7 +26,10 @@ API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds
   a JSON object in ``structured_content`` becomes ``structuredContent``, ``isError`` is the
   pipeline's (an unknown tool, invalid arguments and a policy's block are error results with
   pi's text). With a ``progressToken``, the tool's updates (bash's output so far) become
-  ``notifications/progress`` whose ``message`` is the update's text. ``notifications/cancelled``
+  ``notifications/progress`` whose ``message`` is the update's text. A policy's ask goes to
+  the client as ``elicitation/create`` when it declared form elicitation
+  (:meth:`ServedSession.approve`; ``--ask-timeout SECONDS``); otherwise the call is denied as
+  in any session without an approver. ``notifications/cancelled``
   aborts the call through its :class:`pi_core.Abort` (bash kills its process group); the
   aborted call still goes through ``pi_after_tool_call`` and the audit log. Calls run
   concurrently (the mutation queue orders edits of one file); ``[pi] tool_execution =
@@ -35,9 +39,14 @@ API (used by :mod:`pi_builtin_tools.mcp.commands`): :func:`configure_serve` adds
   file descriptor 1 points at stderr, so a stray ``print`` cannot corrupt the protocol).
   ``--http [HOST:]PORT`` serves streamable HTTP at ``/mcp`` (host default ``127.0.0.1``;
   port 0 picks a free one) with hypercorn on trio, and prints ``pi: MCP server at URL`` on
-  stderr. A host that is not loopback requires ``--token-env VAR``: every request must then
-  carry ``Authorization: Bearer <the value of VAR>`` (401 otherwise); on loopback the token is
-  optional, and required when given.
+  stderr. Every request must carry ``Authorization: Bearer TOKEN`` (401 otherwise, compared in
+  constant time): TOKEN is the value of ``--token-env VAR``, else a new random token written to
+  ``mcp-serve-PORT.token`` in :func:`user_state_dir` (mode 0600, removed at exit; pi prints the
+  file's path, never the token). ``--no-auth`` admits anyone, with a warning. One client (peer
+  address) keeps at most ``--max-sessions N`` MCP sessions open: opening one more closes its
+  oldest idle one (:mod:`pi_builtin_tools.mcp.session_cap`); a client whose connection closes
+  before a call's answer cancels that call (:class:`DisconnectCancelsApp`). A header
+  ``Mcp-Protocol-Version`` the SDK does not speak gets 400 naming those it does.
 * **Exit status.** 0 when the input ends (stdio) or after SIGTERM; 130 after SIGINT; 2 with
   one line on stderr for unusable input (a missing ``--cwd``, an unknown tool in ``--tools``,
   a bad ``--http`` address, a missing token, an audit file pi cannot append to, a config or
@@ -52,6 +61,7 @@ import hmac
 import ipaddress
 import math
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -65,11 +75,18 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from mcp import types
+from pi_builtin_tools.mcp.outputs import SessionOutputs, fit_result, link_text
+from pi_builtin_tools.mcp.session_cap import (
+    DEFAULT_SESSIONS_PER_CLIENT,
+    DisconnectCancelsApp,
+    SessionCapApp,
+)
 from pi_core import (
     Abort,
     AgentContext,
     AgentTool,
     AgentToolResult,
+    ApprovalRequest,
     AssistantMessage,
     AuditLog,
     CommandInvocation,
@@ -102,6 +119,34 @@ STATE_KEY = "pi_builtin_tools.mcp.session"
 HTTP_GRACE_SECONDS = 2.0
 """How long ``--http`` waits for open requests at shutdown."""
 
+ASK_TIMEOUT_SECONDS = 300.0
+"""How long an approval asked through the client (``elicitation/create``) waits for an answer
+before the call is denied (``--ask-timeout``)."""
+
+ASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Run this call (leave unchecked to deny it)",
+            "default": False,
+        },
+        "for_session": {
+            "type": "boolean",
+            "title": "For this session",
+            "description": "Also approve later calls of this tool that the same policy asks "
+            "about, until this MCP session ends",
+            "default": False,
+        },
+    },
+    "required": ["approve"],
+}
+"""The form of an approval asked through the client."""
+
+TOKEN_BYTES = 32
+"""The entropy of a generated bearer token (43 URL-safe characters)."""
+
 
 class ServeError(PiError):
     """``pi mcp serve`` cannot start: ``pi: error: MESSAGE`` and exit status 2."""
@@ -133,12 +178,54 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
         f"{DEFAULT_HTTP_HOST}; PORT 0 picks a free port)",
     )
     parser.add_argument(
+        "--ask-timeout",
+        metavar="SECONDS",
+        dest="ask_timeout",
+        type=_positive_seconds,
+        default=ASK_TIMEOUT_SECONDS,
+        help="how long a call a policy asks a person about waits for the client's answer "
+        f"(elicitation) before it is denied (default {ASK_TIMEOUT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        metavar="N",
+        dest="max_sessions",
+        type=_positive_int,
+        default=DEFAULT_SESSIONS_PER_CLIENT,
+        help="with --http: the MCP sessions one client (address) may keep open; opening one "
+        f"more closes its oldest idle one (default {DEFAULT_SESSIONS_PER_CLIENT})",
+    )
+    auth = parser.add_mutually_exclusive_group()
+    auth.add_argument(
         "--token-env",
         metavar="VAR",
         dest="token_env",
-        help="with --http: require 'Authorization: Bearer TOKEN', TOKEN being the value of the "
-        "environment variable VAR (required for a host that is not loopback)",
+        help="with --http: the bearer token is the value of the environment variable VAR "
+        "(default: a new random token, written to a file only you can read)",
     )
+    auth.add_argument(
+        "--no-auth",
+        action="store_true",
+        dest="no_auth",
+        help="with --http: admit requests without a bearer token (anyone who can reach the "
+        "port can run the offered tools as you)",
+    )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value < math.inf):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 @dataclass(frozen=True)
@@ -191,6 +278,11 @@ class ServeOptions:
     audit: str | None
     http: HttpAddress | None
     token: str | None
+    ask_timeout: float = ASK_TIMEOUT_SECONDS
+    max_sessions: int = DEFAULT_SESSIONS_PER_CLIENT
+    token_generated: bool = False
+    """Whether ``token`` is a new random one, to be written to :func:`token_file` (else it came
+    from ``--token-env``, or there is none: stdio, ``--no-auth``)."""
 
 
 def _serve_options(args: Any, environ: dict[str, str] | os._Environ[str]) -> ServeOptions:
@@ -208,18 +300,55 @@ def _serve_options(args: Any, environ: dict[str, str] | os._Environ[str]) -> Ser
         _check_audit(args.audit, cwd)
     http = parse_http_address(args.http) if args.http is not None else None
     token = None
+    generated = False
     if args.token_env is not None:
         if http is None:
             raise ServeError("--token-env needs --http (stdio has no bearer token)")
         token = environ.get(args.token_env, "")
         if not token:
             raise ServeError(f"--token-env {args.token_env}: the variable is not set or empty")
-    if http is not None and token is None and not http.is_loopback:
+    if getattr(args, "no_auth", False) and http is None:
+        raise ServeError("--no-auth needs --http (stdio has no bearer token)")
+    if http is not None and token is None and not args.no_auth:
+        token, generated = secrets.token_urlsafe(TOKEN_BYTES), True
+    return ServeOptions(
+        cwd=cwd,
+        tools=tools,
+        audit=args.audit,
+        http=http,
+        token=token,
+        ask_timeout=args.ask_timeout,
+        max_sessions=args.max_sessions,
+        token_generated=generated,
+    )
+
+
+def user_state_dir() -> str:
+    """:func:`pi_builtin_tools.mcp.state.user_state_dir`, its failure a :class:`ServeError`."""
+    from pi_builtin_tools.mcp.state import user_state_dir as state_dir
+
+    try:
+        return state_dir()
+    except OSError as e:
         raise ServeError(
-            f"--http {args.http}: a host that is not loopback requires a bearer token "
-            "(--token-env VAR)"
-        )
-    return ServeOptions(cwd=cwd, tools=tools, audit=args.audit, http=http, token=token)
+            str(e) if isinstance(e, PermissionError) else f"{e.filename}: {e.strerror}"
+        ) from None
+
+
+def token_file(port: int) -> str:
+    """Where ``pi mcp serve --http`` on ``port`` keeps its generated bearer token:
+    ``mcp-serve-PORT.token`` in :func:`user_state_dir`."""
+    return os.path.join(user_state_dir(), f"mcp-serve-{port}.token")
+
+
+def write_token_file(port: int, token: str) -> str:
+    """Write ``token`` to :func:`token_file` (mode ``0600``, replacing an older server's file
+    atomically) and return its path."""
+    from pi_builtin_tools.mcp.state import write_private
+
+    path = token_file(port)
+    write_private(path, token + "\n")
+    return path
 
 
 def _check_audit(path: str, cwd: str) -> None:
@@ -318,9 +447,21 @@ class ServedSession:
     session:``, the running calls in a nursery); :meth:`call` runs one tool call in it;
     :meth:`close` ends it (running calls are aborted, then ``pi_session_end``)."""
 
-    def __init__(self, session: Session, tools: list[AgentTool], limiter: trio.CapacityLimiter):
+    def __init__(
+        self,
+        session: Session,
+        tools: list[AgentTool],
+        limiter: trio.CapacityLimiter,
+        ask_timeout: float = ASK_TIMEOUT_SECONDS,
+    ):
         self.session = session
         self.tools = tools
+        self._ask_timeout = ask_timeout
+        self.outputs = SessionOutputs()
+        self._askers: dict[str, Any] = {}
+        """The SDK's per-request session of each running call, by pi call id: where an
+        approval of that call is asked."""
+        self._asking = False
         self._loop_config: LoopConfig = session.loop_config()
         self._limiter = limiter
         self._calls: trio.Nursery | None = None
@@ -359,6 +500,46 @@ class ServedSession:
         """End the session (idempotent) and wait until ``pi_session_end`` has run."""
         self._closing.set()
         await self._ended.wait()
+
+    def ask_through(self, tool_call_id: str, request_session: Any, request_id: Any) -> None:
+        """Let approvals of the call ``tool_call_id`` (and of its nested calls) be asked through
+        ``request_session`` (the SDK's per-request session) when its client declared form
+        elicitation and the request can carry a server request; the session's approver then
+        asks the client (:meth:`approve`). Otherwise nothing changes: the session's own approver
+        (a plugin's, or none: the call is denied with the reason) answers."""
+        if not _can_elicit(request_session):
+            return
+        self._askers[tool_call_id] = (request_session, request_id)
+        if not self._asking:
+            self._asking = True
+            self.session.set_approver(self.approve)
+
+    async def approve(self, request: ApprovalRequest) -> tuple[str, str]:
+        """Ask the client of the call (``elicitation/create``): the message names the tool, its
+        arguments in short and the reason; the form is :data:`ASK_SCHEMA`. Accepted with
+        ``approve`` allows (``for_session``: ``"always"``); unchecked, declined, cancelled or
+        unanswered within the ask timeout denies. Answers ``(answer, who answered)``."""
+        asker = self._askers.get(request.tool_call_id)
+        if asker is None and request.parent_tool_call_id is not None:
+            asker = self._askers.get(request.parent_tool_call_id)
+        if asker is None:
+            raise RuntimeError("the MCP request of this call has ended")
+        request_session, request_id = asker
+        client = _client_name(request_session)
+        message = (
+            f"pi asks whether this call may run:\n{request.describe()}\n"
+            f"Reason: {request.reason} ({request.source})"
+        )
+        with trio.move_on_after(self._ask_timeout):
+            answer = await request_session.elicit_form(
+                message, ASK_SCHEMA, related_request_id=request_id
+            )
+            by = f"{client} (elicitation: {answer.action})"
+            content = answer.content or {}
+            if answer.action != "accept" or content.get("approve") is not True:
+                return "deny", by
+            return ("always" if content.get("for_session") is True else "allow"), by
+        return "deny", f"{client} (no answer in {self._ask_timeout:g} s)"
 
     async def call(
         self,
@@ -417,11 +598,53 @@ class ServedSession:
                     await done.wait()
                     nursery.cancel_scope.cancel()
         finally:
+            self._askers.pop(tool_call.id, None)
             if not done.is_set():
                 abort.abort()
         if not outcomes:
             return _error_result("Operation aborted")
-        return mcp_result(outcomes[0])
+        return self._with_output_link(outcomes[0], mcp_result(outcomes[0]))
+
+    def _with_output_link(
+        self, outcome: ToolCallOutcome, result: types.CallToolResult
+    ) -> types.CallToolResult:
+        """Serve the call's full-output file (``details["fullOutputPath"]``) as a resource of
+        this session: a ``resource_link`` block, and a line naming it in the text; then keep
+        the message under the clients' limits (:func:`fit_result`)."""
+        details = outcome.result.details
+        path = details.get("fullOutputPath") if isinstance(details, dict) else None
+        link = self.outputs.add(path) if isinstance(path, str) else None
+        if link is None:
+            return fit_result(result, None)
+        content: list[Any] = list(result.content)
+        texts = [i for i, block in enumerate(content) if isinstance(block, types.TextContent)]
+        line = link_text(link)
+        if texts:
+            last = content[texts[-1]]
+            content[texts[-1]] = types.TextContent(type="text", text=f"{last.text}\n\n{line}")
+        else:
+            content.append(types.TextContent(type="text", text=line))
+        content.append(link)
+        return fit_result(result.model_copy(update={"content": content}), str(link.uri))
+
+
+def _can_elicit(request_session: Any) -> bool:
+    """Whether the client of ``request_session`` declared form elicitation (an empty
+    ``elicitation`` capability means form) and this request can carry a server request."""
+    capabilities = request_session.client_capabilities
+    elicitation = getattr(capabilities, "elicitation", None)
+    if elicitation is None or not request_session.can_send_request:
+        return False
+    return elicitation.form is not None or elicitation.url is None
+
+
+def _client_name(request_session: Any) -> str:
+    """``MCP client NAME VERSION`` from the client's ``clientInfo`` (``MCP client`` without)."""
+    params = request_session.client_params
+    info = getattr(params, "client_info", None)
+    if info is None:
+        return "MCP client"
+    return f"MCP client {info.name} {info.version}".rstrip()
 
 
 async def _forward_progress(
@@ -529,6 +752,7 @@ def build_server(
         served = ctx.lifespan_context.for_request(ctx)
         arguments: Any = {} if params.arguments is None else params.arguments
         tool_call = ToolCall(id=f"mcp-{ctx.request_id}", name=params.name, arguments=arguments)
+        served.ask_through(tool_call.id, ctx.session, ctx.request_id)
         meta = ctx.meta or {}
         report = None
         if meta.get("progress_token", meta.get("progressToken")) is not None:
@@ -537,6 +761,16 @@ def build_server(
                 await ctx.session.report_progress(progress, None, message)
 
         return await served.call(tool_call, report)
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        served = ctx.lifespan_context.for_request(ctx)
+        return types.ListResourcesResult(resources=served.outputs.resources())
+
+    async def read_resource(
+        ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        served = ctx.lifespan_context.for_request(ctx)
+        return served.outputs.read(str(params.uri))
 
     return Server(
         "pi",
@@ -547,6 +781,8 @@ def build_server(
         get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
     )
 
 
@@ -589,7 +825,8 @@ def run_serve(invocation: CommandInvocation) -> int:
 
     def served_session() -> ServedSession:
         session = new_session()
-        return ServedSession(session, offered_tools(session, options.tools), limiter_box[0])
+        tools = offered_tools(session, options.tools)
+        return ServedSession(session, tools, limiter_box[0], options.ask_timeout)
 
     if options.http is not None:
         return _run_http(invocation, options, served_session, limit, limiter_box, input_schemas)
@@ -815,31 +1052,77 @@ async def served_task(nursery: trio.Nursery, served: ServedSession) -> AsyncIter
 
 class BearerTokenApp:
     """An ASGI wrapper admitting only HTTP requests with ``Authorization: Bearer TOKEN``
-    (compared in constant time); others get 401 with ``WWW-Authenticate: Bearer``."""
+    (compared in constant time); others get 401 with ``WWW-Authenticate: Bearer`` and an
+    ``error_description`` saying whether the token is missing or wrong."""
+
+    MISSING = (
+        "this server requires a bearer token: send 'Authorization: Bearer TOKEN' (pi mcp serve "
+        "printed the file that holds TOKEN, or it is the value of --token-env VAR)"
+    )
+    WRONG = "the bearer token is wrong (the server's token is new each time it starts)"
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
         self._token = token.encode("utf-8")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and not self._authorized(scope):
-            from starlette.responses import JSONResponse
+        if scope["type"] == "http":
+            problem = self._problem(scope)
+            if problem is not None:
+                from starlette.responses import JSONResponse
 
-            response = JSONResponse(
-                {"error": "invalid_token", "error_description": "a valid bearer token is required"},
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
-            )
-            await response(scope, receive, send)
-            return
+                response = JSONResponse(
+                    {"error": "invalid_token", "error_description": problem},
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+                )
+                await response(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
-    def _authorized(self, scope: Any) -> bool:
+    def _problem(self, scope: Any) -> str | None:
         values = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
+        if not values:
+            return self.MISSING
         if len(values) != 1:
-            return False
+            return "send one Authorization header, not several"
         scheme, _, credentials = values[0].strip().partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
+        if scheme.lower() != b"bearer":
+            return self.MISSING
+        if not hmac.compare_digest(credentials.strip(), self._token):
+            return self.WRONG
+        return None
+
+
+class ProtocolVersionApp:
+    """An ASGI wrapper answering a request whose ``Mcp-Protocol-Version`` header names a
+    version the SDK does not speak with 400 and a JSON-RPC error listing the versions it does
+    (the SDK alone would take it for a request of the newest protocol and complain about its
+    ``_meta``)."""
+
+    def __init__(self, app: Any) -> None:
+        from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
+
+        self.app = app
+        self.supported = tuple(SUPPORTED_PROTOCOL_VERSIONS)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = scope.get("headers", [])
+            versions = [v for k, v in headers if k.lower() == b"mcp-protocol-version"]
+            version = versions[0].decode("latin-1") if versions else None
+            if version is not None and version not in self.supported:
+                from starlette.responses import JSONResponse
+
+                message = (
+                    f"unsupported Mcp-Protocol-Version {version!r}: this server speaks "
+                    + ", ".join(self.supported)
+                )
+                error = {"code": types.INVALID_REQUEST, "message": message}
+                body = {"jsonrpc": "2.0", "id": None, "error": error}
+                await JSONResponse(body, status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _run_http(
@@ -875,6 +1158,8 @@ def _run_http(
 
         server = build_server(lifespan, input_schemas)
         app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=address.host)
+        app = DisconnectCancelsApp(app, MCP_PATH)
+        app = ProtocolVersionApp(SessionCapApp(app, options.max_sessions, MCP_PATH))
         if options.token is not None:
             app = BearerTokenApp(app, options.token)
         config = Config()
@@ -887,9 +1172,28 @@ def _run_http(
                 partial(serve, app, config, shutdown_trigger=partial(_wait_for_signal, received))
             )
             started.append(True)
+            if options.token_generated and options.token is not None:
+                port = int(binds[0].rpartition(":")[2].rstrip("/"))
+                token_path.append(write_token_file(port, options.token))
+                print(
+                    f"pi: the bearer token is in {token_path[0]} "
+                    "(send 'Authorization: Bearer TOKEN')",
+                    file=invocation.stderr,
+                    flush=True,
+                )
+            elif options.token is None:
+                print(
+                    f"pi: warning: --no-auth: anyone who can reach {binds[0]}{MCP_PATH} can run "
+                    "the offered tools as this user",
+                    file=invocation.stderr,
+                    flush=True,
+                )
             for bind in binds:
                 print(f"pi: MCP server at {bind}{MCP_PATH}", file=invocation.stderr, flush=True)
 
+    token_path: list[str] = []
+    if options.token_generated:
+        user_state_dir()  # an unusable state directory fails before the server starts
     try:
         trio.run(main)
     except BaseExceptionGroup as group:
@@ -903,6 +1207,10 @@ def _run_http(
                 f"--http {address.bind}: {unbound[0].strerror or unbound[0]}"
             ) from None
         raise
+    finally:
+        for path in token_path:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
     return _exit_status(received)
 
 

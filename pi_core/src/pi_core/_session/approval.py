@@ -12,7 +12,9 @@ context and a reason. The answer comes from the session's **approver**, set by i
 
 Without an approver the call is denied, with the reason. An approver is any callable, sync or
 async, taking an :class:`ApprovalRequest` and answering ``"allow"``, ``"deny"`` or ``"always"``
-(``True`` and ``False`` mean allow and deny); an exception or another answer denies. Requests are
+(``True`` and ``False`` mean allow and deny), or a pair ``(answer, answered_by)`` naming who
+answered (``"MCP client NAME VERSION"``: the audit log records it); an exception or another
+answer denies. Requests are
 answered one at a time per session (a batch's parallel calls never prompt at once), and an
 ``"always"`` answer allows every later request with the same :attr:`ApprovalRequest.key` in that
 session without asking again.
@@ -91,21 +93,27 @@ class ApprovalOutcome:
     """What :func:`request_approval` decided: ``allowed``; ``answer`` (``"allow"``, ``"deny"``,
     ``"always"``, ``"remembered"`` for an earlier ``always``, ``"none"`` without an approver,
     ``"error"`` when the approver failed); ``block_reason``: the error text for the model when
-    not allowed (``""`` when allowed); ``request``: what was asked."""
+    not allowed (``""`` when allowed); ``request``: what was asked; ``answered_by``: who
+    answered, when the approver said (``""`` otherwise)."""
 
     allowed: bool
     answer: str
     block_reason: str
     request: ApprovalRequest
+    answered_by: str = ""
 
     def to_json_dict(self) -> dict[str, Any]:
-        """``{"answer", "allowed", "source", "reason"}`` (for the audit log)."""
-        return {
+        """``{"answer", "allowed", "source", "reason"}`` and ``"answered_by"`` when known (for
+        the audit log)."""
+        data: dict[str, Any] = {
             "answer": self.answer,
             "allowed": self.allowed,
             "source": self.request.source,
             "reason": self.request.reason,
         }
+        if self.answered_by:
+            data["answered_by"] = self.answered_by
+        return data
 
 
 @dataclass
@@ -142,18 +150,21 @@ class ApprovalState:
                     error=error, source=request.source, reason=request.reason
                 )
                 return ApprovalOutcome(False, "error", text, request)
+        by = ""
+        if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[1], str):
+            answer, by = answer
         if answer is True:
             answer = "allow"
         elif answer is False:
             answer = "deny"
         if answer == "always":
             self.always.add(remembered)
-            return ApprovalOutcome(True, "always", "", request)
+            return ApprovalOutcome(True, "always", "", request, by)
         if answer == "allow":
-            return ApprovalOutcome(True, "allow", "", request)
+            return ApprovalOutcome(True, "allow", "", request, by)
         if answer == "deny":
             text = DENIED_TEXT.format(source=request.source, reason=request.reason)
-            return ApprovalOutcome(False, "deny", text, request)
+            return ApprovalOutcome(False, "deny", text, request, by)
         text = APPROVER_FAILED_TEXT.format(
             error=f"the approver answered {answer!r}, not 'allow', 'deny' or 'always'",
             source=request.source,
