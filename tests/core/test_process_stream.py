@@ -140,3 +140,31 @@ async def test_chunks_kept_by_on_data_are_not_overwritten_by_later_reads() -> No
     assert code == 0
     assert len(chunks) >= 4
     assert b"".join(chunks) == b"A" * 300_000 + b"B" * 300_000 + b"C" * 300_000 + b"D" * 300_000
+
+
+@pytest.mark.trio
+async def test_output_written_before_the_exit_is_read_whatever_the_timers() -> None:
+    """On a loaded machine the reader runs behind: at the exit the pipe may still hold up to
+    its size of output, and the reader may not run for longer than ``drain_idle`` or
+    ``drain_max``. That output was written before the exit: it is all read (the timers only end
+    the reading of what children left running write after the exit). Here the process has
+    exited before the reading starts, and both timers are 0."""
+    data = bytes(range(256)) * 200  # 51,200 bytes: fits in any pipe
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-c", "import sys; sys.stdout.buffer.write(bytes(range(256)) * 200)"],
+        stdout=subprocess.PIPE,
+    )
+    # exited, not reaped
+    await trio.to_thread.run_sync(os.waitid, os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
+    received = bytearray()
+
+    async def kill() -> None:
+        process.kill()
+        await process.wait()
+
+    with trio.fail_after(20):
+        code = await stream_process(
+            process, received.extend, timeout=None, kill=kill, drain_idle=0, drain_max=0
+        )
+    assert code == 0
+    assert bytes(received) == data

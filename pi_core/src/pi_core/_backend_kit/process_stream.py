@@ -19,6 +19,8 @@ import contextlib
 import errno
 import fcntl
 import os
+import struct
+import termios
 from collections.abc import Awaitable, Callable, Iterator
 
 import trio
@@ -57,6 +59,14 @@ def enlarge_pipe(fd: int, size: int = PIPE_SIZE) -> int | None:
         return fcntl.fcntl(fd, set_size, max_size)
     except OSError:
         return None
+
+
+def pending_bytes(fd: int) -> int:
+    """The bytes waiting to be read in pipe ``fd`` (``FIONREAD``; 0 when it cannot be told)."""
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+    except OSError:
+        return 0
 
 
 def _chunk_reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
@@ -132,8 +142,11 @@ async def stream_process(
     """Stream ``process.stdout`` to ``on_data`` until the process exits; return its exit code
     (``128 + N`` when it died of signal ``N``). A pipe is enlarged first (:func:`enlarge_pipe`).
 
-    After the exit, output is still read until end of file, ``drain_idle`` seconds without data
-    or ``drain_max`` seconds. ``kill`` (awaited shielded) must end the process and everything it
+    After the exit, everything the process's tree had written when it exited (what the pipe held
+    then: at most its size) is read whatever the time it takes (on a loaded machine, the reader
+    may be seconds behind); output written after the exit (a child left running with the pipe)
+    is still read until end of file, ``drain_idle`` seconds without data or ``drain_max``
+    seconds after the exit. ``kill`` (awaited shielded) must end the process and everything it
     started; it runs on timeout (then :class:`~pi_core._errors.CommandTimeout` is raised),
     cancellation (``trio.Cancelled`` re-raised) and an exception from ``on_data`` (re-raised).
     After ``kill`` the pipe is read (and dropped) up to ``settle`` seconds until end of file, so
@@ -144,23 +157,31 @@ async def stream_process(
     stream = process.stdout
     assert stream is not None
     fileno = getattr(stream, "fileno", None)
-    if fileno is not None:
-        enlarge_pipe(fileno())
+    fd = fileno() if fileno is not None else None
+    if fd is not None:
+        enlarge_pipe(fd)
     receive = _chunk_reader(stream)
     eof = trio.Event()
+    caught_up = trio.Event()  # end of file, or every byte written before the exit was read
+    received = 0
+    owed: int | None = None  # bytes written before the exit (known once it exited)
     last_data = trio.current_time()
     timed_out = False
     killed = False
 
     async def pump() -> None:
-        nonlocal last_data
+        nonlocal last_data, received
         while True:
             chunk = await receive()
             if not chunk:
                 eof.set()
+                caught_up.set()
                 return
-            last_data = trio.current_time()
+            received += len(chunk)
             on_data(bytes(chunk))  # the same object when it is bytes already
+            last_data = trio.current_time()  # after on_data: its own time is not idleness
+            if owed is not None and received >= owed:
+                caught_up.set()
 
     async def do_kill() -> None:
         nonlocal killed
@@ -181,6 +202,12 @@ async def stream_process(
                 else:
                     await process.wait()
                 exited_at = trio.current_time()
+                if drain_after_timeout or not timed_out:
+                    # What the pipe holds now was written before the exit: no timer cuts it.
+                    owed = received + (pending_bytes(fd) if fd is not None else 0)
+                    if received >= owed:
+                        caught_up.set()
+                    await caught_up.wait()
                 while not eof.is_set() and (drain_after_timeout or not timed_out):
                     deadline = min(last_data + drain_idle, exited_at + drain_max)
                     if trio.current_time() >= deadline:
@@ -206,4 +233,11 @@ async def stream_process(
     return 128 - code if code < 0 else code
 
 
-__all__ = ["PIPE_SIZE", "READ_SIZE", "enlarge_pipe", "stream_process", "unwrap_exception_group"]
+__all__ = [
+    "PIPE_SIZE",
+    "READ_SIZE",
+    "enlarge_pipe",
+    "pending_bytes",
+    "stream_process",
+    "unwrap_exception_group",
+]
