@@ -5,7 +5,8 @@ a hang) and names that exercise pi's naming rules.
 Run as ``python mcp_test_server.py`` (stdio) or ``python mcp_test_server.py --http PORT``
 (streamable HTTP at ``http://127.0.0.1:PORT/mcp``). ``MCP_TEST_MODE_FILE`` names a file whose content decides
 how it starts: ``exit`` (writes ``test server: refusing to start`` on stderr and exits 3),
-``hang`` (never answers), ``greet-only`` (offers only ``greet``), anything else or no file: serves over stdio.
+``hang`` (never answers), ``hang-call`` (a server of the standard library alone that answers
+the handshake and offers ``hang``, whose calls it never answers), ``greet-only`` (offers only ``greet``), anything else or no file: serves over stdio.
 """
 
 from __future__ import annotations
@@ -24,6 +25,35 @@ if mode == "exit":
     sys.exit(3)
 if mode == "hang":
     time.sleep(3600)
+if mode == "hang-call":
+    # the standard library only (the SDK's import alone takes over a second of CPU): answers the
+    # handshake and the tool list at once, never a tools/call, so a request's timeout measures
+    # the request and not the server's start
+    import json
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        method = message.get("method")
+        if "id" not in message or method == "tools/call":
+            continue
+        if method == "initialize":
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "pi-test-server", "version": "1"},
+            }
+        elif method == "tools/list":
+            schema = {"type": "object", "properties": {}}
+            result = {
+                "tools": [{"name": "hang", "description": "Never answers.", "inputSchema": schema}]
+            }
+        else:
+            result = {}
+        sys.stdout.write(
+            json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n"
+        )
+        sys.stdout.flush()
+    sys.exit(0)
 
 from mcp.server.mcpserver import MCPServer  # noqa: E402 - after the fast start-up modes
 from mcp.types import CallToolResult  # noqa: E402
