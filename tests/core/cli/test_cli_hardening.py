@@ -110,6 +110,46 @@ def test_unusable_paths_are_exit_2_with_one_line(
     assert sorted(p.name for p in plugin_env.iterdir()) == ["afile", "s.jsonl"]
 
 
+SESSION_LINE = {
+    "role": "assistant",
+    "content": [{"type": "text", "text": "hi"}],
+    "stopReason": "stop",
+}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["export", "s.jsonl", "-o", "s.jsonl"], "-o s.jsonl: is the session file"),
+        (["export", "s.jsonl", "-o", "link.html"], "-o link.html: is the session file"),
+        (["export", "s.html"], "-o s.html: is the session file"),
+        (["export", "s.jsonl", "--audit", "a.jsonl", "-o", "./a.jsonl"], "-o ./a.jsonl: is --audit"),
+        (["replay", "s.jsonl", "--report", "s.jsonl"], "--report s.jsonl: is the session file"),
+        (["replay", "s.jsonl", "--audit", "a.jsonl", "--report", "a.jsonl"],
+         "--report a.jsonl: is --audit"),
+        (["run", "x", "--model", "scripted:s.jsonl", "--session", "a.jsonl", "--report", "a.jsonl"],
+         "--report a.jsonl: is --session"),
+        (["run", "x", "--model", "scripted:s.jsonl", "--session", "new.jsonl", "--report",
+          "new.jsonl"], "--report new.jsonl: is --session"),
+        (["run", "x", "--model", "scripted:s.jsonl", "--audit", "a.jsonl", "--report", "a.jsonl"],
+         "--report a.jsonl: is --audit"),
+    ],
+)  # fmt: skip
+def test_a_report_never_replaces_the_session_or_audit_log_it_comes_from(
+    pi: Callable[..., Result], plugin_env: Path, args: list[str], message: str
+) -> None:
+    files = {"s.jsonl": SESSION_LINE, "s.html": SESSION_LINE, "a.jsonl": {"decision": "allow"}}
+    for name, line in files.items():
+        write_jsonl(plugin_env / name, [line])
+    (plugin_env / "link.html").symlink_to("s.jsonl")
+    before = {name: (plugin_env / name).read_bytes() for name in files}
+    r = pi(*BUILTINS, *args)
+    assert (r.status, r.out) == (2, "")
+    assert r.err == f"pi: error: {message}, which the page would replace\n"
+    assert {name: (plugin_env / name).read_bytes() for name in files} == before
+    assert not (plugin_env / "new.jsonl").exists()
+
+
 # -- 3. Ctrl-C while pi is still importing -----------------------------------------------------
 
 

@@ -116,7 +116,9 @@ def cmd_run(ctx: CommandContext) -> int:
         spec, note, prompt_text = args.model, None, args.prompt
         cwd = ctx.cwd()
     if args.report is not None:
-        check_report_path(args.report)
+        check_report_path(
+            args.report, inputs=[("--session", args.session), ("--audit", args.audit)]
+        )
     session_out = open_session_file(args.session) if args.session is not None else None
     try:
         if args.model is None:

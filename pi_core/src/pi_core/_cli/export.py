@@ -8,6 +8,8 @@ cannot read, or an output it cannot write, is a usage error (one line on stderr,
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +36,28 @@ def write_report_file(report: dict[str, Any], path: str, option: str) -> int:
     return len(data)
 
 
-def check_report_path(path: str, option: str = "--report") -> None:
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): compare where they lead
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_report_path(
+    path: str, option: str = "--report", inputs: Iterable[tuple[str, str | None]] = ()
+) -> None:
     """Refuse, before a run starts, a report path whose folder does not exist or that is a
-    folder (the report is written at the end; a run should not be lost to a typo)."""
+    folder (the report is written at the end; a run should not be lost to a typo), or that is
+    one of the command's own files, ``inputs`` (``(what, path)``: the session it reads or
+    writes, the audit log), which the page would replace."""
     target = Path(path)
     if target.is_dir():
         raise UsageError(f"{option} {path}: cannot write: Is a directory")
     if not target.parent.is_dir():
         raise UsageError(f"{option} {path}: cannot write: No such file or directory")
+    for what, other in inputs:
+        if other is not None and other != "-" and _same_file(path, other):
+            raise UsageError(f"{option} {path}: is {what}, which the page would replace")
 
 
 def cmd_export(ctx: CommandContext) -> int:
@@ -52,7 +68,7 @@ def cmd_export(ctx: CommandContext) -> int:
     output = args.output
     if output is None:
         output = Path(args.file).with_suffix(".html").name
-    check_report_path(output, "-o")
+    check_report_path(output, "-o", [("the session file", args.file), ("--audit", args.audit)])
     try:
         report = report_from_files(args.file, args.audit)
     except SessionFileError as e:

@@ -233,7 +233,10 @@ def cmd_replay(ctx: CommandContext) -> int:
     from pi_core._cli.export import check_report_path, write_report_file
     from pi_core._report.recorder import ReportRecorder
 
-    check_report_path(report_path)
+    check_report_path(
+        report_path,
+        inputs=[("the session file", ctx.args.file), ("--audit", getattr(ctx.args, "audit", None))],
+    )
     recorder = ReportRecorder(ctx.args.file, "pi replay", cwd=ctx.cwd())
 
     def make_emit(hooks: PluginHooks) -> Callable[[Any], Awaitable[None]]:
