@@ -150,6 +150,37 @@ def test_a_report_never_replaces_the_session_or_audit_log_it_comes_from(
     assert not (plugin_env / "new.jsonl").exists()
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--session", "new.jsonl", "--audit", "new.jsonl"],
+        ["--session", "ws/new.jsonl", "--audit", "new.jsonl", "--cwd", "ws"],
+    ],
+)
+def test_run_refuses_one_file_as_session_and_audit_log(
+    pi: Callable[..., Result], plugin_env: Path, args: list[str]
+) -> None:
+    # the session file is written at its own offset: every decision of the audit log was lost
+    (plugin_env / "ws").mkdir()
+    write_jsonl(plugin_env / "s.jsonl", [SESSION_LINE])
+    r = pi(*BUILTINS, "run", "x", "--model", "scripted:s.jsonl", *args)
+    assert (r.status, r.out) == (2, "")
+    assert r.err == f"pi: error: --session {args[1]}: is --audit, which the session would replace\n"
+    assert not (plugin_env / "new.jsonl").exists() and not (plugin_env / "ws/new.jsonl").exists()
+
+
+def test_a_report_is_refused_over_the_audit_log_of_cwd(
+    pi: Callable[..., Result], plugin_env: Path
+) -> None:
+    # a relative --audit FILE is written in --cwd DIR
+    (plugin_env / "ws").mkdir()
+    write_jsonl(plugin_env / "s.jsonl", [SESSION_LINE])
+    args = ["s.jsonl", "--cwd", "ws", "--audit", "a.jsonl", "--report", "ws/a.jsonl"]
+    r = pi(*BUILTINS, "replay", *args)
+    assert (r.status, r.out) == (2, "")
+    assert r.err == "pi: error: --report ws/a.jsonl: is --audit, which the page would replace\n"
+
+
 # -- 3. Ctrl-C while pi is still importing -----------------------------------------------------
 
 

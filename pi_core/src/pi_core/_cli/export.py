@@ -36,11 +36,21 @@ def write_report_file(report: dict[str, Any], path: str, option: str) -> int:
     return len(data)
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str, b: str) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file (or, when one does not exist yet, lead to
+    the same place)."""
     try:
         return os.path.samefile(a, b)
     except OSError:  # one of them does not exist (yet): compare where they lead
         return os.path.realpath(a) == os.path.realpath(b)
+
+
+def audit_file(audit: str | None, cwd: str | os.PathLike[str] | None) -> str | None:
+    """Where ``--audit FILE`` is written: relative to the session's ``cwd``, ``~`` expanded, as
+    the audit log opens it (``None`` without ``--audit`` or when the folder is not known yet)."""
+    if audit is None or cwd is None:
+        return None
+    return os.path.join(cwd, os.path.expanduser(audit))
 
 
 def check_report_path(
@@ -56,7 +66,7 @@ def check_report_path(
     if not target.parent.is_dir():
         raise UsageError(f"{option} {path}: cannot write: No such file or directory")
     for what, other in inputs:
-        if other is not None and other != "-" and _same_file(path, other):
+        if other is not None and other != "-" and same_file(path, other):
             raise UsageError(f"{option} {path}: is {what}, which the page would replace")
 
 
@@ -79,4 +89,4 @@ def cmd_export(ctx: CommandContext) -> int:
     return 0
 
 
-__all__ = ["check_report_path", "cmd_export", "write_report_file"]
+__all__ = ["audit_file", "check_report_path", "cmd_export", "same_file", "write_report_file"]
