@@ -334,6 +334,10 @@ def test_errors_are_one_line_and_exit_2(tmp_path: Path, ws: Path) -> None:
     assert pi("rewind", "--undo", "--cwd", str(ws))[2] == (
         "pi: error: no rewind to undo in this workspace\n"
     )
+    # a turn past SQLite's 64-bit integers is a turn the session does not have, not a traceback
+    status, _, err = pi("rewind", "--turn", str(2**64), "--cwd", str(ws))
+    assert status == 2
+    assert err.startswith("pi: error: session ") and err.endswith(f" has no turn {2**64}\n")
 
 
 def test_checkpoints_enabled_false_records_nothing(tmp_path: Path, ws: Path) -> None:

@@ -110,6 +110,77 @@ def test_unusable_paths_are_exit_2_with_one_line(
     assert sorted(p.name for p in plugin_env.iterdir()) == ["afile", "s.jsonl"]
 
 
+SESSION_LINE = {
+    "role": "assistant",
+    "content": [{"type": "text", "text": "hi"}],
+    "stopReason": "stop",
+}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["export", "s.jsonl", "-o", "s.jsonl"], "-o s.jsonl: is the session file"),
+        (["export", "s.jsonl", "-o", "link.html"], "-o link.html: is the session file"),
+        (["export", "s.html"], "-o s.html: is the session file"),
+        (["export", "s.jsonl", "--audit", "a.jsonl", "-o", "./a.jsonl"], "-o ./a.jsonl: is --audit"),
+        (["replay", "s.jsonl", "--report", "s.jsonl"], "--report s.jsonl: is the session file"),
+        (["replay", "s.jsonl", "--audit", "a.jsonl", "--report", "a.jsonl"],
+         "--report a.jsonl: is --audit"),
+        (["run", "x", "--model", "scripted:s.jsonl", "--session", "a.jsonl", "--report", "a.jsonl"],
+         "--report a.jsonl: is --session"),
+        (["run", "x", "--model", "scripted:s.jsonl", "--session", "new.jsonl", "--report",
+          "new.jsonl"], "--report new.jsonl: is --session"),
+        (["run", "x", "--model", "scripted:s.jsonl", "--audit", "a.jsonl", "--report", "a.jsonl"],
+         "--report a.jsonl: is --audit"),
+    ],
+)  # fmt: skip
+def test_a_report_never_replaces_the_session_or_audit_log_it_comes_from(
+    pi: Callable[..., Result], plugin_env: Path, args: list[str], message: str
+) -> None:
+    files = {"s.jsonl": SESSION_LINE, "s.html": SESSION_LINE, "a.jsonl": {"decision": "allow"}}
+    for name, line in files.items():
+        write_jsonl(plugin_env / name, [line])
+    (plugin_env / "link.html").symlink_to("s.jsonl")
+    before = {name: (plugin_env / name).read_bytes() for name in files}
+    r = pi(*BUILTINS, *args)
+    assert (r.status, r.out) == (2, "")
+    assert r.err == f"pi: error: {message}, which the page would replace\n"
+    assert {name: (plugin_env / name).read_bytes() for name in files} == before
+    assert not (plugin_env / "new.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--session", "new.jsonl", "--audit", "new.jsonl"],
+        ["--session", "ws/new.jsonl", "--audit", "new.jsonl", "--cwd", "ws"],
+    ],
+)
+def test_run_refuses_one_file_as_session_and_audit_log(
+    pi: Callable[..., Result], plugin_env: Path, args: list[str]
+) -> None:
+    # the session file is written at its own offset: every decision of the audit log was lost
+    (plugin_env / "ws").mkdir()
+    write_jsonl(plugin_env / "s.jsonl", [SESSION_LINE])
+    r = pi(*BUILTINS, "run", "x", "--model", "scripted:s.jsonl", *args)
+    assert (r.status, r.out) == (2, "")
+    assert r.err == f"pi: error: --session {args[1]}: is --audit, which the session would replace\n"
+    assert not (plugin_env / "new.jsonl").exists() and not (plugin_env / "ws/new.jsonl").exists()
+
+
+def test_a_report_is_refused_over_the_audit_log_of_cwd(
+    pi: Callable[..., Result], plugin_env: Path
+) -> None:
+    # a relative --audit FILE is written in --cwd DIR
+    (plugin_env / "ws").mkdir()
+    write_jsonl(plugin_env / "s.jsonl", [SESSION_LINE])
+    args = ["s.jsonl", "--cwd", "ws", "--audit", "a.jsonl", "--report", "ws/a.jsonl"]
+    r = pi(*BUILTINS, "replay", *args)
+    assert (r.status, r.out) == (2, "")
+    assert r.err == "pi: error: --report ws/a.jsonl: is --audit, which the page would replace\n"
+
+
 # -- 3. Ctrl-C while pi is still importing -----------------------------------------------------
 
 

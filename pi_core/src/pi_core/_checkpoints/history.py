@@ -393,9 +393,15 @@ def target_mark(
             raise CheckpointError(f"session {sid[:12]} has no rewind to undo")
         return int(row[1]), f"before {row[0]} (undo)"
     if turn is not None:
-        row = store.db.execute(
-            "SELECT mark FROM turns WHERE session = ? AND turn = ?", (sid, turn)
-        ).fetchone()
+        # SQLite's integers are 64-bit: a larger turn (``--turn 99999999999999999999``) is one
+        # no session has, not an OverflowError
+        row = (
+            store.db.execute(
+                "SELECT mark FROM turns WHERE session = ? AND turn = ?", (sid, turn)
+            ).fetchone()
+            if turn < 2**63
+            else None
+        )
         if row is None:
             if turn == 1:
                 return 0, "the start of turn 1"

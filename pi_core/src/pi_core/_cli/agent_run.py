@@ -32,7 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pi_core._cli.context import CommandContext
-from pi_core._cli.export import check_report_path, write_report_file
+from pi_core._cli.export import audit_file, check_report_path, same_file, write_report_file
 from pi_core._cli.interrupt import run_in_session
 from pi_core._cli.output import write_json_line
 from pi_core._cli.parser import UsageError
@@ -115,8 +115,12 @@ def cmd_run(ctx: CommandContext) -> int:
             raise UsageError("a PROMPT is required with --model")
         spec, note, prompt_text = args.model, None, args.prompt
         cwd = ctx.cwd()
+    audit = audit_file(args.audit, cwd if args.model is not None else target)
     if args.report is not None:
-        check_report_path(args.report)
+        check_report_path(args.report, inputs=[("--session", args.session), ("--audit", audit)])
+    if args.session is not None and audit is not None and same_file(args.session, audit):
+        # the session file is written at its own offset: the audit log's lines would be lost
+        raise UsageError(f"--session {args.session}: is --audit, which the session would replace")
     session_out = open_session_file(args.session) if args.session is not None else None
     try:
         if args.model is None:

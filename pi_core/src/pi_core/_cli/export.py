@@ -8,6 +8,8 @@ cannot read, or an output it cannot write, is a usage error (one line on stderr,
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +36,38 @@ def write_report_file(report: dict[str, Any], path: str, option: str) -> int:
     return len(data)
 
 
-def check_report_path(path: str, option: str = "--report") -> None:
+def same_file(a: str, b: str) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file (or, when one does not exist yet, lead to
+    the same place)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): compare where they lead
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def audit_file(audit: str | None, cwd: str | os.PathLike[str] | None) -> str | None:
+    """Where ``--audit FILE`` is written: relative to the session's ``cwd``, ``~`` expanded, as
+    the audit log opens it (``None`` without ``--audit`` or when the folder is not known yet)."""
+    if audit is None or cwd is None:
+        return None
+    return os.path.join(cwd, os.path.expanduser(audit))
+
+
+def check_report_path(
+    path: str, option: str = "--report", inputs: Iterable[tuple[str, str | None]] = ()
+) -> None:
     """Refuse, before a run starts, a report path whose folder does not exist or that is a
-    folder (the report is written at the end; a run should not be lost to a typo)."""
+    folder (the report is written at the end; a run should not be lost to a typo), or that is
+    one of the command's own files, ``inputs`` (``(what, path)``: the session it reads or
+    writes, the audit log), which the page would replace."""
     target = Path(path)
     if target.is_dir():
         raise UsageError(f"{option} {path}: cannot write: Is a directory")
     if not target.parent.is_dir():
         raise UsageError(f"{option} {path}: cannot write: No such file or directory")
+    for what, other in inputs:
+        if other is not None and other != "-" and same_file(path, other):
+            raise UsageError(f"{option} {path}: is {what}, which the page would replace")
 
 
 def cmd_export(ctx: CommandContext) -> int:
@@ -52,7 +78,7 @@ def cmd_export(ctx: CommandContext) -> int:
     output = args.output
     if output is None:
         output = Path(args.file).with_suffix(".html").name
-    check_report_path(output, "-o")
+    check_report_path(output, "-o", [("the session file", args.file), ("--audit", args.audit)])
     try:
         report = report_from_files(args.file, args.audit)
     except SessionFileError as e:
@@ -63,4 +89,4 @@ def cmd_export(ctx: CommandContext) -> int:
     return 0
 
 
-__all__ = ["check_report_path", "cmd_export", "write_report_file"]
+__all__ = ["audit_file", "check_report_path", "cmd_export", "same_file", "write_report_file"]

@@ -230,10 +230,16 @@ def cmd_replay(ctx: CommandContext) -> int:
         session, replay = prepare_replay(ctx, ctx.args.file, lambda hooks: _Sink(ctx, hooks).emit)
         interrupted = run_in_session(session, replay)
         return 130 if interrupted else 0
-    from pi_core._cli.export import check_report_path, write_report_file
+    from pi_core._cli.export import audit_file, check_report_path, write_report_file
     from pi_core._report.recorder import ReportRecorder
 
-    check_report_path(report_path)
+    check_report_path(
+        report_path,
+        inputs=[
+            ("the session file", ctx.args.file),
+            ("--audit", audit_file(getattr(ctx.args, "audit", None), ctx.cwd())),
+        ],
+    )
     recorder = ReportRecorder(ctx.args.file, "pi replay", cwd=ctx.cwd())
 
     def make_emit(hooks: PluginHooks) -> Callable[[Any], Awaitable[None]]:
