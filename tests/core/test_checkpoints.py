@@ -527,3 +527,15 @@ def test_each_pi_call_is_a_session_whose_id_the_command_sees(ws: Path) -> None:
         status, _, err = pi("rewind", session["id"], "--to", "call-1", "--cwd", str(ws))
         assert (status, err) == (0, "")
     assert not (ws / "a.txt").exists()
+
+
+def test_the_store_keeps_the_state_folder_private(tmp_path: Path) -> None:
+    """Every folder the store creates is 0700: ``$XDG_STATE_HOME/pi`` also holds the tokens of
+    ``pi mcp serve``, which refuses a folder others can read (it did after a first checkpoint)."""
+    from pi_core._checkpoints.store import Store
+
+    state = tmp_path / "state"
+    store = Store(str(state / "pi" / "checkpoints" / "ws.sqlite"))
+    store.db.close()
+    for folder in (state, state / "pi", state / "pi" / "checkpoints"):
+        assert oct(folder.stat().st_mode & 0o777) == oct(0o700)

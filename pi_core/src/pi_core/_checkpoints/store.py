@@ -78,6 +78,22 @@ EXCLUDE_KEY = "exclude:"
 """The ``meta`` key (followed by the session id) of a session's own exclusions."""
 
 
+def _make_private_dirs(directory: str) -> None:
+    """Create ``directory`` and each missing parent with mode 0700 (``os.makedirs`` gives the
+    parents the umask's mode: ``$XDG_STATE_HOME/pi`` must stay private, it also holds the
+    tokens of ``pi mcp serve``)."""
+    missing: list[str] = []
+    while directory and not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+
+
 def checkpoint_dir(settings: CheckpointSettings | None = None) -> str:
     """The directory where pi keeps checkpoints (see the module): ``[checkpoints] dir``, else
     ``$XDG_STATE_HOME/pi/checkpoints``, else ``~/.local/state/pi/checkpoints``. Not created
@@ -183,7 +199,7 @@ class Store:
         self.path = path
         directory = os.path.dirname(path)
         try:
-            os.makedirs(directory, mode=0o700, exist_ok=True)
+            _make_private_dirs(directory)
             self.db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=30.0
             )
