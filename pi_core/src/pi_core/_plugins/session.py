@@ -360,7 +360,9 @@ def _warn_unused_tool_tables(config: Mapping[str, Any], tools: Sequence[AgentToo
     if not isinstance(table, dict):
         return
     names = {tool.name for tool in tools}
-    unused = [name for name, value in table.items() if isinstance(value, dict) and name not in names]
+    unused = [
+        name for name, value in table.items() if isinstance(value, dict) and name not in names
+    ]
     if unused:
         file = config_file(config)
         for name in unused:
