@@ -184,20 +184,26 @@ sys.exit(status)
 """
 
 
+def _replay_one_read(tmp_path: Path, probe: str) -> subprocess.CompletedProcess[str]:
+    """``pi replay --json`` of one read of a six-byte file, run by ``probe`` (Python code that
+    runs the CLI with ``sys.argv[1:]``) in a new interpreter."""
+    (tmp_path / "six.txt").write_bytes(b"hello\n")
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "six.txt"}}
+    script = tmp_path / "messages.jsonl"
+    script.write_text(json.dumps({"role": "assistant", "content": [call]}) + "\n")
+    argv = ["replay", str(script), "--cwd", str(tmp_path), "--json"]
+    return subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60
+    )
+
+
 def test_a_replay_builds_no_validator_of_the_stream_events_or_tool_exposure(
     tmp_path: Path,
 ) -> None:
     """The provider stream events and the ``[tools.NAME]`` exposure model are ``defer_build``:
     a command that calls no model and has no ``[tools]`` table never builds their validators
     (``docs/explanation/performance.md``, P7); the first use builds them."""
-    (tmp_path / "six.txt").write_bytes(b"hello\n")
-    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "six.txt"}}
-    script = tmp_path / "messages.jsonl"
-    script.write_text(json.dumps({"role": "assistant", "content": [call]}) + "\n")
-    argv = ["replay", str(script), "--cwd", str(tmp_path), "--json"]
-    proc = subprocess.run(
-        [sys.executable, "-c", DEFERRED_PROBE, *argv], capture_output=True, text=True, timeout=60
-    )
+    proc = _replay_one_read(tmp_path, DEFERRED_PROBE)
     assert proc.returncode == 0, proc.stderr
     # the replayed script is a model whose turns end with a ``StreamDone``: built by its use
     assert proc.stderr.splitlines()[-1] == "['StreamDone']"
@@ -224,14 +230,7 @@ def test_the_console_script_imports_the_cli_with_the_collector_off_then_freezes_
 ) -> None:
     """``_pi_entry`` turns the cyclic collector off for the import of the CLI, then freezes what
     the import made and turns the collector on again: the command runs, and exits, with it on."""
-    (tmp_path / "six.txt").write_bytes(b"hello\n")
-    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "six.txt"}}
-    script = tmp_path / "messages.jsonl"
-    script.write_text(json.dumps({"role": "assistant", "content": [call]}) + "\n")
-    argv = ["replay", str(script), "--cwd", str(tmp_path), "--json"]
-    proc = subprocess.run(
-        [sys.executable, "-c", ENTRY_PROBE, *argv], capture_output=True, text=True, timeout=60
-    )
+    proc = _replay_one_read(tmp_path, ENTRY_PROBE)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["content"] == [{"type": "text", "text": "hello\n"}]
     assert proc.stderr.splitlines()[-1] == "collector on: True frozen: True"
