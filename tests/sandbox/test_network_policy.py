@@ -294,17 +294,17 @@ def test_policy_check_network_modes_and_bad_input(tmp_path: Path) -> None:
     assert policy_check(tmp_path, "--network", "a..b") == (
         2,
         "",
-        "pi policy check: --network: not a valid host name: 'a..b'\n",
+        "pi: error: --network: not a valid host name: 'a..b'\n",
     )
     assert policy_check(tmp_path, "--network", "a.org:http") == (
         2,
         "",
-        "pi policy check: --network: a port is a number from 1 to 65535, not 'http'\n",
+        "pi: error: --network: a port is a number from 1 to 65535, not 'http'\n",
     )
     assert policy_check(tmp_path) == (
         2,
         "",
-        "pi policy check: give either COMMAND or --network HOST[:PORT]\n",
+        "pi: error: policy check: give either COMMAND or --network HOST[:PORT]\n",
     )
 
 

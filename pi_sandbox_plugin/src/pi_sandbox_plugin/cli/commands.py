@@ -55,8 +55,7 @@ def _run(invocation: CommandInvocation) -> int:
 
     args = invocation.args
     if (args.policy_command is None) == (args.policy_network is None):
-        invocation.stderr.write("pi policy check: give either COMMAND or --network HOST[:PORT]\n")
-        return 2
+        raise PiError("policy check: give either COMMAND or --network HOST[:PORT]")
     if args.policy_network is not None:
         from pi_sandbox_plugin.cli.network_check import run_network_check
 
@@ -69,8 +68,7 @@ def _run(invocation: CommandInvocation) -> int:
                 config_path=invocation.config_path,
             )
         except ValueError as error:
-            invocation.stderr.write(f"pi policy check: --network: {error}\n")
-            return 2
+            raise PiError(f"--network: {error}") from None
         invocation.stdout.write(text)
         return status
     cwd = args.cwd
