@@ -308,6 +308,18 @@ def test_policy_check_network_modes_and_bad_input(tmp_path: Path) -> None:
     )
 
 
+def test_policy_check_names_the_config_file_found_above_in_a_warning(tmp_path: Path) -> None:
+    # run from a sub-folder: the pi.toml found above it is named by its absolute path
+    (tmp_path / "pi.toml").write_text('[tools.bsah]\nexposure = "hidden"\n')
+    (tmp_path / "sub").mkdir()
+    status, out, err = policy_check(tmp_path / "sub", "ls")
+    assert (status, out.splitlines()[0]) == (0, "decision: allow")
+    assert err.startswith(
+        f"pi: warning: {tmp_path / 'pi.toml'}: [tools.bsah]: no tool named 'bsah' is registered;"
+    )
+    assert err.count("\n") == 1
+
+
 def test_allow_list_on_a_container_needs_an_image() -> None:
     table = {
         "backend": "container",

@@ -150,7 +150,9 @@ def run_policy_check(
     decision = policy_for(config, config_path).check(command)
     where = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
     pm = plugin_manager if plugin_manager is not None else _sandbox_plugin_only()
-    check = trio.run(_check_bash_call, pm, command, dict(config), where)
+    # the loaded config itself (a dict that knows its file, which warnings name), not a copy
+    table = config if isinstance(config, dict) else dict(config)
+    check = trio.run(_check_bash_call, pm, command, table, where)
     status = EXIT_STATUS[check.decision]
     sources = (check.detail or {}).get("sources", [])
     compact = check.source in (None, "command policy") and all(
