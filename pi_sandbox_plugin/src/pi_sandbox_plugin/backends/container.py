@@ -32,8 +32,9 @@ variables pi set or changed (``PI_*``, ``[env] set``, spawn-hook changes) and th
 ``pass_env``; never the rest of this machine's environment (its API keys...). Every process
 the command starts inherits ``PI_EXEC_ID``; on timeout or cancellation a second ``exec`` finds
 them by that variable in ``/proc/*/environ`` (whatever process group or session they moved to,
-orphans included), stops them and sends SIGTERM (no shell reports a child killed before it), waits ``kill_grace`` seconds, then SIGKILLs until none is
-left; then the local client is killed. A process that clears its environment escapes that
+orphans included), stops them, sends SIGTERM and then SIGCONT (stopped first, no shell can
+report a child killed before itself), waits ``kill_grace`` seconds, then SIGKILLs until none
+is left; then the local client is killed. A process that clears its environment escapes that
 search. A background job (``server &``) outlives the command, as with the local backend.
 
 **File tools** run inside the container too (:class:`~pi_sandbox_plugin.backends.shell_files.
