@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -45,6 +46,13 @@ if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCAC
     os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     sys.dont_write_bytecode = False
     sys.pycache_prefix = str(PYCACHE)
+
+
+def _forget_compiled_temporary_modules() -> None:
+    """Remove the compiled modules of temporary folders (the virtual environments tests make):
+    never used again, they would pile up run after run."""
+    if sys.pycache_prefix == str(PYCACHE):
+        shutil.rmtree(PYCACHE / Path(tempfile.gettempdir()).relative_to("/"), ignore_errors=True)
 
 
 # -- the dependency groups only tests need -------------------------------------------------
@@ -107,6 +115,7 @@ def _cache_rewritten_test_modules(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker
         return
+    _forget_compiled_temporary_modules()
     _cache_rewritten_test_modules(config)
     uv = os.environ.get("UV")
     if not uv:  # not under uv run
