@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,25 +33,11 @@ os.environ.pop("FORCE_COLOR", None)
 # compiles each module it imports from source, every time: each test process of `pytest -n`
 # (collection imports every test module and pi), and each of the thousands of `pi` and Python
 # processes the tests start (`pi call read`: 0.8 s of CPU, 0.3 s with the compiled modules).
-# The suite then keeps the compiled modules in a folder of its own, outside the source trees
-# and the virtual environment (PYTHONPYCACHEPREFIX, inherited by the test processes and the
-# processes they start; Python checks each compiled file against its source).
-
-PYCACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pi-tests" / "pycache"
-"""Where the suite keeps compiled modules when the environment says not to write them."""
-
-if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
-    del os.environ["PYTHONDONTWRITEBYTECODE"]
-    os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+# The suite writes them as Python does by default (`__pycache__` beside each source, ignored by
+# git; .ci/run compiles the environment and the sources at install the same way), for itself
+# and every process it starts.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
     sys.dont_write_bytecode = False
-    sys.pycache_prefix = str(PYCACHE)
-
-
-def _forget_compiled_temporary_modules() -> None:
-    """Remove the compiled modules of temporary folders (the virtual environments tests make):
-    never used again, they would pile up run after run."""
-    if sys.pycache_prefix == str(PYCACHE):
-        shutil.rmtree(PYCACHE / Path(tempfile.gettempdir()).relative_to("/"), ignore_errors=True)
 
 
 # -- the dependency groups only tests need -------------------------------------------------
@@ -115,7 +100,6 @@ def _cache_rewritten_test_modules(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker
         return
-    _forget_compiled_temporary_modules()
     _cache_rewritten_test_modules(config)
     uv = os.environ.get("UV")
     if not uv:  # not under uv run
