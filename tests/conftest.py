@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +26,18 @@ from support import descendants
 os.environ["PI_DISABLE_THIRD_PARTY_AUTOLOAD"] = "1"
 # Tests assert the exact bytes of piped output: a FORCE_COLOR of the caller's shell would style it.
 os.environ.pop("FORCE_COLOR", None)
+
+
+# -- compiled modules ---------------------------------------------------------------------
+# Under PYTHONDONTWRITEBYTECODE (set on the machine the suite is timed on) every Python process
+# compiles each module it imports from source, every time: each test process of `pytest -n`
+# (collection imports every test module and pi), and each of the thousands of `pi` and Python
+# processes the tests start (`pi call read`: 0.8 s of CPU, 0.3 s with the compiled modules).
+# The suite writes them as Python does by default (`__pycache__` beside each source, ignored by
+# git; .ci/run compiles the environment and the sources at install the same way), for itself
+# and every process it starts.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+    sys.dont_write_bytecode = False
 
 
 # -- the dependency groups only tests need -------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,15 @@ def usage(input: int, output: int, cache_read: int = 0, cache_write: int = 0) ->
         "totalTokens": input + output + cache_read + cache_write,
         "cost": ZERO_COST,
     }
+
+
+def locked_environment(uv: str, path: Path, *options: str) -> Path:
+    """Install into the virtual environment at ``path`` (uv makes it when it does not exist)
+    what ``uv sync --frozen --offline --no-dev OPTIONS...`` of this clone installs: the
+    versions pinned in ``uv.lock``, from uv's cache (nothing resolved or downloaded); the
+    workspace's own distributions editable unless ``--no-editable``. Returns ``path``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV", "VIRTUAL_ENV"))}
+    env["UV_PROJECT_ENVIRONMENT"] = str(path)
+    sync = [uv, "sync", "-q", "--frozen", "--offline", "--no-dev", *options]
+    subprocess.run(sync, cwd=Path(__file__).resolve().parents[1], env=env, check=True)
+    return path

@@ -19,19 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from support import locked_environment
+
 ROOT = Path(__file__).resolve().parents[2]
 WEATHER = ROOT / "docs" / "examples" / "pi_weather"
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def uv() -> str:
-    found = os.environ.get("UV") or shutil.which("uv")
-    if found is None:  # pi's tests run with uv (`uv run pytest`): CI always has it
-        if os.environ.get("CI") == "true":
-            pytest.fail("uv is not installed, and CI must have it")
-        pytest.skip("uv is not installed")
-    return found
 
 
 def offline_env(**extra: str) -> dict[str, str]:
@@ -50,9 +42,8 @@ def make_environment(uv: str, path: Path, *, created_by: str) -> Path:
     pi-tool-core (editable, from this clone) and pytest installed; returns it."""
     if created_by == "pip":
         subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-    env = offline_env(UV_PROJECT_ENVIRONMENT=str(path))
-    sync = [uv, "sync", "--frozen", "--offline", "--package", "pi-tool-core", "--no-dev", "-q"]
-    subprocess.run([*sync, "--inexact"], cwd=ROOT, env=env, check=True)
+    locked_environment(uv, path, "--package", "pi-tool-core", "--inexact")
+    env = offline_env()
     extra = ["pytest"] if created_by == "uv" else ["pytest", "hatchling"]
     python = str(path / "bin" / "python")
     subprocess.run([uv, "pip", "install", "-q", "--python", python, *extra], env=env, check=True)

@@ -30,6 +30,10 @@ from pi_core._cli import main
 from pi_core._report.model import visible
 from support import descendants
 
+pytestmark = pytest.mark.xdist_group("report-browser")
+"""One test process (``pytest -n``) runs this module: one Chromium (the module's ``browser``,
+about 2 s of CPU to start), not one in each test process."""
+
 REPO = Path(__file__).resolve().parents[2]
 SESSIONS = next(
     (p for p in (REPO.parent / "shared" / "sessions", Path("/work/shared/sessions")) if p.is_dir()),

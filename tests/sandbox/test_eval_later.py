@@ -48,6 +48,10 @@ from pi_sandbox_plugin.policies.bash_parser import parse_command_line
 from pi_sandbox_plugin.policies.command_policy import CommandPolicy
 from pi_sandbox_plugin.settings.config import load_sandbox_config
 
+pytestmark = pytest.mark.xdist_group("eval-later")
+"""One test process (``pytest -n``) runs this module: the verdicts of every line under the three
+policies (about 10 s of CPU) are computed once, not once in each test process."""
+
 SHARED_CORPUS = Path("/work/shared/policy/corpus.jsonl")
 OWN_CORPUS = Path(__file__).parent / "policy_corpus.jsonl"
 POLICIES = ("deny", "allow", "codex")
