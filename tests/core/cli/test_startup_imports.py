@@ -146,16 +146,21 @@ def test_the_providers_are_imported_when_a_model_is_resolved() -> None:
 def test_wire_models_have_no_builtin_default_factory() -> None:
     """pydantic reads the signature of every default factory when it builds a model; a builtin
     with a text signature (``list``) is parsed with ``tokenize`` (17 million instructions for
-    five fields at start-up), so the wire models use ``empty_list``."""
+    five fields at start-up; the first one compiles tokenize's regular expressions), so the
+    models ``pi call read`` builds (the wire models, the ``[pi]`` and ``[checkpoints]`` tables,
+    ``[env]``, ``[tools.read]``) use ``empty_list``."""
     import pydantic
 
+    from pi_builtin_tools.catalog import config as tools_config
+    from pi_core import _config
+    from pi_core._backend_kit import env_policy
     from pi_core._providers import base as provider_events
     from pi_core._wire import events, messages
     from pi_core._wire.base import empty_list
 
     factories = {
         f"{model.__name__}.{name}": field.default_factory
-        for module in (messages, events, provider_events)
+        for module in (messages, events, provider_events, _config, env_policy, tools_config)
         for model in vars(module).values()
         if isinstance(model, type) and issubclass(model, pydantic.BaseModel)
         for name, field in model.model_fields.items()
@@ -164,6 +169,7 @@ def test_wire_models_have_no_builtin_default_factory() -> None:
     parsed = {name for name, f in factories.items() if getattr(f, "__text_signature__", None)}
     assert parsed == set()  # ``dict`` has none: its signature fails at once
     assert factories["AssistantMessage.content"] is empty_list
+    assert factories["CheckpointSettings.exclude"] is empty_list
     first, second = messages.AgentToolResult(), messages.AgentToolResult()
     assert first.content == [] and first.content is not second.content
 
