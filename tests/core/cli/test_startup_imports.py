@@ -341,6 +341,26 @@ def test_call_read_imports_nothing_on_the_deny_list(tmp_path: Path) -> None:
     assert offending == "[]", f"pi call read imported modules on the deny list: {offending}"
 
 
+CALL_ONLY_WHEN_NEEDED = ("pi_core._wire.session_files",)
+"""Not imported by ``pi call read``: the session-file parser (its message validator is the
+union of every message model) serves ``pi replay``, ``pi verify`` and the ``scripted`` model."""
+
+
+def test_call_read_imports_no_session_file_parser(tmp_path: Path) -> None:
+    (tmp_path / "six.txt").write_bytes(b"hello\n")
+    argv = ["call", "read", '{"path": "six.txt"}', "--cwd", str(tmp_path)]
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=CALL_ONLY_WHEN_NEEDED), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "hello\n"
+    assert proc.stderr.splitlines()[-1] == "[]"
+
+
 def test_the_whole_command_line_imports_no_policy_module(tmp_path: Path) -> None:
     """A plugin command (``pi mcp serve``) makes ``pi`` build its whole command line, ``pi
     policy`` included: the sandbox's policy modules and ``[sandbox]`` models are imported when
