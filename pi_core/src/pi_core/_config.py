@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol, TypeVar
 import pydantic
 
 from pi_core._errors import ConfigError
+from pi_core._wire.base import empty_list
 
 CONFIG_FILENAME = "pi.toml"
 CORE_TABLE = "pi"
@@ -68,7 +69,7 @@ class CheckpointSettings(pydantic.BaseModel):
     """Where checkpoints are stored (``~`` expanded; must then be absolute); unset:
     ``$XDG_STATE_HOME/pi/checkpoints``, else ``~/.local/state/pi/checkpoints``."""
 
-    exclude: list[pydantic.StrictStr] = pydantic.Field(default_factory=list)
+    exclude: list[pydantic.StrictStr] = pydantic.Field(default_factory=empty_list)
     """Paths never recorded nor restored, besides ``.git``: a name (any depth) or a path from
     the workspace root, shell globs allowed."""
 

@@ -146,16 +146,21 @@ def test_the_providers_are_imported_when_a_model_is_resolved() -> None:
 def test_wire_models_have_no_builtin_default_factory() -> None:
     """pydantic reads the signature of every default factory when it builds a model; a builtin
     with a text signature (``list``) is parsed with ``tokenize`` (17 million instructions for
-    five fields at start-up), so the wire models use ``empty_list``."""
+    five fields at start-up; the first one compiles tokenize's regular expressions), so the
+    models ``pi call read`` builds (the wire models, the ``[pi]`` and ``[checkpoints]`` tables,
+    ``[env]``, ``[tools.read]``) use ``empty_list``."""
     import pydantic
 
+    from pi_builtin_tools.catalog import config as tools_config
+    from pi_core import _config
+    from pi_core._backend_kit import env_policy
     from pi_core._providers import base as provider_events
     from pi_core._wire import events, messages
     from pi_core._wire.base import empty_list
 
     factories = {
         f"{model.__name__}.{name}": field.default_factory
-        for module in (messages, events, provider_events)
+        for module in (messages, events, provider_events, _config, env_policy, tools_config)
         for model in vars(module).values()
         if isinstance(model, type) and issubclass(model, pydantic.BaseModel)
         for name, field in model.model_fields.items()
@@ -164,6 +169,7 @@ def test_wire_models_have_no_builtin_default_factory() -> None:
     parsed = {name for name, f in factories.items() if getattr(f, "__text_signature__", None)}
     assert parsed == set()  # ``dict`` has none: its signature fails at once
     assert factories["AssistantMessage.content"] is empty_list
+    assert factories["CheckpointSettings.exclude"] is empty_list
     first, second = messages.AgentToolResult(), messages.AgentToolResult()
     assert first.content == [] and first.content is not second.content
 
@@ -302,6 +308,13 @@ DENY_LIST = (
 """Top-level packages that ``pi call read`` of a small file must not import: none of them is
 needed to read a file, and each costs start-up (docs/explanation/performance.md, P7)."""
 
+DENY_MODULES = (
+    # the session-file parser (its message validator is the union of every message model):
+    # ``pi replay``, ``pi verify`` and the ``scripted`` model read session files, ``pi call`` not
+    "pi_core._wire.session_files",
+)
+"""Modules of pi's own packages that ``pi call read`` must not import either."""
+
 DENY_PROBE = """
 import sys
 deny = set(sys.argv.pop(1).split(","))
@@ -310,19 +323,19 @@ import _pi_entry
 try:
     _pi_entry.main()
 finally:
-    offending = sorted(m for m in list(sys.modules) if m.partition(".")[0] in deny)
+    offending = sorted(m for m in list(sys.modules) if m in deny or m.partition(".")[0] in deny)
     print("OFFENDING", offending, file=sys.stderr)
 """
 
 
 def test_call_read_imports_nothing_on_the_deny_list(tmp_path: Path) -> None:
     """The import guard: ``pi call read`` (through the console script's entry point, as a user
-    runs it) imports no module of a package on :data:`DENY_LIST`; a failure names every module
-    that was imported."""
+    runs it) imports no module of a package on :data:`DENY_LIST` and none of
+    :data:`DENY_MODULES`; a failure names every module that was imported."""
     (tmp_path / "six.txt").write_bytes(b"hello\n")
     argv = ["call", "read", '{"path": "six.txt"}', "--cwd", str(tmp_path)]
     proc = subprocess.run(
-        [sys.executable, "-c", DENY_PROBE, ",".join(DENY_LIST), *argv],
+        [sys.executable, "-c", DENY_PROBE, ",".join(DENY_LIST + DENY_MODULES), *argv],
         capture_output=True,
         text=True,
         timeout=60,

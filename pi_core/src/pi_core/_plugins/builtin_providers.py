@@ -27,7 +27,6 @@ from pi_core._plugins.markers import hookimpl
 from pi_core._providers.base import ModelProvider, ScriptedProvider
 from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import AssistantMessage
-from pi_core._wire.session_files import SessionFileError, read_bounded_lines
 
 
 class ScriptedProviderFactory:
@@ -49,6 +48,8 @@ class ScriptedProviderFactory:
 
     def create(self, model: str, options: dict[str, Any]) -> ScriptedProvider:
         """The provider for script file ``model``."""
+        from pi_core._wire.session_files import SessionFileError, read_bounded_lines
+
         path = Path(model).expanduser()
         if not path.is_absolute() and options.get("cwd"):
             path = Path(options["cwd"]) / path

@@ -28,6 +28,7 @@ lines is refused with a :class:`SessionFileError`
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,14 @@ from pi_core._wire.messages import AgentMessage, AssistantMessage
 
 FileFormat = Literal["messages", "session"]
 
-_MESSAGE_ADAPTER: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(AgentMessage)
+
+@functools.cache
+def _message_adapter() -> pydantic.TypeAdapter[Any]:
+    """The validator of one message line, built at its first use: building it (the union of
+    every message model) costs 12 million instructions, which a command that reads no session
+    file (``pi call``) does not pay."""
+    return pydantic.TypeAdapter(AgentMessage)
+
 
 MAX_SESSION_LINE_BYTES = 32 * 1024 * 1024
 """Longest line pi reads from a session file, message JSONL or script (32 MiB)."""
@@ -216,7 +224,7 @@ def _message(source: str, number: int, obj: Any) -> Any:
     if not isinstance(obj, dict) or not isinstance(obj.get("role"), str):
         raise SessionFileError(f'{source}:{number}: expected a message (an object with "role")')
     try:
-        return _MESSAGE_ADAPTER.validate_python(obj)
+        return _message_adapter().validate_python(obj)
     except pydantic.ValidationError as e:
         first = e.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"] if not _is_tag(part))
