@@ -146,3 +146,32 @@ def test_a_huge_integer_in_a_session_line_is_read(tmp_path: Path) -> None:
     status, out, err = pi("replay", "s.jsonl", "--json", cwd=tmp_path)
     assert (status, err) == (0, "")
     assert json.loads(out)["content"] == [{"type": "text", "text": "a\nb\n"}]
+
+
+def test_nan_and_infinity_in_args_json_are_not_json(tmp_path: Path) -> None:
+    """JSON has no NaN or Infinity (JSON.parse refuses them); Python's json took them."""
+    (tmp_path / "two.txt").write_text("a\nb\n")
+    assert pi("call", "read", '{"path":"two.txt","limit":NaN}', cwd=tmp_path) == (
+        2,
+        "",
+        "pi: error: ARGS_JSON is not valid JSON: Expecting value (line 1, column 27)\n",
+    )
+    (tmp_path / "args.json").write_text('{"path": "two.txt",\n "offset": -Infinity}')
+    assert pi("call", "read", "@args.json", cwd=tmp_path) == (
+        2,
+        "",
+        "pi: error: ARGS_JSON @args.json is not valid JSON: Expecting value (line 2, column 12)\n",
+    )
+
+
+def test_nan_in_a_replayed_message_is_not_json(tmp_path: Path) -> None:
+    """Pi 1.6.0 cannot read such a line either (JSON.parse: ``Unexpected token 'N'``)."""
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "two.txt"}}
+    line = json.dumps({"role": "assistant", "content": [call], "stopReason": "toolUse"})
+    (tmp_path / "two.txt").write_text("a\nb\n")
+    (tmp_path / "s.jsonl").write_text(line.replace('"two.txt"', '"two.txt", "limit": NaN') + "\n")
+    assert pi("replay", "s.jsonl", "--json", cwd=tmp_path) == (
+        2,
+        "",
+        "pi: error: s.jsonl:1: invalid JSON: Expecting value (column 126)\n",
+    )
