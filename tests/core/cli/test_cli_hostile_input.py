@@ -125,13 +125,42 @@ HUGE = "9" * 5000
 
 
 def test_a_huge_integer_in_args_json_is_read_as_javascript_reads_it(tmp_path: Path) -> None:
-    """JSON.parse takes it as Infinity; the tool's own check answers (it used to be an internal
-    error with a traceback). In a key the tool ignores, it changes nothing."""
+    """JSON.parse takes it as Infinity, which is no JSON number to validation: Pi 1.6.0's exact
+    answer (it used to be an internal error with a traceback). In a key the tool ignores, it
+    changes nothing."""
     (tmp_path / "two.txt").write_text("a\nb\n")
     args = f'{{"path": "two.txt", "offset": {HUGE}}}'
     assert pi("call", "read", args, cwd=tmp_path) == (
         1,
-        "offset must be a non-negative integer, got Infinity\n",
+        'Validation failed for tool "read":\n  - offset: expected number, got Infinity\n\n'
+        'Received arguments:\n{\n  "path": "two.txt",\n  "offset": null\n}\n',
+        "",
+    )
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "key"),
+    [
+        ("read", '{"path": "two.txt", "limit": 1e400}', "limit"),
+        ("ls", '{"path": ".", "limit": 1e400}', "limit"),
+        ("grep", '{"pattern": "a", "limit": -1e400}', "limit"),
+        ("find", '{"pattern": "*", "limit": 1e400}', "limit"),
+    ],
+)
+def test_a_number_beyond_a_double_is_no_number(
+    tmp_path: Path, tool: str, args: str, key: str
+) -> None:
+    """``1e400`` is valid JSON and Infinity to JSON.parse; Pi 1.6.0's validation refuses it
+    (``got Infinity``, the value shown as ``null``); the tool used to say ``got Infinity`` in its
+    own words, as if the model had sent Infinity."""
+    (tmp_path / "two.txt").write_text("a\nb\n")
+    sent = json.loads(args)
+    shown = json.dumps({k: (None if k == key else v) for k, v in sent.items()}, indent=2)
+    got = "-Infinity" if "-1e400" in args else "Infinity"
+    assert pi("call", tool, args, cwd=tmp_path) == (
+        1,
+        f'Validation failed for tool "{tool}":\n  - {key}: expected number, got {got}\n\n'
+        f"Received arguments:\n{shown}\n",
         "",
     )
     (tmp_path / "args.json").write_text(f'{{"path": "two.txt", "unused": -{HUGE}}}')
