@@ -204,3 +204,44 @@ def test_nan_in_a_replayed_message_is_not_json(tmp_path: Path) -> None:
         "",
         "pi: error: s.jsonl:1: invalid JSON: Expecting value (column 126)\n",
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tools"],
+        ["config"],
+        ["call", "read", '{"path": "a"}'],
+        ["replay", "s.jsonl"],
+        ["replay", "--parallel", "1", "s.jsonl"],
+        ["replay", "s.jsonl", "--verify"],
+        ["run", "hi", "--model", "scripted:s.jsonl"],
+        ["checkpoints"],
+        ["checkpoints", "prune"],
+        ["policy", "check", "ls"],
+        ["mcp", "list"],
+        ["mcp", "serve"],
+    ],
+)
+def test_a_missing_cwd_is_refused_and_not_made(tmp_path: Path, argv: list[str]) -> None:
+    """Only the embedded demo (``pi run`` without ``--model``) makes its ``--cwd``."""
+    stop = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "stopReason": "stop"}
+    (tmp_path / "s.jsonl").write_text(json.dumps(stop) + "\n")
+    assert pi(*argv, "--cwd", "nx/sub", cwd=tmp_path) == (
+        2,
+        "",
+        "pi: error: --cwd nx/sub: no such directory\n",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
+
+
+def test_the_demo_makes_a_missing_cwd(tmp_path: Path) -> None:
+    """Documented: the demo copies its project into ``--cwd``, made if missing."""
+    status, _, err = pi("run", "--cwd", "nx/sub", cwd=tmp_path)
+    assert (status, err) == (0, "")
+    names = {p.name for p in (tmp_path / "nx/sub").iterdir()} - {"__pycache__"}
+    assert sorted(names) == [
+        "README.md",
+        "stats.py",
+        "test_stats.py",
+    ]
