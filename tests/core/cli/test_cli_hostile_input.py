@@ -245,3 +245,27 @@ def test_the_demo_makes_a_missing_cwd(tmp_path: Path) -> None:
         "stats.py",
         "test_stats.py",
     ]
+
+
+def test_a_session_of_an_unknown_version_is_refused(tmp_path: Path) -> None:
+    """Pi 1.6.0 writes version 3; a later version could mean its entries differently."""
+    header = {"type": "session", "version": 99, "id": "s", "timestamp": "t", "cwd": "/w"}
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.txt"}}
+    message = {"role": "assistant", "content": [call], "stopReason": "toolUse"}
+    entry = {"type": "message", "id": "1", "parentId": None, "timestamp": "t", "message": message}
+    (tmp_path / "a.txt").write_text("hello\n")
+    (tmp_path / "s.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n")
+    message_text = "s.jsonl:1: session version 99 is not supported (pi reads versions 1 to 3)"
+    for argv in (["replay", "s.jsonl"], ["replay", "s.jsonl", "--verify"]):
+        assert pi(*argv, cwd=tmp_path) == (2, "", f"pi: error: {message_text}\n"), argv
+
+
+def test_export_reads_a_session_line_with_a_huge_integer(tmp_path: Path) -> None:
+    """The report reads what ``pi replay`` would refuse, but a 5,000-digit integer was a
+    traceback (``json.loads``'s ``ValueError``)."""
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/w"}
+    line = json.dumps(header)[:-1] + f', "extra": {HUGE}}}\n'
+    (tmp_path / "s.jsonl").write_text(line)
+    status, out, err = pi("export", "s.jsonl", cwd=tmp_path)
+    assert (status, err) == (0, "")
+    assert out.startswith("wrote s.html (")
