@@ -555,8 +555,8 @@ def test_the_description_lists_the_tools_only_scripts_can_call() -> None:
 def test_integers_beyond_a_double_reach_tools_and_text_as_infinity(tmp_path: Path) -> None:
     """Python ints have no bound and CPython refuses to write one of over 4,300 digits as text:
     what a script hands over takes JavaScript's numbers (``inf`` beyond a double's range), so the
-    tool answers about ``Infinity`` and ``text()`` writes it, where the run used to end in an
-    internal error."""
+    validation answers about ``Infinity`` as Pi 1.6's does and ``text()`` writes it, where the run
+    used to end in an internal error."""
     (tmp_path / "two.txt").write_text("a\nb\n")
     code = (
         "try:\n"
@@ -568,7 +568,9 @@ def test_integers_beyond_a_double_reach_tools_and_text_as_infinity(tmp_path: Pat
     message = pi_call(tmp_path, code)
     assert result_text(message) == (
         "Script completed\nWall time <s> seconds\nOutput:\n"
-        "==> text 1/3 <==\noffset must be a non-negative integer, got Infinity\n"
+        '==> text 1/3 <==\nValidation failed for tool "read":\n'
+        "  - offset: expected number, got Infinity\n\n"
+        'Received arguments:\n{\n  "path": "two.txt",\n  "offset": null\n}\n'
         "==> text 2/3 <==\nInfinity\n"
         f"==> text 3/3 <==\n[-Infinity,{10**300},5]"
     )

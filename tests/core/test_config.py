@@ -115,6 +115,65 @@ def test_syntax_error_names_file_and_line(text: bytes, message: str) -> None:
     assert error_of(text) == message
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            b"[pi]\nmax_parallel_tools = 99999999999999999999999\n",
+            "/cfg/pi.toml: pi.max_parallel_tools: integer out of TOML's 64-bit range "
+            "(got 99999999999999999999999)",
+        ),
+        (
+            b"[checkpoints]\nmax_bytes = 9223372036854775808\n",
+            "/cfg/pi.toml: checkpoints.max_bytes: integer out of TOML's 64-bit range "
+            "(got 9223372036854775808)",
+        ),
+        (
+            b"[sandbox.ssh]\nports = [22, -9223372036854775809]\n",
+            "/cfg/pi.toml: sandbox.ssh.ports[1]: integer out of TOML's 64-bit range "
+            "(got -9223372036854775809)",
+        ),
+        (
+            b"[[x]]\na = 1\n[[x]]\nb = {c = 0x10000000000000000}\n",
+            "/cfg/pi.toml: x[1].b.c: integer out of TOML's 64-bit range (got 18446744073709551616)",
+        ),
+    ],
+)
+def test_an_integer_beyond_64_bits_names_file_and_key(text: bytes, message: str) -> None:
+    """TOML: an integer that cannot be represented losslessly in 64 bits must be an error;
+    ``tomllib`` takes any size, and pydantic's ``StrictInt`` did too."""
+    assert error_of(text) == message
+
+
+def test_an_integer_too_long_for_python_is_the_same_error() -> None:
+    """``tomllib`` let CPython's ``ValueError`` (over 4,300 digits) out: a traceback."""
+    text = b"[pi]\ntool_execution = 'parallel'\nmax_parallel_tools = " + b"9" * 5000 + b"\n"
+    assert error_of(text) == "/cfg/pi.toml:3: integer out of TOML's 64-bit range"
+
+
+def test_64_bit_integers_are_kept() -> None:
+    text = b"[pi]\nmax_parallel_tools = 9223372036854775807\n[p]\nlow = -9223372036854775808\n"
+    config = parse_config(text, FILE)
+    assert config.core.max_parallel_tools == 2**63 - 1
+    assert config.data["p"] == {"low": -(2**63)}
+
+
+def test_a_pi_toml_that_is_no_file_is_an_error_not_skipped(tmp_path: Path) -> None:
+    """A folder named pi.toml used to be passed over: the lookup went on to a parent's file or
+    to the defaults, silently."""
+    (tmp_path / "pi.toml").write_text("[pi]\nmax_parallel_tools = 2\n")
+    work = tmp_path / "work"
+    (work / "pi.toml").mkdir(parents=True)
+    with pytest.raises(ConfigError) as info:
+        load_config(cwd=work)
+    assert str(info.value) == f"cannot read config file {work}/pi.toml: Is a directory"
+    (work / "pi.toml").rmdir()
+    (work / "pi.toml").symlink_to("missing.toml")
+    with pytest.raises(ConfigError) as info:
+        load_config(cwd=work)
+    assert str(info.value) == f"cannot read config file {work}/pi.toml: not a regular file"
+
+
 def test_missing_explicit_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path / "nope.toml")

@@ -36,3 +36,30 @@ def test_invalid_json_after_a_huge_integer_is_still_a_decode_error() -> None:
         json.JSONDecodeError, match=r"Expecting value: line 1 column 5014 \(char 5013\)"
     ):
         parse_json(f'{{"a": {"9" * 5000}, "b": }}')
+
+
+@pytest.mark.parametrize(
+    ("text", "column"),
+    [
+        ('{"limit": NaN}', 11),
+        ('{"limit": Infinity}', 11),
+        ('{"a": "NaN", "b": [1, -Infinity]}', 23),
+        ("NaN", 1),
+    ],
+)
+def test_nan_and_infinity_literals_are_not_json(text: str, column: int) -> None:
+    """JSON has no NaN or Infinity (JSON.parse refuses them); ``json.loads`` takes them. They are
+    refused where a missing value would be, with ``json.loads``'s own words."""
+    with pytest.raises(json.JSONDecodeError) as info:
+        parse_json(text)
+    assert str(info.value) == f"Expecting value: line 1 column {column} (char {column - 1})"
+    assert json.loads(text) is not None  # what every caller used to get
+
+
+def test_a_huge_number_is_still_infinity_and_strings_keep_the_words() -> None:
+    assert parse_json('{"limit": 1e400, "s": "NaN Infinity"}') == {
+        "limit": math.inf,
+        "s": "NaN Infinity",
+    }
+    with pytest.raises(json.JSONDecodeError, match=r"line 2 column 7 \(char 5014\)"):
+        parse_json(f'{{"a": {"9" * 5000},\n "b": NaN}}')

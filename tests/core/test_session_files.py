@@ -175,6 +175,18 @@ def test_empty_text() -> None:
         ),
         (lines(HEADER, HEADER), "f.jsonl:2: a second session header"),
         (
+            lines({**HEADER, "version": 99}, entry("1", None, user("a"))),
+            "f.jsonl:1: session version 99 is not supported (pi reads versions 1 to 3)",
+        ),
+        (
+            "\n" + lines({**HEADER, "version": 0}),
+            "f.jsonl:2: session version 0 is not supported (pi reads versions 1 to 3)",
+        ),
+        (
+            lines({**HEADER, "version": "3"}),
+            "f.jsonl:1: session version must be an integer",
+        ),
+        (
             lines(HEADER, entry("1", "0", user("a"))),
             "f.jsonl:2: parentId '0' names no entry of the file",
         ),

@@ -169,11 +169,13 @@ MAX_CONFIG_BYTES = 4 << 20
 
 
 def find_config(start: Path | str) -> Path | None:
-    """The first ``pi.toml`` in ``start`` or one of its parents (absolute), or ``None``."""
+    """The first ``pi.toml`` in ``start`` or one of its parents (absolute), or ``None``. Any
+    entry of that name counts (a folder, a broken symlink): :func:`load_config` refuses one that
+    is no file, rather than passing over it to a parent's file."""
     here = Path(start).absolute()
     for folder in (here, *here.parents):
         candidate = folder / CONFIG_FILENAME
-        if candidate.is_file():
+        if os.path.lexists(candidate):
             return candidate
     return None
 
@@ -190,6 +192,9 @@ def load_config(path: Path | str | None = None, *, cwd: Path | str | None = None
         found = find_config(Path.cwd() if cwd is None else Path(cwd))
         if found is None:
             return PiConfig()
+        if not found.is_file():
+            reason = "Is a directory" if found.is_dir() else "not a regular file"
+            raise ConfigError(f"cannot read config file {found}: {reason}")
         path = found
     if not str(path):
         raise ConfigError("--config: the file name is empty")
@@ -220,6 +225,11 @@ def parse_config(raw: bytes, path: Path) -> PiConfig:
         raise ConfigError(_syntax_message(path, text, str(e))) from None
     except RecursionError:
         raise ConfigError(f"{path}: nested too deeply to parse") from None
+    except ValueError:  # an integer of more digits than int() converts (4,300)
+        digits = re.search(r"[0-9_]{4300,}", text)
+        line = text.count("\n", 0, digits.start()) + 1 if digits else 1
+        raise ConfigError(f"{path}:{line}: integer out of TOML's 64-bit range") from None
+    _check_integers(data, path, "")
     table = data.get(CORE_TABLE, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: {CORE_TABLE}: must be a table ([{CORE_TABLE}])")
@@ -229,6 +239,23 @@ def parse_config(raw: bytes, path: Path) -> PiConfig:
         raise ConfigError(format_config_error(path, CORE_TABLE, e)) from None
     checkpoint_settings(data)  # a bad [checkpoints] table is reported before anything runs
     return PiConfig(path=path, data=data, core=core)
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _check_integers(value: Any, path: Path, key: str) -> None:
+    """TOML's integers are 64-bit ("an integer that cannot be represented losslessly MUST
+    throw an error"); ``tomllib`` takes any size. ``FILE: KEY: ...`` for the first one out of
+    range (``KEY``: ``pi.max_parallel_tools``, ``sandbox.ports[1]``)."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            _check_integers(item, path, f"{key}.{name}" if key else name)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_integers(item, path, f"{key}[{index}]")
+    elif isinstance(value, int) and not isinstance(value, bool) and value not in _INT64:
+        raise ConfigError(f"{path}: {key}: integer out of TOML's 64-bit range (got {value})")
 
 
 def _syntax_message(path: Path, text: str, message: str) -> str:

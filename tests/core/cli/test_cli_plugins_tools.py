@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
 
 ECHO_SCHEMA = {
     "type": "object",
@@ -134,3 +138,13 @@ def test_top_level_help(pi) -> None:
     assert out.out.startswith("usage: pi [-h] [--config FILE] [--no-plugin NAME] [-p MODULE]")
     for command in ("plugins", "tools", "call", "replay"):
         assert f"    {command}" in out.out
+
+
+def test_top_level_help_lists_the_exit_codes_of_the_reference(pi) -> None:
+    """``pi --help`` and the table in docs/reference/cli.md name the same exit codes."""
+    table = (ROOT / "docs/reference/cli.md").read_text().split("## Exit codes", 1)[1]
+    documented = re.findall(r"^\| (\d+) \|", table, re.MULTILINE)
+    help_text = " ".join(pi("--help").out.split())
+    epilog = help_text[help_text.index("exit status: ") :]
+    assert documented == ["0", "1", "4", "2", "3", "130", "141"]
+    assert sorted(re.findall(r"(?:: |; )(\d+) ", epilog), key=int) == sorted(documented, key=int)

@@ -76,6 +76,21 @@ def test_pi_call_on_a_terminal_shows_render_call_and_render_result(plugin_env: P
     assert (status, out) == (0, "stash → n.txt\nstashed 3 bytes\n".encode())
 
 
+def test_pi_call_piped_prints_the_content_alone_not_render_result(
+    pi: Callable[..., Result], plugin_env: Path
+) -> None:
+    """Renderers are for the terminal (DESIGN 3); ``pi call ... > file`` keeps what the model
+    sees, as ``docs/reference/cli.md`` says (the built-in edit's diff used to be printed)."""
+    out = pi(*PLUGINS, "call", "stash", '{"target":"n.txt","text":"abc"}')
+    assert (out.status, out.err) == (0, "")
+    assert re.fullmatch(r"stash #\d+ done\n", out.out)
+    (plugin_env / "e.txt").write_text("hello\n")
+    out = pi(
+        *PLUGINS, "call", "edit", '{"path":"e.txt","edits":[{"oldText":"hello","newText":"bye"}]}'
+    )
+    assert (out.status, out.out, out.err) == (0, "Successfully replaced 1 block(s) in e.txt.\n", "")
+
+
 def test_replay_verify_compares_by_the_declared_mode(
     pi: Callable[..., Result], plugin_env: Path
 ) -> None:

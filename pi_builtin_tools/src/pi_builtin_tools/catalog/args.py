@@ -7,7 +7,8 @@ minimum: ``limit: 0`` or ``-3`` means 1, ``1.5`` means 1), it is followed (``flo
 ``1.5``, ``offset: -5``, ``context: 1e12``, infinities) are refused here with one wording:
 ``NAME must be a positive integer, got V`` (``a non-negative integer`` when 0 is allowed, ``an
 integer from A to B`` with a maximum). ``V`` is written as JavaScript writes the number
-(``1.5``, ``-1``, ``Infinity``).
+(``1.5``, ``-1``, ``Infinity``). An infinity reaches these checks only from a program calling the
+tool: in a model's JSON (``1e400``) it fails schema validation first, as in Pi 1.6.0.
 """
 
 from __future__ import annotations

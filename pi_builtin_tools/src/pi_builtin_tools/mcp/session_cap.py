@@ -24,6 +24,8 @@ from typing import Any
 
 import trio
 
+from pi_core import parse_json
+
 DEFAULT_SESSIONS_PER_CLIENT = 32
 """``--max-sessions``: the open MCP sessions one client (peer address) may keep."""
 
@@ -245,7 +247,7 @@ class DisconnectCancelsApp:
 def _request_ids(body: bytes) -> list[Any]:
     """The ids of the JSON-RPC requests in a ``POST`` body (a message or a batch)."""
     try:
-        data = json.loads(body)
+        data = parse_json(body)
     except ValueError:
         return []
     messages = data if isinstance(data, list) else [data]

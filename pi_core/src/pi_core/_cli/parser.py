@@ -68,9 +68,12 @@ DESCRIPTION = (
 )
 
 EPILOG = (
-    "exit status: 0 success; 1 the tool result isError (pi call); 2 unusable input "
-    "(invalid JSON, a missing file, an unknown option, a bad config file, a plugin that "
-    "fails to load); 130 interrupted. pi run: 1 when the run ends with a failed model call."
+    "exit status: 0 success; 1 the tool result isError (pi call), the run ended with a failed "
+    "model call (pi run), a policy denies (pi policy check), paths were left alone (pi rewind); "
+    "2 unusable input (invalid JSON, a missing file, an unknown option, a bad config file, a "
+    "plugin that fails to load, a missing API key), one line on stderr; 3 an internal error, "
+    "with the traceback; 4 a person must decide (pi policy check: ask); 130 interrupted; "
+    "141 stdout was closed early."
 )
 
 

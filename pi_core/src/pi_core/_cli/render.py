@@ -142,8 +142,10 @@ class Renderer:
         """``pi call``: on a terminal the call header (the tool's ``render_call``) and the
         result (its ``render_result``); in plain text only the result's content (what the
         model sees), so ``pi call ... > file`` keeps just that (``isError`` is the exit
-        status)."""
-        self.tool_result(message, arguments, header=self.terminal, tool=tool)
+        status). Renderers are for the terminal: piped, the edit's diff is not printed."""
+        self.tool_result(
+            message, arguments, header=self.terminal, tool=tool if self.terminal else None
+        )
 
     def tool_result(
         self,

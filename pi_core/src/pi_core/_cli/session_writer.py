@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pi_core._cli.output import json_text
-
-SESSION_VERSION = 3
+from pi_core._wire.session_files import SESSION_VERSION
 
 
 def iso_now() -> str:

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pi_core._wire.json_parse import parse_json
 from pi_core._wire.session_files import (
     SessionEntry,
     SessionFileError,
@@ -372,7 +373,7 @@ def read_raw_session(path: str | Path) -> RawSession:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = parse_json(line)
         except json.JSONDecodeError as e:
             raise SessionFileError(f"{source}:{number}: invalid JSON: {e.msg}") from None
         if not isinstance(value, dict):

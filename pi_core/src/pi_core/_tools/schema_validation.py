@@ -49,11 +49,17 @@ def _kw_false_schema(
     yield jsonschema.exceptions.ValidationError("no value is allowed here")
 
 
+def _is_json_number(checker: Any, instance: Any) -> bool:
+    """A finite number: ``inf`` (JSON ``1e400``) and NaN are no numbers to pi-schema
+    (``expected number, got Infinity``)."""
+    return _BASE.TYPE_CHECKER.is_type(instance, "number") and math.isfinite(instance)
+
+
 _BASE = jsonschema.Draft202012Validator
 _PiValidator: Any = jsonschema.validators.create(
     meta_schema=_BASE.META_SCHEMA,
     validators={**_BASE.VALIDATORS, _FALSE_SCHEMA: _kw_false_schema},
-    type_checker=_BASE.TYPE_CHECKER,
+    type_checker=_BASE.TYPE_CHECKER.redefine("number", _is_json_number),
     format_checker=_BASE.FORMAT_CHECKER,
     id_of=referencing.jsonschema.DRAFT202012.id_of,
 )

@@ -57,6 +57,7 @@ references are never fetched), is a :class:`~pi_core._errors.ToolError` naming t
 
 from __future__ import annotations
 
+import math
 import numbers
 import threading
 import weakref
@@ -271,8 +272,8 @@ def _is_type(value: Any, name: str) -> bool:
         return value is None
     if isinstance(value, bool):
         return False
-    if name == "number":
-        return isinstance(value, numbers.Number)
+    if name == "number":  # NaN and the infinities are no JSON numbers (pi-schema: Number.isFinite)
+        return isinstance(value, numbers.Number) and math.isfinite(value)  # type: ignore[arg-type]
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 

@@ -40,6 +40,13 @@ from pi_core._errors import PiError
 from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import AgentMessage, AssistantMessage
 
+SESSION_VERSION = 3
+"""The version of the Pi session files pi writes (Pi 1.6.0's ``CURRENT_SESSION_VERSION``)."""
+
+SESSION_VERSIONS = range(1, SESSION_VERSION + 1)
+"""The versions pi reads; another one is a :class:`SessionFileError` (a file of a later Pi
+could mean its entries differently)."""
+
 FileFormat = Literal["messages", "session"]
 
 
@@ -252,6 +259,7 @@ def _is_tag(part: Any) -> bool:
 
 def _parse_session(source: str, objects: list[tuple[int, dict[str, Any]]]) -> SessionFile:
     header: dict[str, Any] | None = None
+    header_line = 1
     entries: list[SessionEntry] = []
     for number, obj in objects:
         if _is_message(obj) or not isinstance(obj.get("type"), str):
@@ -261,12 +269,17 @@ def _parse_session(source: str, objects: list[tuple[int, dict[str, Any]]]) -> Se
         if obj["type"] == "session":
             if header is not None or entries:
                 raise SessionFileError(f"{source}:{number}: a second session header")
-            header = obj
+            header, header_line = obj, number
             continue
         entries.append(SessionEntry(line=number, raw=obj))
     version = header.get("version", 1) if header is not None else 1
     if not isinstance(version, int) or isinstance(version, bool):
-        raise SessionFileError(f"{source}:1: session version must be an integer")
+        raise SessionFileError(f"{source}:{header_line}: session version must be an integer")
+    if version not in SESSION_VERSIONS:
+        raise SessionFileError(
+            f"{source}:{header_line}: session version {version} is not supported "
+            f"(pi reads versions {SESSION_VERSIONS[0]} to {SESSION_VERSIONS[-1]})"
+        )
     tree = version >= 2 or any(entry.id is not None for entry in entries)
     branch = _active_branch(source, entries) if tree else entries
     messages = [
@@ -323,6 +336,8 @@ __all__ = [
     "MAX_SESSION_FILE_BYTES",
     "MAX_SESSION_LINES",
     "MAX_SESSION_LINE_BYTES",
+    "SESSION_VERSION",
+    "SESSION_VERSIONS",
     "FileFormat",
     "SessionEntry",
     "SessionFile",

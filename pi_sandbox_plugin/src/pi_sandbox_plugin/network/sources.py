@@ -28,7 +28,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from pi_core import ApprovalRequest, ConfigError, NetworkRequestContext
+from pi_core import ApprovalRequest, ConfigError, NetworkRequestContext, parse_json
 from pi_sandbox_plugin.network.proxy import Asker, Hook, NetworkProxy
 from pi_sandbox_plugin.network.rules import (
     Destination,
@@ -66,7 +66,7 @@ def claude_network_rules(settings: Sequence[str], cwd: str) -> list[NetworkRule]
         path = os.path.join(cwd, os.path.expanduser(name))
         try:
             with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
+                data = parse_json(handle.read())
         except FileNotFoundError:
             continue
         except (OSError, ValueError) as error:

@@ -472,7 +472,7 @@ def config_source(config: Mapping[str, Any], cwd: str | os.PathLike[str]) -> str
     try:
         with open(found, "rb") as handle:
             data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError):  # TOMLDecodeError, or over 4,300 digits
         return None
     return str(found) if data == config else None
 
