@@ -13,16 +13,23 @@ allowed roots or onto a denied file.
 operation      check
 =============  ==============================================================================
 read_bytes     read, on the resolved path
-stat           read (metadata is information too)
+stat           read (metadata is information too); with a backend's ``stat_probed`` (resolve
+               and stat in one hop) the resolved path it reports is judged before the
+               result is given
 access         read for ``R_OK``, write for ``W_OK``
 list_dir       read on the directory; entries matching a denied glob are left out, and
                (with ``identities``) entries that are a denied or hidden file by identity
 write_bytes    write, on the resolved path (the link's target is what would be replaced);
                ``write_chunks`` the same
-read_head,     the wrapped one-hop reads only when the policy restricts no read
-scan_bytes     (:meth:`~pi_sandbox_plugin.policies.path_policy.PathPolicy.reads_unrestricted`: only
-               pi's own files protected, none hidden); else "not available" (``None``,
-               ``False``): the read tool uses the checked ``stat`` and ``read_bytes``
+read_head      the wrapped one-hop read when the policy restricts no read
+               (:meth:`~pi_sandbox_plugin.policies.path_policy.PathPolicy.reads_unrestricted`:
+               only pi's own files protected, none hidden); else the wrapped
+               ``read_head_probed`` (ssh, container: one script resolves, stats and reads),
+               whose resolved paths are judged as ``stat`` and ``read_bytes`` judge them
+               before anything it found is used; else "not available" (``None``): the read
+               tool uses the checked ``stat`` and ``read_bytes``. Never for a name that is
+               one of pi's output files
+scan_bytes     the wrapped one only when the policy restricts no read; else ``False``
 mkdir          write
 realpath       none (it reads no file content)
 run_rg         read on ``cwd`` and on every search path (with ``identities``: by identity
@@ -69,10 +76,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from pi_core import FileOperations, parse_json
-from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, iter_rg_records
+from pi_core.backends import (
+    CommandOutput,
+    FileStat,
+    LocalFileOperations,
+    iter_rg_records,
+    path_candidates,
+)
 from pi_sandbox_plugin.policies.path_policy import PathDecision, PathPolicy
 
 if TYPE_CHECKING:
+    from pi_sandbox_plugin.backends.shell_files import HeadRead
     from pi_sandbox_plugin.policies.file_identity import FileIdentities
 
 T = TypeVar("T")
@@ -215,17 +229,61 @@ class GuardedFileOperations:
     async def read_head(
         self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
     ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
-        """The wrapped one-hop ``read_head`` when the policy restricts no read
+        """The wrapped one-hop ``read_head``, when none of the names it tries is one of pi's
+        output files: as it is when the policy restricts no read
         (:meth:`PathPolicy.reads_unrestricted`: only pi's own files are protected, none
-        hidden), ``None`` otherwise (the read tool then uses the checked ``stat`` and
-        ``read_bytes``)."""
-        read_head = getattr(self.inner, "read_head", None)
-        if not callable(read_head) or not self.policy.reads_unrestricted():
+        hidden); otherwise through the wrapped ``read_head_probed``, whose resolved paths are
+        judged as :meth:`stat` and :meth:`read_bytes` judge them (see :meth:`_judged`).
+        ``None`` (the read tool then uses the checked ``stat`` and ``read_bytes``) when the
+        wrapped backend has neither, or the result cannot be judged without more probes."""
+        if any(self._output_file(c) for c in path_candidates(path, cwd, for_read=for_read)):
             return None
-        found: tuple[str, FileStat | OSError, bytes | OSError | None] | None = await read_head(
+        if self.policy.reads_unrestricted():
+            read_head = getattr(self.inner, "read_head", None)
+            if not callable(read_head):
+                return None
+            found: tuple[str, FileStat | OSError, bytes | OSError | None] | None = await read_head(
+                path, cwd, whole_limit=whole_limit, head_size=head_size, for_read=for_read
+            )
+            return found
+        probed = getattr(self.inner, "read_head_probed", None)
+        if not callable(probed):
+            return None
+        head: HeadRead | None = await probed(
             path, cwd, whole_limit=whole_limit, head_size=head_size, for_read=for_read
         )
-        return found
+        return None if head is None else self._judged(head)
+
+    def _judged(
+        self, head: HeadRead
+    ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
+        """``head`` (what the wrapped backend tried, resolved, stat-ed and read in one hop) as
+        the checked ``resolve_existing_path``, :meth:`stat` and :meth:`read_bytes` would have
+        given it: a name that does not exist is passed over whatever the policy says; the
+        first that exists is used when the policy allows reading its resolved path (the bytes
+        read are then what :meth:`read_bytes` of it reads: the same name, the same backend
+        resolving it); when none is, the name a missing file reports gives the policy's
+        refusal of its resolved path, else its error. ``None`` when a resolved path is
+        unknown (the backend's ``realpath`` failed) or a refused name leaves later names
+        untried: the caller takes the checked path, which decides (bytes read are dropped
+        unseen)."""
+        last = head.probes[-1]
+        if isinstance(last.found, FileStat):
+            if last.real is None:
+                return None
+            if self.policy.check_read(posixpath.normpath(last.real), last.path).allowed:
+                return head.result()
+            if not head.exhausted:
+                return None
+        missing = head.fallback
+        if missing is None or missing.real is None:
+            return None
+        decision = self.policy.check_read(posixpath.normpath(missing.real), missing.path)
+        if not decision.allowed:
+            return missing.path, PathDenied(decision.reason, missing.path), None
+        if isinstance(missing.found, FileStat):
+            return None
+        return missing.path, missing.found, None
 
     async def scan_bytes(
         self, path: str, offset: int, chunk_size: int, consume: Callable[[bytearray], Any]
@@ -242,8 +300,19 @@ class GuardedFileOperations:
         this machine's)."""
         if self._output_file(path):
             return await self.host.stat(path)
-        real = await self._readable(path)
-        return await self._as_named(lambda: self.inner.stat(real), real, path)
+        probed = getattr(self.inner, "stat_probed", None)
+        found = await probed(path) if callable(probed) else None
+        if found is None or found[0] is None:
+            real = await self._readable(path)
+            return await self._as_named(lambda: self.inner.stat(real), real, path)
+        # resolved and stat-ed in one hop: the resolved path judged before the result is used
+        resolved, info = found
+        self._require(
+            self.policy.check_read(posixpath.normpath(resolved), posixpath.normpath(path)), path
+        )
+        if isinstance(info, OSError):
+            raise info
+        return info
 
     async def access(self, path: str, mode: int = os.R_OK) -> None:
         """The wrapped ``access`` (``stat`` for a backend without one) of the resolved path,
