@@ -211,8 +211,8 @@ def parse_head(
     names them, ``fallback`` the index of the one a missing file reports. ``parse_stat`` reads
     a stat line, ``probe_error(status, text, name)`` makes a failed stat's error,
     ``real_name`` names a resolved path as the caller does; ``read_error``: the error of the
-    read by the name read (the script failed), ``None`` when it succeeded. ``None`` when the output is not
-    complete (the script failed before its report ended)."""
+    read, given the name read (the script failed), ``None`` when it succeeded. ``None`` when
+    the output is not complete (the script failed before its report ended)."""
     probes: list[HeadProbe] = []
     at = 0
     for name in names:
