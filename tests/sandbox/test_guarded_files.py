@@ -316,10 +316,11 @@ async def _read_text(ops: Any, path: str, cwd: str) -> str:
     return "".join(getattr(part, "text", "") for part in result.content)
 
 
-async def test_guarded_head_read_is_one_script_with_the_checked_results(ws: Path) -> None:
-    """Over a backend with ``read_head_probed`` the guard judges the resolved paths of the one
-    script that resolved, stat-ed and read: the read tool gives what the checked ``stat``
-    and ``read_bytes`` give (the local backend's, here), in one process per read."""
+async def test_guarded_head_reads_give_the_checked_results(ws: Path) -> None:
+    """Over a backend of shell scripts the read tool gives, through the guard, what the checked
+    ``stat`` and ``read_bytes`` of the local backend give: in one script per read when the
+    policy restricts no read, the checked way when it does (a one-hop read would open a denied
+    file before the policy saw where its name leads)."""
     outside = ws.parent / "outside"
     (ws / "link-out").symlink_to(outside / "secret.txt")
     (ws / "link-env").symlink_to(ws / ".env")
@@ -327,25 +328,32 @@ async def test_guarded_head_read_is_one_script_with_the_checked_results(ws: Path
     (ws / "dangling").symlink_to(outside / "gone")
     (ws / "a b.txt").write_text("spaced\n")
     os.mkfifo(ws / "fifo")
-    policy = PathPolicy(str(ws), deny_paths=[".env"])
-    shell = HostShellFiles()
-    fast = GuardedFileOperations(shell, policy)
-    checked = GuardedFileOperations(LocalFileOperations(), policy)
     names = [
         "a.txt", ".env", "sub/.env", "link-out", "link-env", "link-in", "dangling", "nope",
         "sub", "fifo", "a.txt/x", "../outside/secret.txt", "../outside/gone", "a\u00a0b.txt",
     ]  # fmt: skip
-    scripts = []
-    for name in names:
-        before = shell.scripts
-        got = await _read_text(fast, name, str(ws))
-        scripts.append(shell.scripts - before)
-        assert got == await _read_text(checked, name, str(ws)), name
-    assert await _read_text(fast, "a.txt", str(ws)) == f"hello\n{SECRET} in a\n"
-    assert await _read_text(fast, "link-env", str(ws)) == (
-        f"error: EACCES: permission denied, access '{ws}/link-env'"
-    )
-    assert scripts == [1] * len(names)
+    scripts: dict[str, list[int]] = {}
+    for label, policy in (
+        ("restricted", PathPolicy(str(ws), deny_paths=[".env"])),
+        ("unrestricted", PathPolicy(str(ws), read_roots=["/"])),
+    ):
+        shell = HostShellFiles()
+        fast = GuardedFileOperations(shell, policy)
+        checked = GuardedFileOperations(LocalFileOperations(), policy)
+        scripts[label] = []
+        for name in names:
+            before = shell.scripts
+            got = await _read_text(fast, name, str(ws))
+            scripts[label].append(shell.scripts - before)
+            assert got == await _read_text(checked, name, str(ws)), (label, name)
+        assert await _read_text(fast, "a.txt", str(ws)) == f"hello\n{SECRET} in a\n"
+    assert await _read_text(
+        GuardedFileOperations(HostShellFiles(), PathPolicy(str(ws), deny_paths=[".env"])),
+        "link-env",
+        str(ws),
+    ) == (f"error: EACCES: permission denied, access '{ws}/link-env'")
+    assert scripts["unrestricted"] == [1] * len(names)
+    assert scripts["restricted"][0] > 1  # a.txt: resolved and judged before it is read
 
 
 async def _stat_outcome(ops: Any, path: str) -> Any:

@@ -23,12 +23,9 @@ write_bytes    write, on the resolved path (the link's target is what would be r
                ``write_chunks`` the same
 read_head      the wrapped one-hop read when the policy restricts no read
                (:meth:`~pi_sandbox_plugin.policies.path_policy.PathPolicy.reads_unrestricted`:
-               only pi's own files protected, none hidden); else the wrapped
-               ``read_head_probed`` (ssh, container: one script resolves, stats and reads),
-               whose resolved paths are judged as ``stat`` and ``read_bytes`` judge them
-               before anything it found is used; else "not available" (``None``): the read
-               tool uses the checked ``stat`` and ``read_bytes``. Never for a name that is
-               one of pi's output files
+               only pi's own files protected, none hidden), never for a name that is one of
+               pi's output files; else "not available" (``None``): the read tool uses the
+               checked ``stat`` and ``read_bytes``, so no denied file is ever opened
 scan_bytes     the wrapped one only when the policy restricts no read; else ``False``
 mkdir          write
 realpath       none (it reads no file content)
@@ -86,7 +83,6 @@ from pi_core.backends import (
 from pi_sandbox_plugin.policies.path_policy import PathDecision, PathPolicy
 
 if TYPE_CHECKING:
-    from pi_sandbox_plugin.backends.shell_files import HeadRead
     from pi_sandbox_plugin.policies.file_identity import FileIdentities
 
 T = TypeVar("T")
@@ -229,61 +225,21 @@ class GuardedFileOperations:
     async def read_head(
         self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
     ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
-        """The wrapped one-hop ``read_head``, when none of the names it tries is one of pi's
-        output files: as it is when the policy restricts no read
+        """The wrapped one-hop ``read_head`` when the policy restricts no read
         (:meth:`PathPolicy.reads_unrestricted`: only pi's own files are protected, none
-        hidden); otherwise through the wrapped ``read_head_probed``, whose resolved paths are
-        judged as :meth:`stat` and :meth:`read_bytes` judge them (see :meth:`_judged`).
-        ``None`` (the read tool then uses the checked ``stat`` and ``read_bytes``) when the
-        wrapped backend has neither, or the result cannot be judged without more probes."""
+        hidden) and none of the names it tries is one of pi's output files; ``None`` otherwise
+        (the read tool then uses the checked ``stat`` and ``read_bytes``). A one-hop read
+        would open a file before the policy saw its resolved path: a denied file must not be
+        opened at all (a file watched for access, a canary, alarms on the open itself)."""
+        read_head = getattr(self.inner, "read_head", None)
+        if not callable(read_head) or not self.policy.reads_unrestricted():
+            return None
         if any(self._output_file(c) for c in path_candidates(path, cwd, for_read=for_read)):
             return None
-        if self.policy.reads_unrestricted():
-            read_head = getattr(self.inner, "read_head", None)
-            if not callable(read_head):
-                return None
-            found: tuple[str, FileStat | OSError, bytes | OSError | None] | None = await read_head(
-                path, cwd, whole_limit=whole_limit, head_size=head_size, for_read=for_read
-            )
-            return found
-        probed = getattr(self.inner, "read_head_probed", None)
-        if not callable(probed):
-            return None
-        head: HeadRead | None = await probed(
+        found: tuple[str, FileStat | OSError, bytes | OSError | None] | None = await read_head(
             path, cwd, whole_limit=whole_limit, head_size=head_size, for_read=for_read
         )
-        return None if head is None else self._judged(head)
-
-    def _judged(
-        self, head: HeadRead
-    ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
-        """``head`` (what the wrapped backend tried, resolved, stat-ed and read in one hop) as
-        the checked ``resolve_existing_path``, :meth:`stat` and :meth:`read_bytes` would have
-        given it: a name that does not exist is passed over whatever the policy says; the
-        first that exists is used when the policy allows reading its resolved path (the bytes
-        read are then what :meth:`read_bytes` of it reads: the same name, the same backend
-        resolving it); when none is, the name a missing file reports gives the policy's
-        refusal of its resolved path, else its error. ``None`` when a resolved path is
-        unknown (the backend's ``realpath`` failed) or a refused name leaves later names
-        untried: the caller takes the checked path, which decides (bytes read are dropped
-        unseen)."""
-        last = head.probes[-1]
-        if isinstance(last.found, FileStat):
-            if last.real is None:
-                return None
-            if self.policy.check_read(posixpath.normpath(last.real), last.path).allowed:
-                return head.result()
-            if not head.exhausted:
-                return None
-        missing = head.fallback
-        if missing is None or missing.real is None:
-            return None
-        decision = self.policy.check_read(posixpath.normpath(missing.real), missing.path)
-        if not decision.allowed:
-            return missing.path, PathDenied(decision.reason, missing.path), None
-        if isinstance(missing.found, FileStat):
-            return None
-        return missing.path, missing.found, None
+        return found
 
     async def scan_bytes(
         self, path: str, offset: int, chunk_size: int, consume: Callable[[bytearray], Any]
