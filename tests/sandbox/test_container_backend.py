@@ -246,8 +246,9 @@ async def test_read_is_one_exec_with_the_local_results(
     podman: PodmanSession, workspace_dir: tuple[Path, str], tmp_path: Path
 ) -> None:
     """The read tool's first step (resolve the name, stat, read the start) is one ``exec`` of
-    one script, with what the local backend gives for the same (mounted) files; through the
-    path guard, a whole read of a small file is that one ``exec`` too."""
+    one script, with what the local backend gives for the same (mounted) files; through a path
+    guard that lets every path be read, a whole read of a small file is that one ``exec`` too
+    (a guard that restricts reads judges the resolved path before any file is opened)."""
     host, inside = workspace_dir
     make_head_files(host)
     expected = await local_heads(host)
@@ -265,7 +266,9 @@ async def test_read_is_one_exec_with_the_local_results(
         got.append(summary(head, str(host)))
     assert got == expected
     assert execs == [1] * len(HEAD_NAMES)
-    guarded = GuardedFileOperations(files, PathPolicy(str(host), deny_paths=[".env"]))
-    before = cli.calls()
-    result = await read_file("link", str(host), guarded)
-    assert (result.content[0].text, cli.calls() - before) == ("hello\nworld\n", 1)
+    calls = []
+    for policy in (PathPolicy(str(host), read_roots=["/"]), PathPolicy(str(host))):
+        before = cli.calls()
+        result = await read_file("link", str(host), GuardedFileOperations(files, policy))
+        calls.append((result.content[0].text, cli.calls() - before))
+    assert calls == [("hello\nworld\n", 1), ("hello\nworld\n", 4)]
