@@ -139,6 +139,7 @@ def test_backends_door() -> None:
         "long_command_file",
         "looks_secret",
         "missing_cwd_error",
+        "path_candidates",
         "remote_environment",
         "resolve_existing_path",
         "resolve_to_cwd",

@@ -11,7 +11,17 @@ from pathlib import Path
 import pytest
 import trio
 from container_support import PodmanSession, container_names
+from head_read_support import (
+    HEAD_NAMES,
+    HEAD_SIZE,
+    WHOLE_LIMIT,
+    CountingProgram,
+    local_heads,
+    make_head_files,
+    summary,
+)
 
+from pi_builtin_tools.files.read import read_file
 from pi_builtin_tools.files.write import write_file
 from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._errors import ToolError
@@ -19,6 +29,10 @@ from pi_core.testing.bash_contract import BashOperationsContract, Recorder
 from pi_core.testing.file_contract import FileOperationsContract, FileShell
 from pi_sandbox_plugin.backends.container import ContainerBackend
 from pi_sandbox_plugin.backends.errors import SandboxUnavailable
+from pi_sandbox_plugin.backends.ssh import RemotePathMap
+from pi_sandbox_plugin.backends.wiring import MappedFileOperations
+from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations
+from pi_sandbox_plugin.policies.path_policy import PathPolicy
 
 pytestmark = pytest.mark.slow  # real podman containers
 
@@ -226,3 +240,35 @@ async def test_missing_cwd_text(running: ContainerBackend) -> None:
     assert str(info.value) == (
         "Working directory does not exist: /work/nope\nCannot execute bash commands."
     )
+
+
+async def test_read_is_one_exec_with_the_local_results(
+    podman: PodmanSession, workspace_dir: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The read tool's first step (resolve the name, stat, read the start) is one ``exec`` of
+    one script, with what the local backend gives for the same (mounted) files; through a path
+    guard that lets every path be read, a whole read of a small file is that one ``exec`` too
+    (a guard that restricts reads judges the resolved path before any file is opened)."""
+    host, inside = workspace_dir
+    make_head_files(host)
+    expected = await local_heads(host)
+    cli = CountingProgram(tmp_path, "podman")
+    backend = ContainerBackend(
+        cli=cli.path, cli_args=podman.cli_args, container=podman.container(), kill_grace=0.5
+    )
+    files = MappedFileOperations(backend, RemotePathMap(str(host), inside))
+    await files.stat(str(host))  # the container is checked
+    got, execs = [], []
+    for name in HEAD_NAMES:
+        before = cli.calls()
+        head = await files.read_head(name, str(host), whole_limit=WHOLE_LIMIT, head_size=HEAD_SIZE)
+        execs.append(cli.calls() - before)
+        got.append(summary(head, str(host)))
+    assert got == expected
+    assert execs == [1] * len(HEAD_NAMES)
+    calls = []
+    for policy in (PathPolicy(str(host), read_roots=["/"]), PathPolicy(str(host))):
+        before = cli.calls()
+        result = await read_file("link", str(host), GuardedFileOperations(files, policy))
+        calls.append((result.content[0].text, cli.calls() - before))
+    assert calls == [("hello\nworld\n", 1), ("hello\nworld\n", 4)]

@@ -6,15 +6,19 @@ readable."""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from replay_support import call
 
 import pi_builtin_tools.plugin as builtin_plugin
-from pi_core import AgentContext, LoopConfig
+from pi_builtin_tools.files.read import read_file
+from pi_core import AgentContext, LoopConfig, ToolError
 from pi_core._backend_kit.local_files import LocalFileOperations
 from pi_core._loop.loop import run_agent_loop
 from pi_core._plugins.contexts import BackendContext
@@ -22,6 +26,8 @@ from pi_core._plugins.markers import hookimpl
 from pi_core._plugins.session import Session, build_session
 from pi_core._providers.base import ScriptedProvider
 from pi_core._wire.messages import AssistantMessage, ToolCall
+from pi_core.backends import CommandOutput
+from pi_sandbox_plugin.backends.shell_files import ShellFileOperations
 from pi_sandbox_plugin.policies.guarded_files import GuardedFileOperations, PathDenied
 from pi_sandbox_plugin.policies.path_policy import PathPolicy
 
@@ -274,3 +280,128 @@ async def test_guard_raises_path_denied_naming_the_requested_path(ws: Path) -> N
     with pytest.raises(FileNotFoundError) as missing:
         await guard.read_bytes(str(ws / "nope"))
     assert missing.value.filename == str(ws / "nope")
+
+
+# -- the one-hop head read over a backend of shell scripts ------------------------------------
+
+
+class HostShellFiles(ShellFileOperations):
+    """:class:`ShellFileOperations` whose scripts run in this machine's ``bash`` (real
+    processes), counted in ``scripts``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts = 0
+
+    async def run_script(
+        self, script: str, args: Sequence[str], *, stdin: bytes | None = None
+    ) -> CommandOutput:
+        self.scripts += 1
+        done = await trio.run_process(
+            ["bash", "-c", script, "pi-files", *args],
+            stdin=stdin or b"",
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env={**os.environ, "LC_ALL": "C"},
+        )
+        return CommandOutput(done.returncode, done.stdout, done.stderr)
+
+
+async def _read_text(ops: Any, path: str, cwd: str) -> str:
+    try:
+        result = await read_file(path, cwd, ops)
+    except ToolError as error:
+        return f"error: {error}"
+    return "".join(getattr(part, "text", "") for part in result.content)
+
+
+async def test_guarded_head_reads_give_the_checked_results(ws: Path) -> None:
+    """Over a backend of shell scripts the read tool gives, through the guard, what the checked
+    ``stat`` and ``read_bytes`` of the local backend give: in one script per read when the
+    policy restricts no read, the checked way when it does (a one-hop read would open a denied
+    file before the policy saw where its name leads)."""
+    outside = ws.parent / "outside"
+    (ws / "link-out").symlink_to(outside / "secret.txt")
+    (ws / "link-env").symlink_to(ws / ".env")
+    (ws / "link-in").symlink_to(ws / "sub" / "b.txt")
+    (ws / "dangling").symlink_to(outside / "gone")
+    (ws / "a b.txt").write_text("spaced\n")
+    os.mkfifo(ws / "fifo")
+    names = [
+        "a.txt", ".env", "sub/.env", "link-out", "link-env", "link-in", "dangling", "nope",
+        "sub", "fifo", "a.txt/x", "../outside/secret.txt", "../outside/gone", "a\u00a0b.txt",
+    ]  # fmt: skip
+    scripts: dict[str, list[int]] = {}
+    for label, policy in (
+        ("restricted", PathPolicy(str(ws), deny_paths=[".env"])),
+        ("unrestricted", PathPolicy(str(ws), read_roots=["/"])),
+    ):
+        shell = HostShellFiles()
+        fast = GuardedFileOperations(shell, policy)
+        checked = GuardedFileOperations(LocalFileOperations(), policy)
+        scripts[label] = []
+        for name in names:
+            before = shell.scripts
+            got = await _read_text(fast, name, str(ws))
+            scripts[label].append(shell.scripts - before)
+            assert got == await _read_text(checked, name, str(ws)), (label, name)
+        assert await _read_text(fast, "a.txt", str(ws)) == f"hello\n{SECRET} in a\n"
+    assert await _read_text(
+        GuardedFileOperations(HostShellFiles(), PathPolicy(str(ws), deny_paths=[".env"])),
+        "link-env",
+        str(ws),
+    ) == (f"error: EACCES: permission denied, access '{ws}/link-env'")
+    assert scripts["unrestricted"] == [1] * len(names)
+    assert scripts["restricted"][0] > 1  # a.txt: resolved and judged before it is read
+
+
+async def _stat_outcome(ops: Any, path: str) -> Any:
+    try:
+        return await ops.stat(path)
+    except OSError as error:
+        return type(error).__name__, error.errno, error.strerror, error.filename
+
+
+async def test_guarded_stat_is_one_script_with_the_checked_results(ws: Path) -> None:
+    """Over a backend with ``stat_probed`` the guard judges the resolved path the one script
+    reported before it gives the ``stat``: what the checked ``realpath`` and ``stat`` give."""
+    outside = ws.parent / "outside"
+    (ws / "link-out").symlink_to(outside / "secret.txt")
+    (ws / "link-env").symlink_to(ws / ".env")
+    (ws / "dangling").symlink_to(outside / "gone")
+    policy = PathPolicy(str(ws), deny_paths=[".env"])
+    shell = HostShellFiles()
+    fast = GuardedFileOperations(shell, policy)
+    checked = GuardedFileOperations(LocalFileOperations(), policy)
+    names = ["a.txt", ".env", "link-out", "link-env", "dangling", "nope", "sub", "a.txt/x"]
+    outcomes = []
+    for name in names:
+        path = str(ws / name)
+        got = await _stat_outcome(fast, path)
+        assert got == await _stat_outcome(checked, path), name
+        outcomes.append(got if isinstance(got, tuple) else got.kind)
+    assert outcomes[:3] == [
+        "file",
+        ("PathDenied", 13, f"Reading '{ws}/.env' is denied by the sandbox path policy "
+         "(deny_paths pattern '.env')", f"{ws}/.env"),
+        ("PathDenied", 13, f"Reading '{ws}/link-out' (resolved: '{outside}/secret.txt') is "
+         f"not allowed by the sandbox path policy: it is outside the allowed read_roots ({ws})",
+         f"{ws}/link-out"),
+    ]  # fmt: skip
+    assert shell.scripts == len(names)
+
+
+async def test_a_subclass_that_reads_its_own_way_gets_no_one_hop_read(ws: Path) -> None:
+    class Masked(HostShellFiles):
+        async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+            raise PermissionError(13, "masked", path)
+
+    masked = Masked()
+    assert await masked.read_head("a.txt", str(ws), whole_limit=100, head_size=10) is None
+    guard = GuardedFileOperations(masked, PathPolicy(str(ws), deny_paths=[".env"]))
+    assert await guard.read_head("a.txt", str(ws), whole_limit=100, head_size=10) is None
+    assert masked.scripts == 0
+    assert await _read_text(guard, "a.txt", str(ws)) == (
+        f"error: EACCES: permission denied, access '{ws}/a.txt'"
+    )

@@ -25,6 +25,15 @@ from typing import Any
 
 import pytest
 import trio
+from head_read_support import (
+    HEAD_NAMES,
+    HEAD_SIZE,
+    WHOLE_LIMIT,
+    CountingProgram,
+    local_heads,
+    make_head_files,
+    summary,
+)
 from sshd_support import SshServer, descendants
 
 from pi_core._backend_kit.operations import BashOperations, FileOperations
@@ -961,3 +970,31 @@ def test_killed_pi_leaves_no_ssh_master(ssh_server: SshServer, tmp_path: Path) -
     while (_ssh_masters(str(control)) or control.exists()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert (_ssh_masters(str(control)), control.exists()) == ([], False)
+
+
+async def test_read_head_is_one_ssh_session_with_the_local_results(
+    ssh_server: SshServer, tmp_path: Path
+) -> None:
+    """The read tool's first step (resolve the name, stat, read the start) is one remote
+    script, and gives what the local backend gives for the same files."""
+    remote = tmp_path / "remote"
+    make_head_files(remote)
+    expected = await local_heads(remote)
+    ssh = CountingProgram(tmp_path, "ssh")
+    session_root = "/pi-session/project"
+    connection = ssh_server.connection(remote_cwd=str(remote), ssh_binary=ssh.path)
+    try:
+        files = SshFileOperations(connection, local_root=session_root)
+        await files.stat(session_root)  # the control master is up
+        got, sessions = [], []
+        for name in HEAD_NAMES:
+            before = ssh.calls()
+            head = await files.read_head(
+                name, session_root, whole_limit=WHOLE_LIMIT, head_size=HEAD_SIZE
+            )
+            sessions.append(ssh.calls() - before)
+            got.append(summary(head, session_root))
+    finally:
+        connection.close()
+    assert got == expected
+    assert sessions == [1] * len(HEAD_NAMES)

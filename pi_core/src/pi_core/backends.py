@@ -13,7 +13,8 @@ built-in and sandbox backends share:
 * the file mutation queue: :func:`with_file_mutation_queue`,
   :func:`with_tool_path_mutation_queue`, :func:`run_shielded`, and its group commit
   (:func:`staged_file_content`, :func:`stage_file_write`);
-* path resolution of the file tools: :func:`resolve_to_cwd`, :func:`resolve_existing_path`;
+* path resolution of the file tools: :func:`resolve_to_cwd`, :func:`resolve_existing_path`,
+  :func:`path_candidates` (the names it tries, for a backend that tries them in one hop);
 * ripgrep's plain match lines (``PATH\\0LINE:TEXT``, what grep reads): :func:`iter_rg_records`,
   :class:`RgRecord`;
 * local processes: :func:`stream_process`, :func:`kill_process_group`,
@@ -68,7 +69,7 @@ from pi_core._backend_kit.operations import (
     FileOperations,
     FileStat,
 )
-from pi_core._backend_kit.paths import resolve_existing_path, resolve_to_cwd
+from pi_core._backend_kit.paths import path_candidates, resolve_existing_path, resolve_to_cwd
 from pi_core._backend_kit.process_stream import stream_process, unwrap_exception_group
 from pi_core._backend_kit.rg_output import RgRecord, iter_rg_records
 from pi_core._backend_kit.tree import LocalWorkspaceTree, TreeEntry, WorkspaceTree
@@ -97,6 +98,7 @@ __all__ = [
     "long_command_file",
     "looks_secret",
     "missing_cwd_error",
+    "path_candidates",
     "remote_environment",
     "resolve_existing_path",
     "resolve_to_cwd",

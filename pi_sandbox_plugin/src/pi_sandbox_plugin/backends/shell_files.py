@@ -7,6 +7,12 @@ so the file tools see exactly what a bash command of the same backend sees. A ba
 it and implements :meth:`ShellFileOperations.run_script` (run ``bash -c SCRIPT pi-files ARGS...``
 in the sandbox, ``LC_ALL=C``, stdin fed from ``stdin`` or closed).
 
+Each process started costs (a ``podman exec`` is about 0.2 s of CPU), so the read tool's first
+step is **one** script (:meth:`ShellFileOperations.read_head`: the path candidates resolved,
+stat-ed and the start of the file read), and a guard's ``realpath`` + ``stat`` is one too
+(:meth:`ShellFileOperations.stat_probed`); both report the resolved paths so the path guard
+judges them before it uses what they found.
+
 Errors: a script reports an errno either explicitly (exit code :data:`ERRNO_EXIT`, stderr
 ``pi-errno:ENAME``) or through the ``strerror`` text that ends a coreutils message (``dd: failed
 to open '/x': No such file or directory``); both become the matching ``OSError`` subclass with
@@ -20,9 +26,10 @@ import errno
 import os
 import stat
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from pi_core.backends import CommandOutput, FileStat, file_kind
+from pi_core.backends import CommandOutput, FileStat, file_kind, path_candidates, resolve_to_cwd
 
 ERRNO_EXIT = 111
 """Exit code of a script that printed ``pi-errno:ENAME`` on stderr."""
@@ -41,6 +48,14 @@ device, FIFO or socket is refused (``EINVAL``) and never opened; ``dd`` opens wi
 
 STAT_SCRIPT = "exec stat -L -c '%f %s %.9Y' -- \"$1\"\n"
 """``$1`` path; ``RAWMODE_HEX SIZE MTIME`` on stdout (symlinks followed)."""
+
+_REALPATH_OR_EMPTY = (
+    "r=$(realpath -m -- \"$c\" 2>/dev/null && printf x) && r=${r%?} && r=${r%$'\\n'} || r=\n"
+)
+
+STAT_PROBE_SCRIPT = "c=$1\n" + _REALPATH_OR_EMPTY + "printf '%s\\0' \"$r\"\n" + STAT_SCRIPT
+"""``$1`` path; its ``realpath -m`` (empty when that fails) and a NUL, then what
+:data:`STAT_SCRIPT` prints (its error and exit code too)."""
 
 ACCESS_SCRIPT = _PRELUDE + (
     'stat -L -c "" -- "$1" >/dev/null || exit\n'
@@ -92,6 +107,30 @@ it is; otherwise a temporary file beside the (symlink-resolved) target, mode (an
 read to its end before the script exits (``podman exec -i`` can lose the output of a process
 that exits before its stdin is consumed)."""
 
+HEAD_SCRIPT = _PRELUDE + (
+    "limit=$1 head=$2\n"
+    "shift 2\n"
+    'for c in "$@"; do\n' + _REALPATH_OR_EMPTY + "  s=$(stat -L -c '%f %s %.9Y' -- \"$c\" 2>&1)\n"
+    "  rc=$?\n"
+    '  printf \'%s\\0%s\\0%s\\0\' "$r" "$rc" "$s"\n'
+    "  [ $rc -eq 0 ] || continue\n"
+    "  set -- $s\n"
+    "  (( (16#$1 & 0170000) == 0100000 )) || exit 0\n"
+    "  n=$head\n"
+    "  (( $2 > 0 && $2 <= limit )) && n=\n"
+    '  [ -d "$c" ] && fail EISDIR\n'
+    '  [ -e "$c" ] && ! [ -f "$c" ] && fail EINVAL\n'
+    '  exec dd if="$c" bs=65536 iflag=count_bytes,fullblock,nonblock ${n:+"count=$n"} status=none\n'
+    "done\n"
+    "exit 0\n"
+)
+"""``$1`` whole-file limit, ``$2`` head size, then the candidate paths: each candidate in turn
+is resolved (``realpath -m``; empty when that fails) and stat-ed (as :data:`STAT_SCRIPT`) and
+reported on stdout as ``REALPATH\\0STATUS\\0TEXT\\0`` (``TEXT``: the stat line, or stat's
+error message); the first that exists ends the list and, when it is a regular file, its bytes
+follow (checked and read as :data:`READ_SCRIPT`: the whole file when ``0 < size <= limit``,
+else its first ``head`` bytes; a failure is the script's error)."""
+
 RG_SCRIPT = _PRELUDE + 'cd -- "$1" 2>/dev/null || fail ENOENT\nshift\nexec "$@"\n'
 """``$1`` working directory, then the ``rg`` command line."""
 
@@ -117,7 +156,128 @@ def script_error(result: CommandOutput, path: str) -> OSError:
     return OSError(code, os.strerror(code), path)
 
 
-class ShellFileOperations(ABC):
+@dataclass
+class HeadProbe:
+    """One name a one-hop head read tried: ``path`` (as the caller names it), ``real`` (the
+    backend's ``realpath`` of it, as the caller names paths; ``None`` when that failed) and
+    ``found`` (its :class:`FileStat`, or the ``OSError`` of ``stat``)."""
+
+    path: str
+    real: str | None
+    found: FileStat | OSError
+
+
+@dataclass
+class HeadRead:
+    """What a one-hop head read found: the ``probes`` in order (every one but the last did not
+    exist; the last exists unless none did), whether they are all the names there were
+    (``exhausted``), the probe of the name a missing file reports (``fallback``; ``None`` when
+    not tried), and the read tool's ``(path, info, data)`` (see
+    :meth:`pi_core.backends.LocalFileOperations.read_head`)."""
+
+    probes: list[HeadProbe]
+    exhausted: bool
+    fallback: HeadProbe | None
+    path: str
+    info: FileStat | OSError
+    data: bytes | OSError | None
+
+    def result(self) -> tuple[str, FileStat | OSError, bytes | OSError | None]:
+        """``(path, info, data)``, what ``read_head`` returns."""
+        return self.path, self.info, self.data
+
+
+def head_candidates(path: str, cwd: str, for_read: bool) -> tuple[list[str], int] | None:
+    """The names a head read of ``path`` tries (:func:`pi_core.backends.path_candidates`) and
+    the index of the one whose error a missing file reports (the space-normalised path);
+    ``None`` when that is not one of them (never, in practice)."""
+    candidates = path_candidates(path, cwd, for_read=for_read)
+    fallback = resolve_to_cwd(path, cwd)
+    return (candidates, candidates.index(fallback)) if fallback in candidates else None
+
+
+def parse_head(
+    stdout: bytes,
+    names: Sequence[str],
+    fallback: int,
+    *,
+    parse_stat: Callable[[bytes], FileStat],
+    probe_error: Callable[[int, bytes, str], OSError],
+    real_name: Callable[[str], str],
+    read_error: Callable[[str], OSError] | None,
+) -> HeadRead | None:
+    """The :class:`HeadRead` of a head script's ``stdout`` (``REALPATH\\0STATUS\\0TEXT\\0``
+    per probe, then the data; see :data:`HEAD_SCRIPT`); ``names``: the candidates as the caller
+    names them, ``fallback`` the index of the one a missing file reports. ``parse_stat`` reads
+    a stat line, ``probe_error(status, text, name)`` makes a failed stat's error,
+    ``real_name`` names a resolved path as the caller does; ``read_error``: the error of the
+    read, given the name read (the script failed), ``None`` when it succeeded. ``None`` when
+    the output is not complete (the script failed before its report ended)."""
+    probes: list[HeadProbe] = []
+    at = 0
+    for name in names:
+        fields = []
+        for _ in range(3):
+            end = stdout.find(b"\0", at)
+            if end < 0:
+                return None
+            fields.append(stdout[at:end])
+            at = end + 1
+        real_bytes, status, text = fields
+        real = real_name(os.fsdecode(real_bytes)) if real_bytes else None
+        code = int(status)
+        found = parse_stat(text) if code == 0 else probe_error(code, text, name)
+        probes.append(HeadProbe(name, real, found))
+        if isinstance(found, FileStat):
+            data: bytes | OSError | None = None
+            if found.kind == "file":
+                data = read_error(name) if read_error is not None else stdout[at:]
+            elif read_error is not None:
+                return None
+            tried = probes[fallback] if fallback < len(probes) else None
+            return HeadRead(probes, len(probes) == len(names), tried, name, found, data)
+    if read_error is not None or fallback >= len(probes):
+        return None
+    missing = probes[fallback]
+    return HeadRead(probes, True, missing, missing.path, missing.found, None)
+
+
+def _parse_stat_line(out: bytes) -> FileStat:
+    raw_mode, size, mtime = out.decode().split()
+    mode = int(raw_mode, 16)
+    return FileStat(
+        kind=file_kind(mode), size=int(size), mode=stat.S_IMODE(mode), mtime=float(mtime)
+    )
+
+
+class ProbedHeadReads:
+    """``read_head`` (the read tool's one-hop first step, as
+    :meth:`pi_core.backends.LocalFileOperations.read_head`: the same candidates, results and
+    errors as ``resolve_existing_path``, ``stat`` and ``read_bytes`` give) of a backend whose
+    ``read_head_probed`` also reports what it tried (:class:`HeadRead`)."""
+
+    async def read_head_probed(
+        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
+    ) -> HeadRead | None:
+        """The head read with what it tried; ``None`` when the backend cannot do it in one
+        hop (the caller then uses ``stat`` and ``read_bytes``)."""
+        raise NotImplementedError
+
+    async def read_head(
+        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
+    ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
+        """``(path, info, data)`` of :meth:`read_head_probed`, ``None`` as it."""
+        head = await self.read_head_probed(
+            path, cwd, whole_limit=whole_limit, head_size=head_size, for_read=for_read
+        )
+        return None if head is None else head.result()
+
+
+def _stat_error(status: int, text: bytes, path: str) -> OSError:
+    return script_error(CommandOutput(exit_code=status, stdout=b"", stderr=text), path)
+
+
+class ShellFileOperations(ProbedHeadReads, ABC):
     """:class:`~pi_core._backend_kit.operations.FileOperations` over :meth:`run_script` (see the module).
 
     ``rg``: the ``rg`` program on the backend's side (a name on its ``PATH`` or a path).
@@ -156,11 +316,72 @@ class ShellFileOperations(ABC):
 
     async def stat(self, path: str) -> FileStat:
         """Kind, size, permission bits and mtime (symlinks followed)."""
-        out = await self._checked(STAT_SCRIPT, [path], path)
-        raw_mode, size, mtime = out.decode().split()
-        mode = int(raw_mode, 16)
-        return FileStat(
-            kind=file_kind(mode), size=int(size), mode=stat.S_IMODE(mode), mtime=float(mtime)
+        return _parse_stat_line(await self._checked(STAT_SCRIPT, [path], path))
+
+    def _overrides_io(self) -> bool:
+        cls = type(self)
+        return (
+            cls.read_bytes is not ShellFileOperations.read_bytes
+            or cls.stat is not ShellFileOperations.stat
+        )
+
+    async def stat_probed(self, path: str) -> tuple[str | None, FileStat | OSError] | None:
+        """:meth:`realpath` and :meth:`stat` of ``path`` in **one** script
+        (:data:`STAT_PROBE_SCRIPT`): ``(real, stat)``, ``real`` ``None`` when ``realpath``
+        failed, ``stat`` the :class:`FileStat` or the ``OSError`` :meth:`stat` raises. A guard
+        judges ``real`` before it lets ``stat`` out. ``None`` when a subclass overrides
+        ``stat`` or ``realpath`` (the caller uses those)."""
+        cls = type(self)
+        if cls.stat is not ShellFileOperations.stat or (
+            cls.realpath is not ShellFileOperations.realpath
+        ):
+            return None
+        result = await self.run_script(STAT_PROBE_SCRIPT, [path])
+        real, _, line = result.stdout.partition(b"\0")
+        found = script_error(result, path) if result.exit_code else _parse_stat_line(line)
+        return (os.fsdecode(real) if real else None), found
+
+    async def read_head_probed(
+        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
+    ) -> HeadRead | None:
+        """Resolve, stat and read the start of a file in **one** script, reporting what it
+        tried (:class:`HeadRead`: what a guard needs to judge the resolved paths). ``None``
+        when a subclass overrides ``stat`` or ``read_bytes`` (the caller uses those, so what
+        the subclass changes applies)."""
+        found = head_candidates(path, cwd, for_read)
+        if found is None:
+            return None
+        candidates, fallback = found
+        return await self.read_head_at(
+            candidates, candidates, fallback, whole_limit=whole_limit, head_size=head_size
+        )
+
+    async def read_head_at(
+        self,
+        paths: Sequence[str],
+        names: Sequence[str],
+        fallback: int,
+        *,
+        whole_limit: int,
+        head_size: int,
+        real_name: Callable[[str], str] = str,
+    ) -> HeadRead | None:
+        """The head read of :meth:`read_head_probed` over the backend's ``paths`` (one script:
+        :data:`HEAD_SCRIPT`), reported with the caller's ``names`` (same order) and
+        ``real_name`` (a resolved backend path as the caller names it); ``fallback``: the index
+        of the name a missing file reports. ``None`` when a subclass overrides ``stat`` or
+        ``read_bytes``, or the script failed before its report ended."""
+        if self._overrides_io():
+            return None
+        result = await self.run_script(HEAD_SCRIPT, [str(whole_limit), str(head_size), *paths])
+        return parse_head(
+            result.stdout,
+            names,
+            fallback,
+            parse_stat=_parse_stat_line,
+            probe_error=_stat_error,
+            real_name=real_name,
+            read_error=(lambda name: script_error(result, name)) if result.exit_code else None,
         )
 
     async def access(self, path: str, mode: int = os.R_OK) -> None:
@@ -191,4 +412,13 @@ class ShellFileOperations(ABC):
         return result
 
 
-__all__ = ["ERRNO_EXIT", "ShellFileOperations", "script_error"]
+__all__ = [
+    "ERRNO_EXIT",
+    "HeadProbe",
+    "HeadRead",
+    "ProbedHeadReads",
+    "ShellFileOperations",
+    "head_candidates",
+    "parse_head",
+    "script_error",
+]

@@ -59,7 +59,9 @@ size checked, so a dropped connection never replaces the file with a truncated o
 then ``mv`` over the target, a symlink resolved first so the link stays a link; ``stat -L -c``;
 ``realpath -m`` (``readlink -f`` as fallback); entries listed by shell globbing,
 NUL-separated; ``mkdir -p``; ``rg`` under the supervisor (killed with its tree on
-cancellation). Failures raise ``OSError`` subclasses with ``errno`` set: the scripts classify
+cancellation). The read tool's first step (the path candidates resolved and stat-ed, the start
+of the file read) and a guard's ``realpath`` + ``stat`` are one session each
+(:meth:`SshFileOperations.read_head`, :meth:`SshFileOperations.stat_probed`). Failures raise ``OSError`` subclasses with ``errno`` set: the scripts classify
 ``ENOENT``/``ENOTDIR``/``EISDIR``/``EACCES`` themselves, other failures are recognised from the
 tools' ``LC_ALL=C`` messages.
 
@@ -104,6 +106,12 @@ from pi_core.backends import (
     file_kind,
     missing_cwd_error,
     remote_environment,
+)
+from pi_sandbox_plugin.backends.shell_files import (
+    HeadRead,
+    ProbedHeadReads,
+    head_candidates,
+    parse_head,
 )
 
 READ_SIZE = 256 * 1024
@@ -335,6 +343,46 @@ _STAT_SCRIPT = r"""
 exec stat -L -c '%f %s %Y %y' -- "$p"
 """
 
+_HEAD_SCRIPT = r"""
+limit=$2 head=$3
+shift 3
+for c in "$p" "$@"; do
+  r=$( { realpath -m -- "$c" || readlink -f -- "$c"; } 2>/dev/null)
+  s=$( { [ -e "$c" ] || pi_missing "$c"; stat -L -c '%f %s %Y %y' -- "$c"; } 2>&1)
+  rc=$?
+  printf '%s\000%s\000%s\000' "$r" "$rc" "$s"
+  [ "$rc" -eq 0 ] || continue
+  set -- $s
+  [ $((0x$1 & 0170000)) -eq $((0100000)) ] || exit 0
+  n=$head
+  if [ "$2" -gt 0 ] && [ "$2" -le "$limit" ]; then n=; fi
+  [ -d "$c" ] && pi_fail EISDIR
+  [ -e "$c" ] || pi_missing "$c"
+  [ -f "$c" ] || pi_fail EINVAL
+  [ -r "$c" ] || pi_fail EACCES
+  if [ -z "$n" ]; then exec tail -c +1 -- "$c"; fi
+  exec head -c "$n" -- "$c"
+done
+exit 0
+"""
+"""``$1`` (``p``) and ``$4``...: the candidate paths, ``$2`` the whole-file limit, ``$3`` the
+head size. Each candidate in turn is resolved (as :data:`_REALPATH_SCRIPT`; empty when that
+fails) and stat-ed (as :data:`_STAT_SCRIPT`) and reported on stdout as
+``REALPATH\\0STATUS\\0TEXT\\0`` (``TEXT``: the stat line, or the error output; ``STATUS``:
+the exit code); the first that exists ends the list and, when it is a regular file, its bytes
+follow (checked and read as :data:`_READ_SCRIPT`: the whole file when ``0 < size <= limit``,
+else its first ``head`` bytes; a failure is the script's error)."""
+
+_STAT_PROBE_SCRIPT = (
+    r"""
+r=$( { realpath -m -- "$p" || readlink -f -- "$p"; } 2>/dev/null)
+printf '%s\000' "$r"
+"""
+    + _STAT_SCRIPT
+)
+"""``$1`` path; its ``realpath`` (as :data:`_REALPATH_SCRIPT`; empty when that fails) and a
+NUL, then what :data:`_STAT_SCRIPT` prints (its errors too)."""
+
 _ACCESS_SCRIPT = r"""
 mode=$2
 [ -e "$p" ] || pi_missing "$p"
@@ -393,6 +441,32 @@ def _errno_in(message: str) -> int | None:
 def _os_error(code: int, path: str, detail: str | None = None) -> OSError:
     """``OSError(code, strerror, path)`` (Python picks the subclass: ``FileNotFoundError``...)."""
     return OSError(code, detail or os.strerror(code), path)
+
+
+def _script_error(code: int, stderr: bytes, path: str) -> OSError:
+    """The ``OSError`` (naming ``path``) of a file script that exited with ``code`` (not 0)."""
+    message = stderr.decode("utf-8", "replace").strip()
+    found = re.search(r"PI-SSH-ERRNO ([A-Z]+)", message)
+    if code == 97 and found and hasattr(errno, found.group(1)):
+        return _os_error(getattr(errno, found.group(1)), path)
+    if code == 98:
+        return _os_error(errno.EIO, path, message)
+    number = _errno_in(message)
+    if number is not None:
+        return _os_error(number, path)
+    return _os_error(errno.EIO, path, message or f"remote exit code {code}")
+
+
+def _parse_stat(out: bytes) -> FileStat:
+    """The :class:`FileStat` of :data:`_STAT_SCRIPT`'s line (``%f %s %Y %y``)."""
+    fields = out.decode().split()
+    raw_mode, size, seconds = int(fields[0], 16), int(fields[1]), int(fields[2])
+    fraction = 0.0
+    if len(fields) > 4 and "." in fields[4]:
+        fraction = float("0." + fields[4].split(".", 1)[1])
+    return FileStat(
+        kind=file_kind(raw_mode), size=size, mode=raw_mode & 0o7777, mtime=seconds + fraction
+    )
 
 
 def _unwrap_group(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -1064,7 +1138,7 @@ class SshBashOperations:
 # -- files ---------------------------------------------------------------------------------
 
 
-class SshFileOperations:
+class SshFileOperations(ProbedHeadReads):
     """:class:`~pi_core._backend_kit.operations.FileOperations` on a remote host (see the module docstring).
 
     ``local_root``: the session cwd, mapped to ``connection.remote_cwd``. ``op_timeout``:
@@ -1094,11 +1168,12 @@ class SshFileOperations:
             shell="sh",
         )
 
-    async def _call(
+    async def _run(
         self, script: str, path: str, *args: str, stdin: bytes = b""
-    ) -> tuple[bytes, bytes]:
+    ) -> tuple[int, bytes, bytes]:
         """Run ``script`` (after :data:`_FILE_PRELUDE`) with the remote path of ``path`` and
-        ``args``; ``(stdout, stderr)`` on exit 0, else the ``OSError`` (naming ``path``)."""
+        ``args``; ``(exit code, stdout, stderr)``. Raises :class:`SshConnectionError` when ssh
+        fails or the operation times out, the missing remote root's error when it is missing."""
         await self.connection.ensure_master()
         remote = self.paths.to_remote(path)
         command = shlex.join(["sh", "-c", _FILE_PRELUDE + script, "pi-ssh", remote, *args])
@@ -1115,24 +1190,25 @@ class SshFileOperations:
                 f"ssh: no answer from {self.connection.destination} in {self.op_timeout:g}s",
             )
         code, out, err = result.returncode, result.stdout, result.stderr
-        if code == 0:
-            return out, err
-        message = err.decode("utf-8", "replace").strip()
         if code == 255:
+            message = err.decode("utf-8", "replace").strip()
             raise SshConnectionError(
                 errno.EIO, f"ssh: lost the connection to {self.connection.destination}: {message}"
             )
-        found = re.search(r"PI-SSH-ERRNO ([A-Z]+)", message)
-        if code == 97 and found and found.group(1) == "NOROOT":
+        found = re.search(rb"PI-SSH-ERRNO ([A-Z]+)", err)
+        if code == 97 and found and found.group(1) == b"NOROOT":
             raise self.paths.missing_root_error(self.connection.host)
-        if code == 97 and found and hasattr(errno, found.group(1)):
-            raise _os_error(getattr(errno, found.group(1)), path)
-        if code == 98:
-            raise _os_error(errno.EIO, path, message)
-        number = _errno_in(message)
-        if number is not None:
-            raise _os_error(number, path)
-        raise _os_error(errno.EIO, path, message or f"remote exit code {code}")
+        return code, out, err
+
+    async def _call(
+        self, script: str, path: str, *args: str, stdin: bytes = b""
+    ) -> tuple[bytes, bytes]:
+        """Run ``script`` (after :data:`_FILE_PRELUDE`) with the remote path of ``path`` and
+        ``args``; ``(stdout, stderr)`` on exit 0, else the ``OSError`` (naming ``path``)."""
+        code, out, err = await self._run(script, path, *args, stdin=stdin)
+        if code == 0:
+            return out, err
+        raise _script_error(code, err, path)
 
     async def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """``length`` bytes (``None``: to the end) from byte ``offset`` (``tail -c``/``head -c``);
@@ -1153,13 +1229,54 @@ class SshFileOperations:
     async def stat(self, path: str) -> FileStat:
         """Kind, size, permission bits and mtime of ``path`` (symlinks followed)."""
         out, _ = await self._call(_STAT_SCRIPT, path)
-        fields = out.decode().split()
-        raw_mode, size, seconds = int(fields[0], 16), int(fields[1]), int(fields[2])
-        fraction = 0.0
-        if len(fields) > 4 and "." in fields[4]:
-            fraction = float("0." + fields[4].split(".", 1)[1])
-        return FileStat(
-            kind=file_kind(raw_mode), size=size, mode=raw_mode & 0o7777, mtime=seconds + fraction
+        return _parse_stat(out)
+
+    async def stat_probed(self, path: str) -> tuple[str | None, FileStat | OSError] | None:
+        """:meth:`realpath` and :meth:`stat` of ``path`` in **one** remote script:
+        ``(real, stat)``, ``real`` as :meth:`realpath` gives it, ``stat`` the
+        :class:`FileStat` or the ``OSError`` :meth:`stat` raises. A guard judges ``real``
+        before it lets ``stat`` out. ``None`` when a subclass overrides ``stat`` or
+        ``realpath`` (the caller uses those)."""
+        cls = type(self)
+        if cls.stat is not SshFileOperations.stat or (
+            cls.realpath is not SshFileOperations.realpath
+        ):
+            return None
+        code, out, err = await self._run(_STAT_PROBE_SCRIPT, path)
+        real, _, line = out.partition(b"\0")
+        found = _script_error(code, err, path) if code else _parse_stat(line)
+        named = self.paths.to_local(real.decode("utf-8", "surrogateescape")) if real else None
+        return (named or posixpath.normpath(path)), found
+
+    async def read_head_probed(
+        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
+    ) -> HeadRead | None:
+        """Resolve, stat and read the start of a file in **one** remote script, reporting what
+        it tried (the candidates' ``realpath`` as :meth:`realpath` gives it, their ``stat``):
+        what a guard needs to judge the resolved paths. ``None`` when a subclass overrides
+        ``stat`` or ``read_bytes`` (the caller uses those), or the script failed before its
+        report ended."""
+        cls = type(self)
+        if cls.read_bytes is not SshFileOperations.read_bytes or (
+            cls.stat is not SshFileOperations.stat
+        ):
+            return None
+        found = head_candidates(path, cwd, for_read)
+        if found is None:
+            return None
+        candidates, fallback = found
+        others = [self.paths.to_remote(c) for c in candidates[1:]]
+        code, out, err = await self._run(
+            _HEAD_SCRIPT, candidates[0], str(whole_limit), str(head_size), *others
+        )
+        return parse_head(
+            out,
+            candidates,
+            fallback,
+            parse_stat=_parse_stat,
+            probe_error=lambda status, text, name: _script_error(status, text, name),
+            real_name=self.paths.to_local,
+            read_error=(lambda name: _script_error(code, err, name)) if code else None,
         )
 
     async def access(self, path: str, mode: int = os.R_OK) -> None:

@@ -55,6 +55,7 @@ from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, Local
 from pi_sandbox_plugin.backends.bwrap import BwrapBackend
 from pi_sandbox_plugin.backends.container import ContainerBackend
 from pi_sandbox_plugin.backends.errors import SandboxUnavailable
+from pi_sandbox_plugin.backends.shell_files import HeadRead, ProbedHeadReads, head_candidates
 from pi_sandbox_plugin.backends.ssh import (
     RemotePathMap,
     SshBashOperations,
@@ -158,7 +159,7 @@ def path_check_reason(
 # -- container paths ---------------------------------------------------------------------------
 
 
-class MappedFileOperations:
+class MappedFileOperations(ProbedHeadReads):
     """A :class:`~pi_core._backend_kit.operations.FileOperations` whose paths are the session's, over
     ``inner`` whose paths are the container's (``paths``: session cwd → ``workdir``); results
     and error file names map back."""
@@ -190,6 +191,25 @@ class MappedFileOperations:
         data: bytes = await self._call(path, lambda p: self.inner.read_bytes(p, offset, length))
         return data
 
+    async def read_head_probed(
+        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
+    ) -> HeadRead | None:
+        """The inner one-hop head read (:meth:`ShellFileOperations.read_head_probed`) of the
+        container paths of ``path``'s candidates, named as the session names them (the
+        resolved paths mapped back)."""
+        found = head_candidates(path, cwd, for_read)
+        if found is None:
+            return None
+        candidates, fallback = found
+        return await self.inner.read_head_at(
+            [self.paths.to_remote(c) for c in candidates],
+            candidates,
+            fallback,
+            whole_limit=whole_limit,
+            head_size=head_size,
+            real_name=self.paths.to_local,
+        )
+
     async def write_bytes(self, path: str, data: bytes) -> None:
         """``inner.write_bytes`` of the container path."""
         await self._call(path, lambda p: self.inner.write_bytes(p, data))
@@ -198,6 +218,18 @@ class MappedFileOperations:
         """``inner.stat`` of the container path."""
         result: FileStat = await self._call(path, self.inner.stat)
         return result
+
+    async def stat_probed(self, path: str) -> tuple[str | None, FileStat | OSError] | None:
+        """``inner.stat_probed`` of the container path: the resolved path mapped back, an
+        error naming ``path``."""
+        remote = self.paths.to_remote(path)
+        found = await self.inner.stat_probed(remote)
+        if found is None:
+            return None
+        real, info = found
+        if isinstance(info, OSError) and info.filename == remote:
+            info.filename = path
+        return (None if real is None else self.paths.to_local(real)), info
 
     async def access(self, path: str, mode: int = os.R_OK) -> None:
         """``inner.access`` of the container path."""

@@ -13,16 +13,20 @@ allowed roots or onto a denied file.
 operation      check
 =============  ==============================================================================
 read_bytes     read, on the resolved path
-stat           read (metadata is information too)
+stat           read (metadata is information too); with a backend's ``stat_probed`` (resolve
+               and stat in one hop) the resolved path it reports is judged before the
+               result is given
 access         read for ``R_OK``, write for ``W_OK``
 list_dir       read on the directory; entries matching a denied glob are left out, and
                (with ``identities``) entries that are a denied or hidden file by identity
 write_bytes    write, on the resolved path (the link's target is what would be replaced);
                ``write_chunks`` the same
-read_head,     the wrapped one-hop reads only when the policy restricts no read
-scan_bytes     (:meth:`~pi_sandbox_plugin.policies.path_policy.PathPolicy.reads_unrestricted`: only
-               pi's own files protected, none hidden); else "not available" (``None``,
-               ``False``): the read tool uses the checked ``stat`` and ``read_bytes``
+read_head      the wrapped one-hop read when the policy restricts no read
+               (:meth:`~pi_sandbox_plugin.policies.path_policy.PathPolicy.reads_unrestricted`:
+               only pi's own files protected, none hidden), never for a name that is one of
+               pi's output files; else "not available" (``None``): the read tool uses the
+               checked ``stat`` and ``read_bytes``, so no denied file is ever opened
+scan_bytes     the wrapped one only when the policy restricts no read; else ``False``
 mkdir          write
 realpath       none (it reads no file content)
 run_rg         read on ``cwd`` and on every search path (with ``identities``: by identity
@@ -69,7 +73,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from pi_core import FileOperations, parse_json
-from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, iter_rg_records
+from pi_core.backends import (
+    CommandOutput,
+    FileStat,
+    LocalFileOperations,
+    iter_rg_records,
+    path_candidates,
+)
 from pi_sandbox_plugin.policies.path_policy import PathDecision, PathPolicy
 
 if TYPE_CHECKING:
@@ -217,10 +227,14 @@ class GuardedFileOperations:
     ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
         """The wrapped one-hop ``read_head`` when the policy restricts no read
         (:meth:`PathPolicy.reads_unrestricted`: only pi's own files are protected, none
-        hidden), ``None`` otherwise (the read tool then uses the checked ``stat`` and
-        ``read_bytes``)."""
+        hidden) and none of the names it tries is one of pi's output files; ``None`` otherwise
+        (the read tool then uses the checked ``stat`` and ``read_bytes``). A one-hop read
+        would open a file before the policy saw its resolved path: a denied file must not be
+        opened at all (a file watched for access, a canary, alarms on the open itself)."""
         read_head = getattr(self.inner, "read_head", None)
         if not callable(read_head) or not self.policy.reads_unrestricted():
+            return None
+        if any(self._output_file(c) for c in path_candidates(path, cwd, for_read=for_read)):
             return None
         found: tuple[str, FileStat | OSError, bytes | OSError | None] | None = await read_head(
             path, cwd, whole_limit=whole_limit, head_size=head_size, for_read=for_read
@@ -242,8 +256,19 @@ class GuardedFileOperations:
         this machine's)."""
         if self._output_file(path):
             return await self.host.stat(path)
-        real = await self._readable(path)
-        return await self._as_named(lambda: self.inner.stat(real), real, path)
+        probed = getattr(self.inner, "stat_probed", None)
+        found = await probed(path) if callable(probed) else None
+        if found is None or found[0] is None:
+            real = await self._readable(path)
+            return await self._as_named(lambda: self.inner.stat(real), real, path)
+        # resolved and stat-ed in one hop: the resolved path judged before the result is used
+        resolved, info = found
+        self._require(
+            self.policy.check_read(posixpath.normpath(resolved), posixpath.normpath(path)), path
+        )
+        if isinstance(info, OSError):
+            raise info
+        return info
 
     async def access(self, path: str, mode: int = os.R_OK) -> None:
         """The wrapped ``access`` (``stat`` for a backend without one) of the resolved path,
