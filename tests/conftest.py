@@ -53,9 +53,43 @@ def _missing_groups() -> list[str]:
     return missing
 
 
+def _cache_rewritten_test_modules(config: pytest.Config) -> None:
+    """Write pytest's cache of every test module with its asserts rewritten, once, before the
+    test processes start. Each xdist worker imports every test module to collect the tests and
+    would rewrite all of them (about 5 s of CPU each, most of a worker's collection) and, under
+    ``PYTHONDONTWRITEBYTECODE`` (set on this machine, and where pytest then writes no cache),
+    would do so on every run. The cache is pytest's own (``__pycache__/*.pyc`` with the pytest
+    tag, checked by source hash), read by every process; writing it uses pytest's internals, so
+    any failure only leaves the workers to rewrite the modules themselves."""
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+    except (ImportError, KeyError, AttributeError):  # pytest changed, or asserts not rewritten
+        return
+    root = Path(__file__).resolve().parent
+    for source in sorted(root.rglob("*.py")):
+        name = source.name
+        if not (name.startswith("test_") or name == "conftest.py"):
+            continue
+        try:
+            cache = rewrite.get_cache_dir(source)
+            pyc = cache / (source.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(source, pyc) is not None:
+                continue
+            cache.mkdir(exist_ok=True)
+            source_hash, code = rewrite._rewrite_test(source, config)
+            rewrite._write_pyc(state, code, source_hash, pyc)
+        except Exception:  # a syntax error is for the collection to report
+            continue
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker
+        return
+    _cache_rewritten_test_modules(config)
     uv = os.environ.get("UV")
-    if not uv or hasattr(config, "workerinput"):  # not under uv run, or an xdist worker
+    if not uv:  # not under uv run
         return
     missing = _missing_groups()
     if not missing:

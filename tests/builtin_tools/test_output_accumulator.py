@@ -81,6 +81,26 @@ def test_modern_line_count(data: bytes, lines: int, last_line: int) -> None:
     assert acc.last_line_bytes == last_line
 
 
+@pytest.mark.parametrize(
+    ("data", "newlines"),
+    [
+        (b"y\n" * 100_000, 100_000),  # dense: bytes.count throughout
+        ((b"z" * 299 + b"\n") * 1_000 + b"tail", 1_000),  # sparse: memchr (bytes.replace)
+        # sparse at the start, dense after it: the probe picks replace, still exact
+        ((b"z" * 127 + b"\n") * 512 + b"\n" * 70_000 + b"x", 512 + 70_000),
+        # dense at the start, sparse after it: count, still exact
+        (b"\n" * 65_536 + b"x" * 100_000 + b"\n", 65_537),
+        (b"\n" * 131_071, 131_071),  # below two probes: bytes.count
+        (b"x" * 300_000, 0),  # no newline: replace returns the chunk itself
+    ],
+)
+def test_count_newlines_is_exact_whatever_the_density(data: bytes, newlines: int) -> None:
+    assert output_accumulator.count_newlines(data) == newlines
+    acc = OutputAccumulator()
+    acc.append(data)
+    assert acc.total_lines == newlines + (0 if data.endswith(b"\n") else 1)
+
+
 def test_line_limit_tail_and_full_output_file(private_tmpdir) -> None:
     """seq 3000 (c20-bash-line-truncation-saves-full-output): lines 1001-3000 of 3000."""
     data = "".join(f"{i}\n" for i in range(1, 3001)).encode()

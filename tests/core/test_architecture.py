@@ -11,6 +11,7 @@ dependency from the interpreter; it does not remove it, so the rules count it li
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -319,29 +320,36 @@ def tool_name_literals(paths: list[Path], root: Path) -> list[str]:
 
 # -- the real tree ---------------------------------------------------------------------------
 
-CORE_GRAPH = graph_of(CORE_SRC)
+
+@functools.cache
+def core_graph() -> dict[str, list[Import]]:
+    """The import graph of ``pi_core``, built once per test process and only where a test of
+    the real tree runs (not when every worker collects this module)."""
+    return graph_of(CORE_SRC)
 
 
 def test_the_core_has_no_import_cycle() -> None:
     """Deferred and type-only imports included."""
-    assert import_cycles(CORE_GRAPH) == []
+    assert import_cycles(core_graph()) == []
 
 
 def test_no_core_module_imports_a_higher_floor() -> None:
     """Every module of ``pi_core`` is on a floor of :data:`LAYERS` and imports nothing above it
     (deferred and type-only imports included)."""
-    assert upward_imports(CORE_GRAPH) == []
+    assert upward_imports(core_graph()) == []
 
 
 @pytest.mark.parametrize("layer", PLUGGY_FREE)
 def test_no_floor_below_the_plugins_reaches_pluggy(layer: str) -> None:
-    modules = [name for name in CORE_GRAPH if name == layer or name.startswith(layer + ".")]
+    modules = [name for name in core_graph() if name == layer or name.startswith(layer + ".")]
     assert modules
-    assert {name: reaches(CORE_GRAPH, name, "pluggy") for name in modules} == dict.fromkeys(modules)
+    assert {name: reaches(core_graph(), name, "pluggy") for name in modules} == dict.fromkeys(
+        modules
+    )
 
 
 def test_nothing_below_the_cli_imports_it() -> None:
-    assert cli_importers(CORE_GRAPH) == []
+    assert cli_importers(core_graph()) == []
 
 
 def test_the_core_imports_no_plugin() -> None:
@@ -373,7 +381,7 @@ def test_no_shared_module_names_a_builtin_tool() -> None:
 
 
 def test_implementation_lives_in_private_sub_packages() -> None:
-    public = {name for name in CORE_GRAPH if not any(p.startswith("_") for p in name.split("."))}
+    public = {name for name in core_graph() if not any(p.startswith("_") for p in name.split("."))}
     assert public == set(PUBLIC_MODULES)
 
 

@@ -40,6 +40,7 @@ DOOR_NAMES = {
     "CommandInvocation",
     "ConstrainedSampling",
     "ConfigError",
+    "ConfigWarning",
     "LoopConfig",
     "NetworkDecision",
     "NetworkRequestContext",

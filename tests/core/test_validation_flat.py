@@ -72,6 +72,7 @@ SCHEMAS = [
     {"type": "object", "properties": {"list": {"type": "array", "items": {"type": "number"}}}},
     {"type": "object", "properties": {"w": {"type": "array", "items": {"required": ["k"]}}}},
     {"type": "object", "additionalProperties": True, "title": "T"},
+    {"type": "object", "properties": {"v": {"items": {"type": "integer"}}}},
     {},
 ]
 VALUES = [
@@ -99,6 +100,11 @@ VALUES = [
     {"list": {"a": 1}},
     {"w": {"k": 1}},
     {"w": [{"j": 1}]},
+    {"n": 2, "b": True},
+    {"x": 7, "y": "s"},
+    {"list": [1, 2], "w": [{"k": "v"}]},
+    {"v": 2},
+    {"v": [3, 4]},
     ["not", "an", "object"],
     "text",
     None,
@@ -150,3 +156,15 @@ def test_exact_texts_of_the_built_in_shapes() -> None:
 )
 def test_other_schemas_go_to_jsonschema(schema: Any) -> None:
     assert not validation._is_flat(validation._normalise(schema))
+
+
+def test_a_value_coercion_leaves_alone_is_returned_as_a_copy() -> None:
+    """Strings, booleans and integers that match a schema typed at every level skip the
+    coercion walks; the result is still a copy, and untyped ``items`` still wraps a value."""
+    arguments = {"path": "p", "edits": [{"oldText": "a", "newText": "b"}]}
+    value = validate_tool_arguments(make_tool(EDIT), arguments)
+    assert value == {"path": "p", "edits": [{"oldText": "a", "newText": "b"}]}
+    assert value is not arguments and value["edits"] is not arguments["edits"]
+    untyped = {"type": "object", "properties": {"v": {"items": {"type": "integer"}}}}
+    assert validate_tool_arguments(make_tool(untyped), {"v": 2}) == {"v": [2]}
+    assert validate_tool_arguments(make_tool(SCHEMAS[2]), {"n": 2.0}) == {"n": 2}

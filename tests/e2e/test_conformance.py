@@ -14,6 +14,10 @@ that case alone (a real ``pi replay`` process and a real run of the npm referenc
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.util
+import io
 import json
 import os
 import re
@@ -21,6 +25,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -104,7 +109,21 @@ def _skip_without_components(ref: str) -> None:
         pytest.skip(f"reference Pi not installed ({REF_PACKAGES[ref]}; see .ci/run)")
 
 
-def _compare(ref: str, case_id: str, tmp_path: Path) -> None:
+@functools.cache
+def _comparer() -> ModuleType:
+    """``compare.py`` loaded as a module, once per test process: each case calls its ``main``
+    here rather than in a new interpreter (the reference and ``pi replay`` still run as their
+    own processes, as on the command line)."""
+    spec = importlib.util.spec_from_file_location(
+        "pi_conformance_compare", CONFORMANCE / "compare.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _compare(ref: str, case_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``compare.py --ref REF -v`` over a folder holding this case alone (a copy of its file):
     the case passes, and compare.py ran exactly it. One case per test lets ``pytest -n`` spread
     the cases over its workers (compare.py runs the cases of one call one after another)."""
@@ -118,16 +137,16 @@ def _compare(ref: str, case_id: str, tmp_path: Path) -> None:
     # (``uv run`` puts the venv's bin first on PATH); ours is called by absolute path
     venv_bin = str(Path(sys.executable).parent)
     path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
-    proc = subprocess.run(
-        [sys.executable, "compare.py", "--ref", ref, "--ours", OURS, "--timeout", "120", "-v",
-         str(folder)],
-        cwd=CONFORMANCE,
-        env={**os.environ, "PATH": path},
-        capture_output=True,
-        text=True,
-        timeout=600,
+    monkeypatch.setenv("PATH", path)
+    monkeypatch.chdir(CONFORMANCE)
+    monkeypatch.setattr(
+        sys, "argv",
+        ["compare.py", "--ref", ref, "--ours", OURS, "--timeout", "120", "-v", str(folder)],
     )  # fmt: skip
-    assert re.search(r"^1 passed, 0 failed$", proc.stdout, re.M), proc.stdout + proc.stderr
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        _comparer().main()
+    assert re.search(r"^1 passed, 0 failed$", output.getvalue(), re.M), output.getvalue()
 
 
 @pytest.fixture(scope="session")
@@ -163,15 +182,15 @@ def _marked(case_id: str) -> object:
 
 
 @pytest.mark.parametrize("case_id", [_marked16(case_id) for case_id in CONFORMANCE16_IDS])
-def test_conformance16_case(case_id: str, tmp_path: Path) -> None:
+def test_conformance16_case(case_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The case agrees with Pi 1.6.0 (or with the port decision its ``expect`` names)."""
-    _compare("ref16", case_id, tmp_path)
+    _compare("ref16", case_id, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("case_id", [_marked(case_id) for case_id in UNCHANGED_IDS])
-def test_conformance_case(case_id: str, tmp_path: Path) -> None:
+def test_conformance_case(case_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A case whose behaviour Pi 1.6.0 did not change still agrees with Pi 0.73.1."""
-    _compare("ref", case_id, tmp_path)
+    _compare("ref", case_id, tmp_path, monkeypatch)
 
 
 def test_changed_cases_exist() -> None:

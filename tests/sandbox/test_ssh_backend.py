@@ -12,6 +12,7 @@ import errno
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import stat
@@ -845,6 +846,33 @@ async def test_timeout_kills_processes_that_left_the_session_and_cleared_their_e
     assert elapsed < 4, elapsed
     left = await remote_sh(bash, "ps -eo args= | grep -E '^sleep 10[1-4]$' || true")
     assert left == b""
+
+
+# Twelve shells, each waiting on the next in the foreground (``; :`` keeps bash from exec'ing
+# its last command): a shell whose child dies of SIGTERM while it still lives reports it
+# ("Terminated") on the shared output.
+def _nested(depth: int) -> str:
+    command = "sleep 98; :"
+    for _ in range(depth):
+        command = f"bash -c {shlex.quote(command)}; :"
+    return command
+
+
+NESTED = "echo ready; " + _nested(12)
+
+
+@REMOTE_PS
+async def test_a_timeout_kill_makes_no_shell_report_a_killed_child(
+    ssh_connection: SshConnection,
+) -> None:
+    """The kill stops the whole tree (SIGSTOP) before it sends SIGTERM, then SIGCONT: no shell
+    can run between its child's death and its own, whatever order the pids are listed in."""
+    bash = SshBashOperations(ssh_connection)
+    for _ in range(3):
+        recorder = Recorder()
+        with trio.fail_after(20), pytest.raises(CommandTimeout):
+            await bash.exec(NESTED, "/", on_data=recorder, timeout=1)
+        assert recorder.data == b"ready\n"
 
 
 @REMOTE_PS

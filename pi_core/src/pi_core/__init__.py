@@ -43,6 +43,7 @@ from pi_core._config import config_file, find_config, format_config_error, load_
 from pi_core._errors import (
     CommandTimeout,
     ConfigError,
+    ConfigWarning,
     PiError,
     PluginError,
     ProviderError,
@@ -135,6 +136,7 @@ __all__ = [
     "CommandInvocation",
     "CommandTimeout",
     "ConfigError",
+    "ConfigWarning",
     "ConstrainedSampling",
     "FileChange",
     "FileOperations",

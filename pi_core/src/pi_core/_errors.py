@@ -9,6 +9,7 @@
     │   └── CommandTimeout     a backend's command ran past its timeout
     └── ProviderError          a model provider failed (HTTP error, bad stream)
     ToolAborted (BaseException-free: an Exception) carries a partial result on abort
+    ConfigWarning (a UserWarning): a config value pi does not use (``pi`` prints ``pi: warning:``)
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ class PiError(Exception):
 
 class ConfigError(PiError):
     """A configuration file or value pi cannot use; the message names the file and line or key."""
+
+
+class ConfigWarning(UserWarning):
+    """A configuration value pi loads but does not use, such as a ``[tools.NAME]`` table for a
+    tool no plugin registered (a misspelt name, a plugin not installed). ``pi`` prints it on
+    stderr as ``pi: warning: MESSAGE`` and goes on; under ``-W error`` (pytest's
+    ``filterwarnings = error``) it is an error."""
 
 
 class PluginError(PiError):

@@ -168,6 +168,46 @@ def test_wire_models_have_no_builtin_default_factory() -> None:
     assert first.content == [] and first.content is not second.content
 
 
+DEFERRED_PROBE = """
+import sys
+from pi_core._cli import main
+sys.argv = ["pi", *sys.argv[1:]]
+try:
+    status = main()
+finally:
+    from pi_core._providers import base
+    from pi_core._tools import exposure
+    models = (base.StreamStart, base.StreamDelta, base.StreamDone, base.StreamError,
+              exposure._Exposure)
+    print(sorted(m.__name__ for m in models if m.__pydantic_complete__), file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def test_a_replay_builds_no_validator_of_the_stream_events_or_tool_exposure(
+    tmp_path: Path,
+) -> None:
+    """The provider stream events and the ``[tools.NAME]`` exposure model are ``defer_build``:
+    a command that calls no model and has no ``[tools]`` table never builds their validators
+    (``docs/explanation/performance.md``, P7); the first use builds them."""
+    (tmp_path / "six.txt").write_bytes(b"hello\n")
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "six.txt"}}
+    script = tmp_path / "messages.jsonl"
+    script.write_text(json.dumps({"role": "assistant", "content": [call]}) + "\n")
+    argv = ["replay", str(script), "--cwd", str(tmp_path), "--json"]
+    proc = subprocess.run(
+        [sys.executable, "-c", DEFERRED_PROBE, *argv], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    # the replayed script is a model whose turns end with a ``StreamDone``: built by its use
+    assert proc.stderr.splitlines()[-1] == "['StreamDone']"
+    from pi_core._providers.base import StreamDone
+    from pi_core._tools.exposure import exposures_from_config
+
+    assert StreamDone.model_validate({"message": {"role": "assistant"}}).reason == "stop"
+    assert exposures_from_config({"tools": {"read": {"exposure": "hidden"}}}) == {"read": "hidden"}
+
+
 ENTRY_PROBE = """
 import atexit, gc, sys
 def report():

@@ -219,3 +219,28 @@ def test_replay_codemode_python_activates_the_python_variant(
         [{"type": "text", "text": "Tool codemode_python not found"}],
         True,
     )
+
+
+def test_a_tools_table_naming_no_tool_is_a_warning_and_the_call_still_runs(
+    pi: Callable[..., Result], plugin_env: Path
+) -> None:
+    # a misspelt [tools.NAME] would otherwise be silently unused: pi says so once, on stderr
+    (plugin_env / "pi.toml").write_text(
+        '[tools.ecoh]\nexposure = "hidden"\n\n[tools.echo]\nexposure = "direct"\n'
+    )
+    result = pi(*PLUGIN, "tools", "--json")
+    assert result.status == 0
+    assert result.err == (
+        f"pi: warning: {plugin_env / 'pi.toml'}: [tools.ecoh]: no tool named 'ecoh' is"
+        " registered; its settings are not used (tools: echo, fail, sequential, stdin, wait,"
+        " where)\n"
+    )
+    assert rows(result)["echo"] == ("direct", True, True)
+
+
+def test_a_tools_table_of_a_registered_tool_gives_no_warning(
+    pi: Callable[..., Result], plugin_env: Path
+) -> None:
+    (plugin_env / "pi.toml").write_text('[tools.echo]\nexposure = "deferred"\n')
+    result = pi(*PLUGIN, "tools", "--json")
+    assert (result.status, result.err) == (0, "")

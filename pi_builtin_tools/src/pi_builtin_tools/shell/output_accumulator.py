@@ -73,12 +73,34 @@ TAIL_AFTER_CUT = STRUCTURED_MAX_BYTES
 HEAD_IN_MEMORY = STRUCTURED_MAX_BYTES // 2
 """Raw bytes of the output's start kept in memory when no full-output file could be started."""
 
+NEWLINE_PROBE = 64 * 1024
+"""Bytes at a chunk's start whose newlines decide how the chunk's newlines are counted
+(:func:`count_newlines`)."""
+
+SPARSE_LINE = 48
+"""Mean line size (bytes) from which :func:`count_newlines` finds newlines with ``memchr``."""
+
 FILE_LIMIT = "the file limit"
 """Why a file was cut at its tool's ``full_output_max_bytes``."""
 
 SESSION_LIMIT = "the session limit"
 """Why a file was cut (or not started) when the session's ``full_output_session_max_bytes``
 were spent."""
+
+
+def count_newlines(data: bytes) -> int:
+    """The ``\n`` bytes of ``data``. ``bytes.count`` of one byte is a byte-by-byte loop in
+    CPython 3.11 (~0.4 s/GiB); ``bytes.replace`` of one byte by nothing finds each one with
+    ``memchr`` (and copies the rest), which is faster when lines are long and much slower when
+    they are short (~8x for ``y\n``). The first :data:`NEWLINE_PROBE` bytes decide: lines of
+    :data:`SPARSE_LINE` bytes or more on average there, ``replace`` for the whole chunk."""
+    size = len(data)
+    if size < 2 * NEWLINE_PROBE:
+        return data.count(b"\n")
+    probe = data.count(b"\n", 0, NEWLINE_PROBE)
+    if probe * SPARSE_LINE > NEWLINE_PROBE:
+        return probe + data.count(b"\n", NEWLINE_PROBE)
+    return size - len(data.replace(b"\n", b""))
 
 
 @dataclass(frozen=True)
@@ -201,7 +223,7 @@ class OutputAccumulator:
         if not data:
             return
         self.raw_bytes += len(data)
-        self._newlines += data.count(b"\n")  # a "\n" byte is never inside a character
+        self._newlines += count_newlines(data)  # a "\n" byte is never inside a character
         self._take_raw(data)
         if self._fd is not None:
             self._write(data)  # one write per chunk: up to 1 MiB (the bash tool's reads)

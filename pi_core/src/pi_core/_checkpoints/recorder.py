@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import itertools
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -151,6 +152,7 @@ class SessionCheckpoints:
         self._recent_bytes = 0
         self._dirty_items: set[str] = set()
         self._calls: list[CallRecord] = []
+        self._first_running = 0  # no call before this index of _calls is running
         self._by_id: dict[str, CallRecord] = {}
         self._quiet: dict[str, tuple[str, str | None, int, int]] = {}
         self._dirty_calls: set[int] = set()
@@ -464,7 +466,14 @@ class SessionCheckpoints:
         return None
 
     def _other_running(self, record: CallRecord) -> int | None:
-        for other in self._calls:
+        # a call never runs again once it has ended: start past those ended before every
+        # running one (a batch of 1,000 edits would otherwise scan all earlier calls per edit)
+        calls = self._calls
+        first = self._first_running
+        while first < len(calls) and calls[first].state != "running":
+            first += 1
+        self._first_running = first
+        for other in itertools.islice(calls, first, None):
             if other is not record and other.state == "running" and other.mutates is not None:
                 return other.ordinal
         return None

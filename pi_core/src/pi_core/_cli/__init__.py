@@ -36,8 +36,9 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import IO, cast
+import warnings
+from collections.abc import Callable, Sequence
+from typing import IO, Any, cast
 
 from pi_core._cli.commands import cmd_call, cmd_config, cmd_plugins, cmd_tools
 from pi_core._cli.context import CommandContext
@@ -50,7 +51,7 @@ from pi_core._cli.parser import (
     global_options,
 )
 from pi_core._cli.terminal import SanitisedStream
-from pi_core._errors import PiError
+from pi_core._errors import ConfigWarning, PiError
 from pi_core._plugins.contexts import CommandInvocation, PluginCommand
 from pi_core._plugins.facade import PluginHooks
 
@@ -150,6 +151,34 @@ def run(
     out = stdout if stdout is not None else sys.stdout
     # every message on stderr (errors, plugin failure reports, tracebacks) is sanitised
     err = cast(IO[str], SanitisedStream(stderr if stderr is not None else sys.stderr))
+    with warnings.catch_warnings():
+        # a command prints a config warning and goes on, whatever -W/PYTHONWARNINGS ask
+        warnings.simplefilter("always", ConfigWarning)
+        warnings.showwarning = _warning_printer(err)
+        return _run(argv, out, err, stdin, third_party_autoload)
+
+
+def _warning_printer(err: IO[str]) -> Callable[..., None]:
+    """``warnings.showwarning`` for a command: a :class:`~pi_core.ConfigWarning` is one line
+    ``pi: warning: MESSAGE`` on stderr; any other warning is printed the standard way."""
+    standard = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, ConfigWarning):
+            print(f"pi: warning: {' '.join(str(message).split())}", file=err)
+        else:
+            standard(message, category, *args, **kwargs)
+
+    return show
+
+
+def _run(
+    argv: Sequence[str],
+    out: IO[str],
+    err: IO[str],
+    stdin: IO[bytes] | None,
+    third_party_autoload: bool | None,
+) -> int:
     try:
         options, word = global_options(argv)
         ctx = CommandContext(

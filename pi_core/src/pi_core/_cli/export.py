@@ -1,5 +1,5 @@
 """``pi export SESSION [-o FILE.html] [--audit AUDIT.jsonl]``, and ``--report FILE`` of
-``pi run``, ``pi replay`` and ``pi mcp serve``: the HTML session report
+``pi run`` and ``pi replay``: the HTML session report
 (:mod:`pi_core._report`).
 
 ``pi export`` prints one line, ``wrote FILE.html (N calls, SIZE)``. A session or audit file it

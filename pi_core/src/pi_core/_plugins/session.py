@@ -13,6 +13,8 @@ built with ``session=``).
 from __future__ import annotations
 
 import os
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -27,7 +29,7 @@ from pi_core._checkpoints.api import Checkpoints
 from pi_core._checkpoints.recorder import SessionCheckpoints
 from pi_core._checkpoints.store import checkpoint_dir
 from pi_core._config import CHECKPOINTS_TABLE, checkpoint_settings, config_file
-from pi_core._errors import ConfigError
+from pi_core._errors import ConfigError, ConfigWarning
 from pi_core._loop.config import LoopConfig
 from pi_core._plugins.contexts import BackendContext, RegisterToolsContext
 from pi_core._plugins.facade import PluginHooks
@@ -336,6 +338,7 @@ def build_session(
             session=context,
         )
     )
+    _warn_unused_tool_tables(config, tools)
     return Session(
         cwd=abs_cwd,
         config=config,
@@ -348,6 +351,27 @@ def build_session(
         tool_set=ToolSet(tools, exposures_from_config(config)),
         checkpoints=_checkpoints(hooks, context, file_operations, checkpoints),
     )
+
+
+def _warn_unused_tool_tables(config: Mapping[str, Any], tools: Sequence[AgentTool]) -> None:
+    """A :class:`~pi_core.ConfigWarning` for each ``[tools.NAME]`` table naming no registered
+    tool: its settings would be silently unused (a misspelt name, a plugin not installed)."""
+    table = config.get("tools")
+    if not isinstance(table, dict):
+        return
+    names = {tool.name for tool in tools}
+    unused = [
+        name for name, value in table.items() if isinstance(value, dict) and name not in names
+    ]
+    if unused:
+        file = config_file(config)
+        for name in unused:
+            warnings.warn(
+                f"{file}: [tools.{name}]: no tool named {name!r} is registered; its settings are"
+                f" not used (tools: {', '.join(sorted(names)) or 'none'})",
+                ConfigWarning,
+                stacklevel=1,
+            )
 
 
 CHECKPOINT_HOSTS = ("call", "replay", "run", "mcp")

@@ -28,6 +28,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from pydantic import ConfigDict
+
 from pi_core._errors import ProviderError
 from pi_core._wire.base import WireModel
 from pi_core._wire.messages import (
@@ -68,8 +70,15 @@ class ModelRequest:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+# The stream events are validated only by a call to a model: built on first use, so a command
+# that calls none (``pi call``, ``pi replay``) does not build their validators at start-up.
+_DEFERRED = ConfigDict(defer_build=True)
+
+
 class StreamStart(WireModel):
     """``start``: the stream began; ``partial`` is the assistant message so far."""
+
+    model_config = _DEFERRED
 
     type: Literal["start"] = "start"
     partial: AssistantMessage
@@ -92,6 +101,8 @@ class StreamDelta(WireModel):
     """A content event: which block (``content_index``), the new piece (``delta``), the block's
     final text (``content``, ``*_end``) or call (``tool_call``, ``toolcall_end``), ``partial``."""
 
+    model_config = _DEFERRED
+
     type: DeltaType
     content_index: int = 0
     delta: str | None = None
@@ -103,6 +114,8 @@ class StreamDelta(WireModel):
 class StreamDone(WireModel):
     """``done``: ``message`` is complete; ``reason`` its stop reason."""
 
+    model_config = _DEFERRED
+
     type: Literal["done"] = "done"
     reason: StopReason = "stop"
     message: AssistantMessage
@@ -111,6 +124,8 @@ class StreamDone(WireModel):
 class StreamError(WireModel):
     """``error``: the call failed; ``error`` is the final assistant message (``stopReason``
     ``"error"``/``"aborted"``, ``errorMessage`` set)."""
+
+    model_config = _DEFERRED
 
     type: Literal["error"] = "error"
     reason: StopReason = "error"

@@ -282,15 +282,17 @@ __all__ = [
 ]
 
 
+class _Exposure(pydantic.BaseModel):
+    # Built on the first [tools.NAME] table: a call without one never builds its validator.
+    model_config = pydantic.ConfigDict(extra="ignore", defer_build=True)
+    exposure: ToolExposure | None = None
+
+
 def exposures_from_config(config: Mapping[str, Any] | None) -> dict[str, ToolExposure]:
     """The ``exposure`` key of each ``[tools.NAME]`` table of ``pi.toml`` (the other keys of
     those tables belong to the tool's plugin). Raises :class:`~pi_core.ConfigError` naming the
     file and the key: ``FILE: tools.NAME.exposure: Input should be 'direct', 'model-only',
     'codemode', 'deferred' or 'hidden' (got "x")``."""
-
-    class _Exposure(pydantic.BaseModel):
-        model_config = pydantic.ConfigDict(extra="ignore")
-        exposure: ToolExposure | None = None
 
     tools = (config or {}).get("tools", {})
     file = config_file(config)

@@ -172,7 +172,7 @@ def _compile(tool_name: str, parameters: Any) -> _Compiled:
         )
     schema = _normalise(parameters_schema)
     if _is_flat(schema):  # valid under the meta-schema by construction
-        return _Compiled(parameters, schema, flat=True)
+        return _Compiled(parameters, schema, flat=True, typed=_is_typed(schema))
     from pi_core._tools.schema_validation import build, check_schema
 
     check_schema(tool_name, schema)
@@ -300,6 +300,40 @@ def _flat_valid(value: Any, schema: dict[str, Any]) -> bool:
     return True
 
 
+def _is_typed(schema: dict[str, Any]) -> bool:
+    """Whether the flat ``schema`` and each of its subschemas (``properties``, ``items``) has
+    a ``type``. Without one, coercion changes values the schema accepts (``items`` without a
+    ``type`` wraps a single value in an array)."""
+    if "type" not in schema:
+        return False
+    items = schema.get("items")
+    return all(_is_typed(sub) for sub in schema.get("properties", {}).values()) and (
+        items is None or _is_typed(items)
+    )
+
+
+def _coercion_free(value: Any) -> bool:
+    """Whether ``value`` holds only strings, booleans, integers (not floats), lists and dicts.
+
+    Such a value that matches a flat schema whose every subschema has a ``type``
+    (:func:`_is_typed`) is one Pi 1.6's coercion leaves as it is: no null to drop or convert,
+    no integral float to turn into an integer, every string, boolean and integer already has
+    its single schema type (which converts it to itself) or matches a type list (which neither
+    pass touches), and every list and dict is where its schema's type says. The common call
+    (strings and integers that match) then skips the three coercion walks."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        elif kind is not str and kind is not bool and kind is not int:
+            return False
+    return True
+
+
 # ----------------------------------------------------------------------------------------------
 # The entry point
 # ----------------------------------------------------------------------------------------------
@@ -349,6 +383,13 @@ def validate_tool_arguments(tool: AgentTool, arguments: Any) -> Any:
     if compiled.flat:
         try:
             value = _copy_json(arguments)
+            if (  # what coercion would return: the value itself (no need to walk it thrice)
+                coerce
+                and compiled.typed
+                and _coercion_free(value)
+                and _flat_valid(value, compiled.schema)
+            ):
+                return value
             if coerce:
                 value = _FLAT_COERCER.coerce(value, compiled.schema)
             if _flat_valid(value, compiled.schema):

@@ -230,6 +230,7 @@ class _Compiled:
     parameters: Any  # the tool.parameters object this was compiled from (identity checked)
     schema: Any  # the normalised schema
     flat: bool  # checked by hand (pi_core._tools.validation._is_flat), without jsonschema
+    typed: bool = False  # flat, and every subschema has a ``type`` (validation._is_typed)
     parts: tuple[Any, _Resolver] | None = None
     """jsonschema's validator and ``$ref`` resolver (:mod:`pi_core._tools.schema_validation`);
     for a flat schema ``None`` until arguments fail the check by hand."""

@@ -32,7 +32,7 @@ variables pi set or changed (``PI_*``, ``[env] set``, spawn-hook changes) and th
 ``pass_env``; never the rest of this machine's environment (its API keys...). Every process
 the command starts inherits ``PI_EXEC_ID``; on timeout or cancellation a second ``exec`` finds
 them by that variable in ``/proc/*/environ`` (whatever process group or session they moved to,
-orphans included), sends SIGTERM, waits ``kill_grace`` seconds, then SIGKILLs until none is
+orphans included), stops them and sends SIGTERM (no shell reports a child killed before it), waits ``kill_grace`` seconds, then SIGKILLs until none is
 left; then the local client is killed. A process that clears its environment escapes that
 search. A background job (``server &``) outlives the command, as with the local backend.
 
@@ -111,7 +111,7 @@ marked() {
 }
 pids=$(marked)
 [ -z "$pids" ] && exit 0
-kill -TERM $pids 2>/dev/null; kill -CONT $pids 2>/dev/null
+kill -STOP $pids 2>/dev/null; kill -TERM $pids 2>/dev/null; kill -CONT $pids 2>/dev/null
 n=0
 while [ "$n" -lt "$steps" ]; do
   sleep 0.05

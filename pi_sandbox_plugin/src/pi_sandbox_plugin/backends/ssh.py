@@ -42,7 +42,8 @@ command finished (pi closed it on timeout or abort, the local ssh died, the conn
 and sshd closed the session) it kills the command's tree — every process in the command's
 session, carrying the marker or descending from the supervisor, so also descendants that left
 the session and cleared their environment (``env -i setsid …``, a double fork) —
-with SIGTERM, ``kill_grace`` seconds, then SIGKILL until none is left, and only then exits.
+with SIGTERM (the tree stopped first, so no shell reports a child's death before its own),
+``kill_grace`` seconds, then SIGKILL until none is left, and only then exits.
 pi waits (shielded, at most ``kill_timeout`` seconds) for that; if the ssh process does not
 end in time, it runs the same kill over a fresh, unmultiplexed connection and kills the local
 ssh. A connection that drops becomes a :class:`SshConnectionError`/``ToolError`` as soon as
@@ -160,7 +161,11 @@ pi_scan() {
 pi_kill() {
   ps_=$(pi_scan)
   [ -z "$ps_" ] && return 0
+  # stopped first: a shell whose child dies while it still runs would report the death
+  # ("Terminated") on the output before its own SIGTERM reached it
+  kill -STOP $ps_ 2>/dev/null
   kill -TERM $ps_ 2>/dev/null
+  kill -CONT $ps_ 2>/dev/null
   i=0
   while [ "$i" -lt "$ticks" ]; do
     sleep 0.1
