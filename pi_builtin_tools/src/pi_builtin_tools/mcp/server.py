@@ -773,12 +773,15 @@ def build_server(
 
     from mcp import types
 
-    async def list_tools(ctx: Any, params: Any) -> Any:  # wire JSON: the SDK sieves it
+    # The session builds declarations and results as wire JSON (the lean stdio loop sends
+    # them as they are); the SDK's handlers return its types, whose defaults (a 2026-07-28
+    # result's ``resultType``) its per-version sieve expects.
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         served = ctx.lifespan_context.for_request(ctx)
         await served.wait_ready()
-        return {"tools": served.declarations()}
+        return types.ListToolsResult.model_validate({"tools": served.declarations()})
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         served = ctx.lifespan_context.for_request(ctx)
         arguments: Any = {} if params.arguments is None else params.arguments
         tool_call = ToolCall(id=f"mcp-{ctx.request_id}", name=params.name, arguments=arguments)
@@ -790,7 +793,7 @@ def build_server(
             async def report(progress: float, message: str) -> None:
                 await ctx.session.report_progress(progress, None, message)
 
-        return await served.call(tool_call, report)
+        return types.CallToolResult.model_validate(await served.call(tool_call, report))
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         served = ctx.lifespan_context.for_request(ctx)
