@@ -1189,12 +1189,12 @@ async def test_an_address_in_use_exits_2_with_one_line(project: Path) -> None:
 
 
 async def test_stdin_lines_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pi_builtin_tools.mcp import server
+    from pi_builtin_tools.mcp import stdio
 
-    monkeypatch.setattr(server, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(stdio, "MAX_LINE_BYTES", 64)
     read_fd, write_fd = os.pipe()
     data = b'{"a": 1}\n\n' + b"x" * 1000 + b'\n{"b": 2}\n' + b"y" * 300_000 + b'\n{"c": 3}'
-    reader = server._LineReader(read_fd)
+    reader = stdio.LineReader(read_fd)
     async with trio.open_nursery() as nursery:
 
         async def write() -> None:

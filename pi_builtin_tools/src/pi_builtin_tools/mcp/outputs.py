@@ -18,13 +18,13 @@ session (and the files with the bash tool's own retention).
 from __future__ import annotations
 
 import base64
+import json
 import os
 import urllib.parse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp.shared.exceptions import MCPError
-
-from mcp import types
+if TYPE_CHECKING:
+    from mcp import types
 
 READ_BYTES = 512 * 1024
 """The most one ``resources/read`` returns, so every message stays well under the 1 MiB that
@@ -32,6 +32,9 @@ common clients accept."""
 
 RESOURCE_NOT_FOUND = -32002
 """The JSON-RPC error code of an unknown resource (the MCP specification's)."""
+
+INVALID_PARAMS = -32602
+"""JSON-RPC's error code of invalid parameters."""
 
 URI_PREFIX = "pi://output/"
 
@@ -42,8 +45,9 @@ class SessionOutputs:
     def __init__(self) -> None:
         self._paths: dict[str, str] = {}
 
-    def add(self, path: str) -> types.ResourceLink | None:
-        """Serve ``path`` (a file that exists) and return its link; ``None`` when it is gone."""
+    def add(self, path: str) -> dict[str, Any] | None:
+        """Serve ``path`` (a file that exists) and return its ``resource_link`` block (wire
+        JSON); ``None`` when it is gone."""
         try:
             size = os.stat(path).st_size
         except OSError:
@@ -55,17 +59,19 @@ class SessionOutputs:
             name = urllib.parse.quote(os.path.basename(path))
             uri = f"{URI_PREFIX}{len(self._paths) + 1}/{name}"
             self._paths[uri] = path
-        return types.ResourceLink(
-            type="resource_link",
-            uri=uri,
-            name=os.path.basename(path),
-            description="the full output of a tool call",
-            mime_type="text/plain",
-            size=size,
-        )
+        return {
+            "type": "resource_link",
+            "name": os.path.basename(path),
+            "description": "the full output of a tool call",
+            "uri": uri,
+            "mimeType": "text/plain",
+            "size": size,
+        }
 
     def resources(self) -> list[types.Resource]:
         """The session's outputs whose files still exist."""
+        from mcp import types
+
         listed = []
         for uri, path in self._paths.items():
             try:
@@ -86,6 +92,10 @@ class SessionOutputs:
     def read(self, uri: str) -> types.ReadResourceResult:
         """One range of an output (see the module doc); an unknown URI, a bad range or a file
         that is gone is an :class:`MCPError` saying which."""
+        from mcp.shared.exceptions import MCPError
+
+        from mcp import types
+
         base, _, query = uri.partition("?")
         path = self._paths.get(base)
         if path is None:
@@ -133,11 +143,13 @@ class SessionOutputs:
 
 
 def _range(query: str) -> tuple[int, int]:
+    from mcp.shared.exceptions import MCPError
+
     fields = urllib.parse.parse_qs(query, keep_blank_values=True) if query else {}
     unknown = [k for k in fields if k not in ("offset", "length")]
     if unknown:
         raise MCPError(
-            code=types.INVALID_PARAMS,
+            code=INVALID_PARAMS,
             message=f"unknown range parameter {unknown[0]!r}: use ?offset=K&length=L",
         )
     values = []
@@ -145,7 +157,7 @@ def _range(query: str) -> tuple[int, int]:
         text = fields.get(key, [str(default)])[-1]
         if not text.isdigit():
             raise MCPError(
-                code=types.INVALID_PARAMS,
+                code=INVALID_PARAMS,
                 message=f"{key}={text!r}: must be a whole number of bytes",
             )
         values.append(int(text))
@@ -161,15 +173,15 @@ KEEP_CHARS = 64 * 1024
 """How much of a long string of a cut structured content is kept, at each end."""
 
 
-def fit_result(result: types.CallToolResult, uri: str | None) -> types.CallToolResult:
-    """``result``, or when its JSON is over :data:`MESSAGE_BUDGET_BYTES`, with every string of
+def fit_result(result: dict[str, Any], uri: str | None) -> dict[str, Any]:
+    """``result`` (a ``CallToolResult``'s wire JSON), or when its JSON is over :data:`MESSAGE_BUDGET_BYTES`, with every string of
     its ``structuredContent`` longer than twice :data:`KEEP_CHARS` cut to its first and last
     :data:`KEEP_CHARS` around ``[... N characters omitted ...]`` (naming the full output's
     resource ``uri`` when there is one). The text blocks are the tool's and stay as they are."""
-    structured = result.structured_content
+    structured = result.get("structuredContent")
     if structured is None:
         return result
-    if len(result.model_dump_json(by_alias=True, exclude_none=True)) <= MESSAGE_BUDGET_BYTES:
+    if len(json.dumps(result, ensure_ascii=False, separators=(",", ":"))) <= MESSAGE_BUDGET_BYTES:
         return result
     where = f": the full output is the MCP resource {uri}" if uri else ""
 
@@ -186,13 +198,15 @@ def fit_result(result: types.CallToolResult, uri: str | None) -> types.CallToolR
             return [cut(v) for v in value]
         return value
 
-    return result.model_copy(update={"structured_content": cut(structured)})
+    return {**result, "structuredContent": cut(structured)}
 
 
-def link_text(link: types.ResourceLink) -> str:
-    """The line a tool result's text gets for its full output's resource."""
+def link_text(link: dict[str, Any]) -> str:
+    """The line a tool result's text gets for its full output's resource (``link``: the
+    ``resource_link`` block of :meth:`SessionOutputs.add`)."""
     return (
-        f"[Full output ({link.size} bytes) as MCP resource {link.uri}: resources/read returns "
+        f"[Full output ({link['size']} bytes) as MCP resource {link['uri']}: resources/read "
+        "returns "
         f"{READ_BYTES} bytes at a time, ?offset=K for more]"
     )
 

@@ -68,13 +68,10 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
-from mcp.server.lowlevel import Server
-from mcp.shared.exceptions import MCPError
 
-from mcp import types
 from pi_builtin_tools.mcp.outputs import SessionOutputs, fit_result, link_text
 from pi_builtin_tools.mcp.session_cap import (
     DEFAULT_SESSIONS_PER_CLIENT,
@@ -103,15 +100,23 @@ from pi_core import (
     run_tool_call,
 )
 
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+INTERNAL_ERROR = -32603
+INVALID_REQUEST = -32600
+
 MCP_PATH = "/mcp"
 """Where ``--http`` serves streamable HTTP."""
 
 DEFAULT_HTTP_HOST = "127.0.0.1"
 """The host of ``--http PORT``."""
 
-MAX_LINE_BYTES = 64 * 1024 * 1024
-"""The longest JSON-RPC message read from stdin (64 MiB); a longer line is dropped unread (the
-SDK logs it as unparseable) instead of growing without bound."""
+SDK_STDIO_ENV = "_PI_MCP_STDIO_SDK"
+"""When set (tests), a stdio connection is the SDK's from its first line, not the lean loop's
+(:mod:`pi_builtin_tools.mcp.stdio`)."""
+
+SERVER_DESCRIPTION = "pi's tools behind pi's policies, hooks, backends and audit log"
 
 STATE_KEY = "pi_builtin_tools.mcp.session"
 """Where a connection's pi session is kept in the SDK's per-connection ``state``."""
@@ -387,42 +392,41 @@ def _is_object_schema(schema: Any) -> bool:
     return isinstance(schema, dict) and schema.get("type") == "object"
 
 
-def mcp_tool(tool: AgentTool, description: str) -> types.Tool:
-    """The MCP declaration of ``tool``: ``name``, ``title`` (its label, when it differs from
-    the name), ``description``, ``inputSchema`` (its parameters) and ``outputSchema`` (its
-    ``output_schema`` when that is an object schema, the only kind MCP allows)."""
-    output = tool.output_schema if _is_object_schema(tool.output_schema) else None
-    return types.Tool(
-        name=tool.name,
-        title=tool.label if tool.label and tool.label != tool.name else None,
-        description=description,
-        input_schema=tool.parameters,
-        output_schema=output,
-    )
+def mcp_tool(tool: AgentTool, description: str) -> dict[str, Any]:
+    """The MCP declaration of ``tool`` (a ``Tool``'s wire JSON): ``name``, ``title`` (its
+    label, when it differs from the name), ``description``, ``inputSchema`` (its parameters)
+    and ``outputSchema`` (its ``output_schema`` when that is an object schema, the only kind
+    MCP allows)."""
+    declaration: dict[str, Any] = {"name": tool.name}
+    if tool.label and tool.label != tool.name:
+        declaration["title"] = tool.label
+    declaration["description"] = description
+    declaration["inputSchema"] = tool.parameters
+    if _is_object_schema(tool.output_schema):
+        declaration["outputSchema"] = tool.output_schema
+    return declaration
 
 
-def mcp_result(outcome: ToolCallOutcome) -> types.CallToolResult:
-    """A pi tool call's outcome as an MCP ``CallToolResult``: text and image blocks as
-    content, ``structured_content`` as ``structuredContent`` when it is a JSON object,
-    ``isError`` as the pipeline decided."""
-    content: list[types.TextContent | types.ImageContent] = []
+def mcp_result(outcome: ToolCallOutcome) -> dict[str, Any]:
+    """A pi tool call's outcome as an MCP ``CallToolResult`` (wire JSON): text and image
+    blocks as content, ``structured_content`` as ``structuredContent`` when it is a JSON
+    object, ``isError`` as the pipeline decided."""
+    content: list[dict[str, Any]] = []
     for block in outcome.result.content or []:
         if isinstance(block, TextContent):
-            content.append(types.TextContent(type="text", text=block.text))
+            content.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageContent):
-            content.append(
-                types.ImageContent(type="image", data=block.data, mime_type=block.mime_type)
-            )
+            content.append({"type": "image", "data": block.data, "mimeType": block.mime_type})
+    result: dict[str, Any] = {"content": content}
     structured = outcome.result.structured_content
-    return types.CallToolResult(
-        content=list(content),
-        structured_content=structured if isinstance(structured, dict) else None,
-        is_error=outcome.is_error,
-    )
+    if isinstance(structured, dict):
+        result["structuredContent"] = structured
+    result["isError"] = outcome.is_error
+    return result
 
 
-def _error_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+def _error_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,8 +478,8 @@ class ServedSession:
         """Return once the session has started (or could not)."""
         await self._ready.wait()
 
-    def declarations(self) -> list[types.Tool]:
-        """The offered tools as MCP declarations."""
+    def declarations(self) -> list[dict[str, Any]]:
+        """The offered tools as MCP declarations (wire JSON)."""
         tool_set = self.session.tool_set
         assert tool_set is not None
         return [mcp_tool(t, tool_set.description(t.name)) for t in self.tools]
@@ -545,8 +549,9 @@ class ServedSession:
         self,
         tool_call: ToolCall,
         report_progress: Callable[[float, str], Awaitable[None]] | None,
-    ) -> types.CallToolResult:
-        """Run ``tool_call`` through the pipeline and return its MCP result. The call runs in
+    ) -> dict[str, Any]:
+        """Run ``tool_call`` through the pipeline and return its MCP result (wire JSON). The
+        call runs in
         the session's nursery: when this caller is cancelled (``notifications/cancelled``,
         the connection closing), the call is aborted and still finalised there."""
         await self._ready.wait()
@@ -605,9 +610,7 @@ class ServedSession:
             return _error_result("Operation aborted")
         return self._with_output_link(outcomes[0], mcp_result(outcomes[0]))
 
-    def _with_output_link(
-        self, outcome: ToolCallOutcome, result: types.CallToolResult
-    ) -> types.CallToolResult:
+    def _with_output_link(self, outcome: ToolCallOutcome, result: dict[str, Any]) -> dict[str, Any]:
         """Serve the call's full-output file (``details["fullOutputPath"]``) as a resource of
         this session: a ``resource_link`` block, and a line naming it in the text; then keep
         the message under the clients' limits (:func:`fit_result`)."""
@@ -616,16 +619,16 @@ class ServedSession:
         link = self.outputs.add(path) if isinstance(path, str) else None
         if link is None:
             return fit_result(result, None)
-        content: list[Any] = list(result.content)
-        texts = [i for i, block in enumerate(content) if isinstance(block, types.TextContent)]
+        content: list[dict[str, Any]] = list(result["content"])
+        texts = [i for i, block in enumerate(content) if block["type"] == "text"]
         line = link_text(link)
         if texts:
             last = content[texts[-1]]
-            content[texts[-1]] = types.TextContent(type="text", text=f"{last.text}\n\n{line}")
+            content[texts[-1]] = {"type": "text", "text": f"{last['text']}\n\n{line}"}
         else:
-            content.append(types.TextContent(type="text", text=line))
+            content.append({"type": "text", "text": line})
         content.append(link)
-        return fit_result(result.model_copy(update={"content": content}), str(link.uri))
+        return fit_result({**result, "content": content}, str(link["uri"]))
 
 
 def _can_elicit(request_session: Any) -> bool:
@@ -694,8 +697,10 @@ class SessionRegistry:
             try:
                 served = self._new_session()
             except Exception as exc:
+                from mcp.shared.exceptions import MCPError
+
                 raise MCPError(
-                    code=types.INTERNAL_ERROR,
+                    code=INTERNAL_ERROR,
                     message=f"pi could not set up a session: {type(exc).__name__}: {exc}",
                 ) from exc
             connection.state[STATE_KEY] = served
@@ -724,8 +729,36 @@ def _connection_of(ctx: Any) -> Any:
     ``Context.connection`` rework lands)."""
     connection = getattr(ctx.session, "_connection", None)
     if connection is None or not hasattr(connection, "exit_stack"):
-        raise MCPError(code=types.INTERNAL_ERROR, message="no MCP connection for this request")
+        from mcp.shared.exceptions import MCPError
+
+        raise MCPError(code=INTERNAL_ERROR, message="no MCP connection for this request")
     return connection
+
+
+def _pi_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pi-builtin-tools")
+    except PackageNotFoundError:  # pragma: no cover - a source checkout without metadata
+        return "0"
+
+
+def initialize_result() -> dict[str, Any]:
+    """What the SDK answers ``initialize`` with for :func:`build_server`'s server, less the
+    ``protocolVersion`` (wire JSON; the lean stdio loop's answer, a test holds them equal)."""
+    return {
+        "capabilities": {
+            "resources": {"subscribe": False, "listChanged": False},
+            "tools": {"listChanged": False},
+        },
+        "serverInfo": {
+            "name": "pi",
+            "title": "pi",
+            "description": SERVER_DESCRIPTION,
+            "version": _pi_version(),
+        },
+    }
 
 
 def build_server(
@@ -736,17 +769,17 @@ def build_server(
     ``registry_context`` is its lifespan (yielding the :class:`SessionRegistry`);
     ``input_schemas`` the offered tools' parameters by name (what the SDK checks a 2026-07-28
     request's ``Mcp-Param-*`` headers against, without opening a session for a listing)."""
-    from importlib.metadata import PackageNotFoundError, version
+    from mcp.server.lowlevel import Server
 
-    try:
-        pi_version = version("pi-builtin-tools")
-    except PackageNotFoundError:  # pragma: no cover - a source checkout without metadata
-        pi_version = "0"
+    from mcp import types
 
+    # The session builds declarations and results as wire JSON (the lean stdio loop sends
+    # them as they are); the SDK's handlers return its types, whose defaults (a 2026-07-28
+    # result's ``resultType``) its per-version sieve expects.
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         served = ctx.lifespan_context.for_request(ctx)
         await served.wait_ready()
-        return types.ListToolsResult(tools=served.declarations())
+        return types.ListToolsResult.model_validate({"tools": served.declarations()})
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         served = ctx.lifespan_context.for_request(ctx)
@@ -760,7 +793,7 @@ def build_server(
             async def report(progress: float, message: str) -> None:
                 await ctx.session.report_progress(progress, None, message)
 
-        return await served.call(tool_call, report)
+        return types.CallToolResult.model_validate(await served.call(tool_call, report))
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         served = ctx.lifespan_context.for_request(ctx)
@@ -774,9 +807,9 @@ def build_server(
 
     return Server(
         "pi",
-        version=pi_version,
+        version=_pi_version(),
         title="pi",
-        description="pi's tools behind pi's policies, hooks, backends and audit log",
+        description=SERVER_DESCRIPTION,
         lifespan=lambda _server: registry_context(),
         get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
@@ -853,98 +886,6 @@ def _exit_status(received: list[int]) -> int:
 # -- stdio ------------------------------------------------------------------------------------
 
 
-class _LineReader:
-    """The lines of a file descriptor for the SDK's stdio transport (``async for line``),
-    through a trio stream, so reading is cancellable; a line over :data:`MAX_LINE_BYTES` is
-    replaced by an empty JSON object the SDK cannot parse as a message."""
-
-    def __init__(self, fd: int) -> None:
-        self._stream = trio.lowlevel.FdStream(fd)
-        self._buffer = bytearray()
-        self._scanned = 0
-        self._skipping = False
-        self._eof = False
-
-    def __aiter__(self) -> _LineReader:
-        return self
-
-    async def __anext__(self) -> str:
-        while True:
-            end = self._buffer.find(b"\n", self._scanned)
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                self._scanned = 0
-                if self._skipping or end > MAX_LINE_BYTES:
-                    self._skipping = False
-                    return "{}"
-                if line.strip():
-                    return line.decode("utf-8", "replace")
-                continue
-            self._scanned = len(self._buffer)
-            if len(self._buffer) > MAX_LINE_BYTES:
-                self._buffer.clear()
-                self._scanned = 0
-                self._skipping = True
-            if self._eof:
-                raise StopAsyncIteration
-            try:
-                chunk = await self._stream.receive_some(1 << 16)
-            except OSError:  # not readable (a directory, a closed terminal): end of input
-                chunk = b""
-            if not chunk:
-                self._eof = True
-                if self._buffer.strip() and not self._skipping:
-                    self._buffer += b"\n"
-                continue
-            self._buffer += chunk
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-
-class _Writer:
-    """The SDK's stdio output (``write`` then ``flush`` per message) on a file descriptor;
-    once the reader has gone away, output is dropped."""
-
-    def __init__(self, fd: int) -> None:
-        self._stream = trio.lowlevel.FdStream(fd)
-        self._pending: list[bytes] = []
-        self._broken = False
-
-    async def write(self, text: str) -> None:
-        self._pending.append(text.encode("utf-8"))
-
-    async def flush(self) -> None:
-        data = b"".join(self._pending)
-        self._pending.clear()
-        if self._broken or not data:
-            return
-        try:
-            await self._stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            self._broken = True
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-
-class _TextWriter:
-    """``_Writer`` over a text stream without a file descriptor (a program's own ``stdout``)."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    async def write(self, text: str) -> None:
-        self._stream.write(text)
-
-    async def flush(self) -> None:
-        self._stream.flush()
-
-    async def aclose(self) -> None:
-        pass
-
-
 def _fileno(stream: Any) -> int | None:
     try:
         return int(stream.fileno())
@@ -992,15 +933,15 @@ def _run_stdio(
     limiter_box: list[trio.CapacityLimiter],
     input_schemas: dict[str, Any],
 ) -> int:
-    from mcp.server.stdio import stdio_server
+    from pi_builtin_tools.mcp.stdio import FdWriter, LineReader, TextWriter, serve_lines
 
     received: list[int] = []
 
     async def main(reader_fd: int, writer_fd: int | None) -> None:
         limiter_box.append(trio.CapacityLimiter(limit))
-        reader = _LineReader(reader_fd)
+        reader = LineReader(reader_fd)
         writer: Any = (
-            _Writer(writer_fd) if writer_fd is not None else _TextWriter(invocation.stdout)
+            FdWriter(writer_fd) if writer_fd is not None else TextWriter(invocation.stdout)
         )
         served = served_session()
         serving = trio.CancelScope()
@@ -1014,17 +955,29 @@ def _run_stdio(
 
             nursery.start_soon(watch_signals)
 
-            @contextlib.asynccontextmanager
-            async def lifespan() -> AsyncIterator[SessionRegistry]:
-                yield SessionRegistry(nursery, served_session, shared=served)
+            async def with_sdk(lines: AsyncIterator[str], out: Any) -> None:
+                from mcp.server.stdio import stdio_server
 
-            server = build_server(lifespan, input_schemas)
+                @contextlib.asynccontextmanager
+                async def lifespan() -> AsyncIterator[SessionRegistry]:
+                    yield SessionRegistry(nursery, served_session, shared=served)
+
+                server = build_server(lifespan, input_schemas)
+                async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
+                    read, write = streams
+                    await server.run(read, write, server.create_initialization_options())
+
             try:
                 async with served_task(nursery, served):
                     with serving:
-                        async with stdio_server(stdin=reader, stdout=writer) as streams:  # type: ignore[arg-type]
-                            read, write = streams
-                            await server.run(read, write, server.create_initialization_options())
+                        await serve_lines(
+                            reader,
+                            writer,
+                            served,
+                            initialize_result(),
+                            with_sdk,
+                            lean=not os.environ.get(SDK_STDIO_ENV),
+                        )
             finally:
                 with trio.CancelScope(shield=True):
                     await reader.aclose()
@@ -1118,7 +1071,7 @@ class ProtocolVersionApp:
                     f"unsupported Mcp-Protocol-Version {version!r}: this server speaks "
                     + ", ".join(self.supported)
                 )
-                error = {"code": types.INVALID_REQUEST, "message": message}
+                error = {"code": INVALID_REQUEST, "message": message}
                 body = {"jsonrpc": "2.0", "id": None, "error": error}
                 await JSONResponse(body, status_code=400)(scope, receive, send)
                 return

@@ -1,0 +1,431 @@
+"""The stdio transport of ``pi mcp serve``: a lean JSON-RPC loop for the methods a session
+spends its time in, the MCP SDK for everything else.
+
+A session that only sends ``initialize`` (a handshake protocol version whose result shapes
+need no per-version sieve: :data:`LEAN_VERSIONS`, and no ``elicitation`` capability),
+``notifications/initialized``, ``ping``, ``tools/list``, ``tools/call`` (``_meta.progressToken``
+allowed) and ``notifications/cancelled`` is answered here, without importing the SDK (about
+0.4 s of CPU at start-up and ~0.9 ms per call of its dispatch). The answers are the SDK's, byte
+for byte after JSON normalisation (tests/mcp/test_mcp_stdio_lean.py sends the same lines to
+both). The first line this loop does not take exactly as it is (any other method or
+notification, a malformed, batched or oversized message, a request before ``initialize``,
+unusual parameters) hands the connection to the SDK (:func:`serve_lines`' ``handover``): the
+SDK is given the ``initialize`` line (its answer dropped, the client has it) and
+``notifications/initialized`` again, then that line and the rest of the input; calls still
+running stay with this loop (their cancellation too).
+
+API (used by :mod:`pi_builtin_tools.mcp.server`): :func:`serve_lines`, :class:`LineReader`,
+:class:`FdWriter`, :class:`TextWriter`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+import trio
+
+from pi_core import ToolCall
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest JSON-RPC message read from stdin (64 MiB); a longer line is dropped unread (the
+SDK logs it as unparseable) instead of growing without bound."""
+
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The protocol versions the SDK negotiates in ``initialize`` (``mcp_types.version``'s
+``HANDSHAKE_PROTOCOL_VERSIONS``; a test holds them equal); any other request gets the last."""
+
+LEAN_VERSIONS = ("2025-06-18", "2025-11-25")
+"""The negotiated versions this loop serves (older ones drop fields of pi's results: the SDK
+sieves them)."""
+
+CONNECTION_CLOSED = -32000
+"""The SDK's error code for a request still running when the input ends."""
+
+CLIENT_CAPABILITIES = {"roots", "sampling", "experimental"}
+"""The client capabilities this loop accepts in ``initialize`` (``elicitation`` needs server
+requests: the SDK's)."""
+
+
+class LineReader:
+    """The lines of a file descriptor for the SDK's stdio transport (``async for line``),
+    through a trio stream, so reading is cancellable; a line over :data:`MAX_LINE_BYTES` is
+    replaced by an empty JSON object the SDK cannot parse as a message."""
+
+    def __init__(self, fd: int) -> None:
+        self._stream = trio.lowlevel.FdStream(fd)
+        self._buffer = bytearray()
+        self._scanned = 0
+        self._skipping = False
+        self._eof = False
+
+    def __aiter__(self) -> LineReader:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                self._scanned = 0
+                if self._skipping or end > MAX_LINE_BYTES:
+                    self._skipping = False
+                    return "{}"
+                if line.strip():
+                    return line.decode("utf-8", "replace")
+                continue
+            self._scanned = len(self._buffer)
+            if len(self._buffer) > MAX_LINE_BYTES:
+                self._buffer.clear()
+                self._scanned = 0
+                self._skipping = True
+            if self._eof:
+                raise StopAsyncIteration
+            try:
+                chunk = await self._stream.receive_some(1 << 16)
+            except OSError:  # not readable (a directory, a closed terminal): end of input
+                chunk = b""
+            if not chunk:
+                self._eof = True
+                if self._buffer.strip() and not self._skipping:
+                    self._buffer += b"\n"
+                continue
+            self._buffer += chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class FdWriter:
+    """The stdio output (``write`` then ``flush`` per message) on a file descriptor, one
+    message after another (a lock: the lean loop's calls answer from their own tasks); once
+    the reader has gone away, output is dropped."""
+
+    def __init__(self, fd: int) -> None:
+        self._stream = trio.lowlevel.FdStream(fd)
+        self._pending: list[bytes] = []
+        self._broken = False
+        self._lock = trio.Lock()
+
+    async def write(self, text: str) -> None:
+        self._pending.append(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        data = b"".join(self._pending)
+        self._pending.clear()
+        if self._broken or not data:
+            return
+        try:
+            async with self._lock:
+                await self._stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            self._broken = True
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class TextWriter:
+    """``FdWriter`` over a text stream without a file descriptor (a program's own ``stdout``)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def write(self, text: str) -> None:
+        self._stream.write(text)
+
+    async def flush(self) -> None:
+        self._stream.flush()
+
+    async def aclose(self) -> None:
+        pass
+
+
+class Writer(Protocol):
+    """Where messages go: ``write`` a message's text, ``flush`` to send it."""
+
+    async def write(self, text: str) -> None: ...
+
+    async def flush(self) -> None: ...
+
+
+class Served(Protocol):
+    """What the loop needs of :class:`pi_builtin_tools.mcp.server.ServedSession`."""
+
+    async def wait_ready(self) -> None: ...
+
+    def declarations(self) -> list[dict[str, Any]]: ...
+
+    async def call(
+        self,
+        tool_call: ToolCall,
+        report_progress: Callable[[float, str], Awaitable[None]] | None,
+    ) -> dict[str, Any]: ...
+
+
+Handover = Callable[[AsyncIterator[str], Writer], Awaitable[None]]
+"""Serve the rest of a connection with the SDK: its input lines and its output."""
+
+
+def _dumps(message: dict[str, Any]) -> str:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _empty(params: Any) -> bool:
+    return params is None or params == {}
+
+
+def _plain_initialize(params: Any) -> bool:
+    """Whether ``initialize`` ``params`` are valid as they are and ask for nothing the loop
+    leaves to the SDK (unusual fields, an ``elicitation`` capability)."""
+    if not isinstance(params, dict) or set(params) - {
+        "protocolVersion",
+        "capabilities",
+        "clientInfo",
+    }:
+        return False
+    info = params.get("clientInfo")
+    capabilities = params.get("capabilities")
+    if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
+        return False
+    if not isinstance(info, dict) or set(info) - {"name", "version", "title"}:
+        return False
+    if not all(isinstance(info.get(k), str) for k in ("name", "version")):
+        return False
+    if not all(isinstance(v, str) for v in info.values()):
+        return False
+    return set(capabilities) <= CLIENT_CAPABILITIES and all(v == {} for v in capabilities.values())
+
+
+class _Loop:
+    """The state of one lean connection."""
+
+    def __init__(self, served: Served, writer: Writer, server_info: dict[str, Any]) -> None:
+        self.served = served
+        self.writer = writer
+        self.server_info = server_info
+        self.replay: list[str] = []
+        """The lines the SDK must see again after a handover (``initialize``,
+        ``notifications/initialized``)."""
+        self.init_id: Any = None
+        self.running: dict[Any, trio.CancelScope] = {}
+        self.closed: set[Any] = set()
+        self.calls: trio.Nursery | None = None
+        self._tools: list[dict[str, Any]] | None = None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.writer.write(_dumps(message))
+        await self.writer.flush()
+
+    async def take(self, line: str) -> bool:
+        """Serve ``line`` if the loop takes it exactly as it is; ``False`` hands over."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return False
+        method = message.get("method")
+        params = message.get("params")
+        if "id" not in message:
+            if set(message) - {"jsonrpc", "method", "params"}:
+                return False
+            return self._notification(method, params, line)
+        rid = message["id"]
+        if set(message) - {"jsonrpc", "id", "method", "params"} or not _is_id(rid):
+            return False
+        if method == "initialize":
+            if self.init_id is not None or not _plain_initialize(params):
+                return False
+            requested = str(params["protocolVersion"])  # type: ignore[index]
+            version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+            if version not in LEAN_VERSIONS:
+                return False
+            self.init_id = rid
+            self.replay.append(line)
+            result = {"protocolVersion": version, **self.server_info}
+            await self.send({"jsonrpc": "2.0", "id": rid, "result": result})  # before any other
+            return True
+        if self.init_id is None or rid in self.running:
+            return False
+        if method == "ping" and _empty(params):
+            await self.send({"jsonrpc": "2.0", "id": rid, "result": {}})
+            return True
+        if method == "tools/list" and _empty(params):
+            self._start(self._list, rid)
+            return True
+        if method == "tools/call":
+            return self._tools_call(rid, params)
+        return False
+
+    def _notification(self, method: Any, params: Any, line: str) -> bool:
+        if self.init_id is None:
+            return False
+        if method == "notifications/initialized" and _empty(params):
+            if not self.replay[1:]:
+                self.replay.append(line)
+            return True
+        if method == "notifications/cancelled":
+            return self.cancel(params)
+        return False
+
+    def cancel(self, params: Any) -> bool:
+        """Cancel the running call ``params`` name (``notifications/cancelled``); ``False``
+        when the params are unusual (the SDK's to judge)."""
+        if not isinstance(params, dict) or set(params) - {"requestId", "reason"}:
+            return False
+        if not _is_id(params.get("requestId")) or not isinstance(params.get("reason", ""), str):
+            return False
+        scope = self.running.get(params["requestId"])
+        if scope is not None:
+            scope.cancel()
+        return True
+
+    def _tools_call(self, rid: Any, params: Any) -> bool:
+        if not isinstance(params, dict) or set(params) - {"name", "arguments", "_meta"}:
+            return False
+        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+        if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
+            return False
+        token = None
+        if meta is not None:
+            if not isinstance(meta, dict) or set(meta) - {"progressToken"}:
+                return False
+            token = meta.get("progressToken")
+            if token is not None and not _is_id(token):
+                return False
+        tool_call = ToolCall(id=f"mcp-{rid}", name=name, arguments=arguments or {})
+        self.running[rid] = trio.CancelScope()
+        self._start(self._call, rid, tool_call, token)
+        return True
+
+    def _start(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        assert self.calls is not None
+        self.calls.start_soon(fn, *args)
+
+    async def _list(self, rid: Any) -> None:
+        if self._tools is None:
+            await self.served.wait_ready()
+            self._tools = self.served.declarations()
+        await self.send({"jsonrpc": "2.0", "id": rid, "result": {"tools": self._tools}})
+
+    async def _call(self, rid: Any, tool_call: ToolCall, token: Any) -> None:
+        report = None
+        if token is not None:
+
+            async def report(progress: float, message: str) -> None:
+                params = {"progressToken": token, "progress": float(progress), "message": message}
+                await self.send(
+                    {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+                )
+
+        scope = self.running[rid]
+        result = None
+        try:
+            with scope:
+                result = await self.served.call(tool_call, report)
+        finally:
+            del self.running[rid]
+        if result is not None:
+            await self.send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif rid in self.closed:
+            error = {"code": CONNECTION_CLOSED, "message": "Connection closed"}
+            await self.send({"jsonrpc": "2.0", "id": rid, "error": error})
+
+    def close(self) -> None:
+        """The input has ended: cancel the running calls, each answered as the SDK does."""
+        for rid, scope in self.running.items():
+            self.closed.add(rid)
+            scope.cancel()
+
+
+class _Rest:
+    """The SDK's input after a handover: the replayed lines, then the reader's, less the
+    cancellations of calls the loop still runs."""
+
+    def __init__(self, lines: list[str], reader: AsyncIterator[str], loop: _Loop) -> None:
+        self._lines = lines
+        self._reader = reader
+        self._loop = loop
+
+    def __aiter__(self) -> _Rest:
+        return self
+
+    async def __anext__(self) -> str:
+        if self._lines:
+            return self._lines.pop(0)
+        while True:
+            line = await self._reader.__anext__()
+            if not self._loop.running or '"notifications/cancelled"' not in line:
+                return line
+            try:
+                message = json.loads(line)
+                params = message["params"]
+                request_id = params["requestId"]
+            except (ValueError, TypeError, KeyError):
+                return line
+            if message.get("method") != "notifications/cancelled" or not _is_id(request_id):
+                return line
+            if request_id not in self._loop.running:
+                return line
+            self._loop.cancel(params)
+
+
+class _DropInitAnswer:
+    """The SDK's output after a handover, less its answer to the replayed ``initialize``."""
+
+    def __init__(self, writer: Writer, init_id: Any) -> None:
+        self._writer = writer
+        self._init_id = init_id
+        self._dropping = init_id is not None
+
+    async def write(self, text: str) -> None:
+        if self._dropping:
+            try:
+                message = json.loads(text)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and "method" not in message:
+                if message.get("id") == self._init_id:
+                    self._dropping = False
+                    return
+        await self._writer.write(text)
+
+    async def flush(self) -> None:
+        await self._writer.flush()
+
+
+async def serve_lines(
+    reader: AsyncIterator[str],
+    writer: Writer,
+    served: Served,
+    server_info: dict[str, Any],
+    handover: Handover,
+    *,
+    lean: bool = True,
+) -> None:
+    """Serve a connection: ``reader``'s lines in, ``writer``'s messages out, the calls in
+    ``served``; ``server_info`` is the ``initialize`` result less ``protocolVersion``. The
+    first line the loop does not take (every line with ``lean=False``) goes to
+    ``handover`` with the rest of the input. Returns when the input ends; calls still running
+    are cancelled and answered ``Connection closed``, as the SDK does."""
+    loop = _Loop(served, writer, server_info)
+    async with trio.open_nursery() as calls:
+        loop.calls = calls
+        try:
+            async for line in reader:
+                if lean and await loop.take(line):
+                    continue
+                rest = _Rest([*loop.replay, line], reader, loop)
+                await handover(
+                    rest, _DropInitAnswer(writer, loop.init_id) if loop.replay else writer
+                )
+                break
+        finally:
+            loop.close()
