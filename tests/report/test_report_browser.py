@@ -363,10 +363,14 @@ def browser_cpu_seconds() -> float:
 def test_a_50_mb_session_exports_in_10_s_and_opens_in_3_s(browser: Any, tmp_path: Path) -> None:
     session = big_session(tmp_path / "big.jsonl", 50 * 1024 * 1024)
     assert session.stat().st_size >= 50 * 1024 * 1024
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), time.process_time()
     export(session, tmp_path / "big.html")
-    exported = time.monotonic() - started
-    assert exported < 10, f"export took {exported:.1f} s"
+    exported, export_cpu = time.monotonic() - started, time.process_time() - cpu_before
+    # 10 s with a free core (about 2.5 s here); when ``pytest -n`` saturates the cores, the
+    # export's own work, the CPU time of this process (it runs in it), must fit in the 10 s
+    assert exported < 10 or export_cpu < 10, (
+        f"export took {exported:.1f} s, {export_cpu:.1f} s of CPU"
+    )
     started, cpu_before = time.monotonic(), browser_cpu_seconds()
     with open_report(browser, tmp_path / "big.html") as r:
         opened = time.monotonic() - started
