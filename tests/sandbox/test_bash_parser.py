@@ -246,7 +246,6 @@ def test_here_doc_bodies(line: str, expected: list[list[str]]) -> None:
         ("bash run.sh rm", [["bash", "run.sh", "rm"]]),
         ('bash "$SCRIPT"', [["bash", '"$SCRIPT"']]),
         ("sh ./$X.sh", [["sh", "./$X.sh"]]),
-        ("bash <(echo ls)", [["echo", "ls"], ["bash", "<(echo ls)"]]),
         (
             "env -i -u HOME -C /tmp A=1 -- x",
             [["env", "-i", "-u", "HOME", "-C", "/tmp", "A=1", "--", "x"], ["x"]],
@@ -377,6 +376,87 @@ def test_wrappers_are_unwrapped(line: str, expected: list[list[str]]) -> None:
             ["?the parser failed: RecursionError: maximum recursion depth exceeded in comparison"],
         ),
         ("ls ;; rm", [["ls"], "?the command line does not parse: unexpected ';;'", ["rm"]]),
+        # text that xargs, find -exec or parallel puts into the script of a shell's -c
+        (
+            "xargs -I{} bash -c {}",
+            [
+                ["xargs", "-I{}", "bash", "-c", "{}"],
+                ["bash", "-c", "{}"],
+                "?the script bash -c runs is filled in by xargs at run time",
+            ],
+        ),
+        (
+            "xargs -I% sh -c 'echo %'",
+            [
+                ["xargs", "-I%", "sh", "-c", "echo %"],
+                ["sh", "-c", "echo %"],
+                "?the script sh -c runs is filled in by xargs at run time",
+            ],
+        ),
+        (
+            "xargs -I{} env bash -c 'echo {}'",
+            [
+                ["xargs", "-I{}", "env", "bash", "-c", "echo {}"],
+                ["env", "bash", "-c", "echo {}"],
+                ["bash", "-c", "echo {}"],
+                "?the script bash -c runs is filled in by xargs at run time",
+            ],
+        ),
+        (
+            "find . -exec bash -c {} \\;",
+            [
+                ["find", ".", "-exec", "bash", "-c", "{}", ";"],
+                ["bash", "-c", "{}"],
+                "?the script bash -c runs is filled in by find at run time",
+            ],
+        ),
+        (
+            "parallel bash -c ::: 'rm v'",
+            [
+                ["parallel", "bash", "-c", ":::", "rm v"],
+                ["bash", "-c", "{}"],
+                "?the script bash -c runs is filled in by parallel at run time",
+            ],
+        ),
+        # a shell that reads its script from a stream or from a command's output
+        (
+            "bash /dev/stdin",
+            [["bash", "/dev/stdin"], "?bash reads its script from a stream: /dev/stdin"],
+        ),
+        (
+            "sh //dev/./fd/0",
+            [["sh", "//dev/./fd/0"], "?sh reads its script from a stream: //dev/./fd/0"],
+        ),
+        (
+            "bash -- /proc/self/fd/0",
+            [
+                ["bash", "--", "/proc/self/fd/0"],
+                "?bash reads its script from a stream: /proc/self/fd/0",
+            ],
+        ),
+        (
+            "bash /proc/1/task/1/fd/3",
+            [
+                ["bash", "/proc/1/task/1/fd/3"],
+                "?bash reads its script from a stream: /proc/1/task/1/fd/3",
+            ],
+        ),
+        (
+            "bash <(echo ls)",
+            [
+                ["echo", "ls"],
+                ["bash", "<(echo ls)"],
+                "?bash runs the output of a process substitution: <(echo ls)",
+            ],
+        ),
+        (
+            "bash -x <(echo rm v)",
+            [
+                ["echo", "rm", "v"],
+                ["bash", "-x", "<(echo rm v)"],
+                "?bash runs the output of a process substitution: <(echo rm v)",
+            ],
+        ),
     ],
 )
 def test_undecidable(line: str, expected: list[list[str] | str]) -> None:
@@ -388,3 +468,27 @@ def test_nesting_is_bounded() -> None:
     line = "watch " * 20 + "x"
     reasons = [u.reason for u in parse_command_line(line).undecidable]
     assert reasons == ["command strings nest more than 12 levels deep"]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        # the filled-in words are arguments, not the shell's script
+        (
+            "xargs bash -c 'echo \"$@\"' _",
+            [
+                ["xargs", "bash", "-c", 'echo "$@"', "_"],
+                ["bash", "-c", 'echo "$@"', "_"],
+                ["echo", '"$@"'],
+            ],
+        ),
+        ("find . -exec echo {} \\;", [["find", ".", "-exec", "echo", "{}", ";"], ["echo", "{}"]]),
+        # files whose names only look like a stream
+        ("bash /dev/stdin.sh", [["bash", "/dev/stdin.sh"]]),
+        ("bash ./dev/stdin-notes", [["bash", "./dev/stdin-notes"]]),
+    ],
+)
+def test_filled_arguments_and_script_files_stay_decidable(
+    line: str, expected: list[list[str] | str]
+) -> None:
+    assert items(line) == expected

@@ -25,6 +25,7 @@ The semantics are those of ``/work/shared/policy/README.md`` (the policy corpus)
 from __future__ import annotations
 
 import functools
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -370,6 +371,8 @@ def _shell(words: list[Word]) -> Runs:
         if w.value is None:
             if has_c:
                 return Undecidable(f"the {name} -c string is not a literal: {w.raw}")
+            if w.raw.startswith(("<(", ">(")):
+                return Undecidable(f"{name} runs the output of a process substitution: {w.raw}")
             if _is_script_path(w):
                 return None
             return Undecidable(f"an argument of {name} is not a literal: {w.raw}")
@@ -404,9 +407,23 @@ def _shell(words: list[Word]) -> Runs:
         return operands[0].value
     if not operands:
         return Undecidable(f"{name} without -c or a script reads its commands from standard input")
+    if operands[0].raw.startswith(("<(", ">(")):
+        return Undecidable(f"{name} runs the output of a process substitution: {operands[0].raw}")
+    if operands[0].value is not None and _STREAM.search(_normal_path(operands[0].value)):
+        return Undecidable(f"{name} reads its script from a stream: {operands[0].value}")
     if operands[0].value is None and not _is_script_path(operands[0]):
         return Undecidable(f"the script run by {name} is not a literal: {operands[0].raw}")
     return None
+
+
+_STREAM = re.compile(r"(?:^|/)(?:dev/(?:stdin|tty|fd/\d+)|proc/[^/]+/(?:task/[^/]+/)?fd/\d+)$")
+"""A path that names a stream rather than a file: standard input, a file descriptor, the
+terminal (``bash /dev/stdin <<< 'rm x'`` runs what the here-string holds)."""
+
+
+def _normal_path(path: str) -> str:
+    """``path`` with repeated slashes and ``.`` components taken out (``//dev/./stdin``)."""
+    return posixpath.normpath(re.sub("/+", "/", path))
 
 
 def _is_script_path(word: Word) -> bool:
@@ -1460,7 +1477,11 @@ class _Walker:
         display: bytes,
         synthetic: set[int],
         facts: shell_eval.Facts,
+        fill: _Fill | None = None,
     ) -> None:
+        self.fill = fill
+        """How the wrapper that runs this text adds words to each command of it (``parallel``
+        runs its template once per argument), or ``None``."""
         self.facts = facts
         """What text bash evaluates again needs to know (:mod:`~pi_sandbox_plugin.policies.
         shell_eval`): variables assigned, sites of evaluation."""
@@ -1704,7 +1725,7 @@ class _Walker:
             except _BadWord as e:
                 self.items.append(Undecidable(f"{e}: {raw}"))
                 return
-        self.analyze(words, self.depth)
+        self.analyze(words, self.depth, self.fill)
 
     def declaration(self, node: tree_sitter.Node) -> None:
         words: list[Word] = []
@@ -1852,16 +1873,22 @@ class _Walker:
                         Undecidable(f"zsh evaluates {hazard}, which the bash grammar misses")
                     )
                     continue
-                found = _extract(run, depth + 1, self.facts)
-                if name in ("parallel", "sem"):
-                    marked = _Fill("parallel", False, "{")
-                    found = [
-                        SimpleCommand(i.words, marked.by, marked.appends, marked.placeholder)
-                        if isinstance(i, SimpleCommand)
-                        else i
-                        for i in found
-                    ]
-                self.items.extend(found)
+                if (
+                    name in SHELLS
+                    and fill is not None
+                    and fill.placeholder
+                    and fill.placeholder in run
+                ):
+                    # `xargs -I{} bash -c 'echo {}'`: the text put in for the placeholder is
+                    # code that the shell evaluates
+                    self.items.append(
+                        Undecidable(
+                            f"the script {name} -c runs is filled in by {fill.by} at run time"
+                        )
+                    )
+                    continue
+                filled = _Fill("parallel", False, "{") if name in ("parallel", "sem") else None
+                self.items.extend(_extract(run, depth + 1, self.facts, filled))
             else:
                 self.analyze(run, depth, fill)
 
@@ -1975,7 +2002,9 @@ def _substitution_end(text: str, i: int) -> int | None:
     return None
 
 
-def _extract(source: str, depth: int, facts: shell_eval.Facts) -> list[Item]:
+def _extract(
+    source: str, depth: int, facts: shell_eval.Facts, fill: _Fill | None = None
+) -> list[Item]:
     if depth > MAX_DEPTH:
         return [Undecidable(f"command strings nest more than {MAX_DEPTH} levels deep")]
     if '$"' in source and shell_eval.translated(source):
@@ -2006,7 +2035,7 @@ def _extract(source: str, depth: int, facts: shell_eval.Facts) -> list[Item]:
     if _has_syntax_error(root):
         return [Undecidable(f"the command line does not parse: {_error_hint(root, data)}")]
     items: list[Item] = []
-    walker = _Walker(data, depth, items, display, synthetic, facts)
+    walker = _Walker(data, depth, items, display, synthetic, facts, fill)
     walker.walk(root)
     for doc in docs:
         if not doc.quoted:
