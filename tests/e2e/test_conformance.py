@@ -9,7 +9,7 @@ with Pi 1.6.0's own test files ported as cases in ``pi-tests/``); Pi
 them). Each case is one test, so a regression names its case: one run of the comparer over
 that case alone (a real ``pi replay`` process and a real run of the npm reference), which lets
 ``pytest -n`` spread the cases over its workers. Needs node and both reference installs
-(``.ci/run`` provides them under CI); Pi 1.6.0 runs on node 22, as its ``engines`` field asks.
+(``.ci/run`` provides them under CI); both run on node 22, as Pi 1.6.0's ``engines`` field asks.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ CONFORMANCE = SHARED / "conformance"
 OWN16 = Path(__file__).resolve().parent / "cases16_pi"
 PI = Path(sys.executable).parent / "pi"
 OURS = f"{PI} replay {{file}} --cwd {{cwd}} --json"
-REF_NODES = {"ref": None, "ref16": NODE22}
-"""The node each reference runs on: Pi 0.73.1 on the system's (``engines``: node >= 20.6.0),
-Pi 1.6.0 on node 22 (``engines``: node >= 22.19.0); ``None``: the first ``node`` on PATH."""
+REF_NODES = {"ref": NODE22, "ref16": NODE22}
+"""The node each reference runs on: node 22, which both ``engines`` fields admit (Pi 0.73.1:
+node >= 20.6.0, Pi 1.6.0: node >= 22.19.0); ``None`` would be the first ``node`` on PATH."""
 REF_PACKAGES = {
     "ref": Path.home() / ".cache/pi-ref/node_modules/@mariozechner/pi-coding-agent",
     "ref16": Path.home() / ".cache/pi-ref16/node_modules/@earendil-works/pi-coding-agent",
