@@ -27,7 +27,6 @@ import os
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from pi_core.backends import CommandOutput, FileStat, file_kind, path_candidates, resolve_to_cwd
 
@@ -156,35 +155,9 @@ def script_error(result: CommandOutput, path: str) -> OSError:
     return OSError(code, os.strerror(code), path)
 
 
-@dataclass
-class HeadProbe:
-    """One name a one-hop head read tried: ``path`` (as the caller names it), ``real`` (the
-    backend's ``realpath`` of it, as the caller names paths; ``None`` when that failed) and
-    ``found`` (its :class:`FileStat`, or the ``OSError`` of ``stat``)."""
-
-    path: str
-    real: str | None
-    found: FileStat | OSError
-
-
-@dataclass
-class HeadRead:
-    """What a one-hop head read found: the ``probes`` in order (every one but the last did not
-    exist; the last exists unless none did), whether they are all the names there were
-    (``exhausted``), the probe of the name a missing file reports (``fallback``; ``None`` when
-    not tried), and the read tool's ``(path, info, data)`` (see
-    :meth:`pi_core.backends.LocalFileOperations.read_head`)."""
-
-    probes: list[HeadProbe]
-    exhausted: bool
-    fallback: HeadProbe | None
-    path: str
-    info: FileStat | OSError
-    data: bytes | OSError | None
-
-    def result(self) -> tuple[str, FileStat | OSError, bytes | OSError | None]:
-        """``(path, info, data)``, what ``read_head`` returns."""
-        return self.path, self.info, self.data
+HeadResult = tuple[str, FileStat | OSError, bytes | OSError | None]
+"""What ``read_head`` gives the read tool: ``(path, info, data)`` (see
+:meth:`pi_core.backends.LocalFileOperations.read_head`)."""
 
 
 def head_candidates(path: str, cwd: str, for_read: bool) -> tuple[list[str], int] | None:
@@ -203,17 +176,17 @@ def parse_head(
     *,
     parse_stat: Callable[[bytes], FileStat],
     probe_error: Callable[[int, bytes, str], OSError],
-    real_name: Callable[[str], str],
     read_error: Callable[[str], OSError] | None,
-) -> HeadRead | None:
-    """The :class:`HeadRead` of a head script's ``stdout`` (``REALPATH\\0STATUS\\0TEXT\\0``
-    per probe, then the data; see :data:`HEAD_SCRIPT`); ``names``: the candidates as the caller
-    names them, ``fallback`` the index of the one a missing file reports. ``parse_stat`` reads
-    a stat line, ``probe_error(status, text, name)`` makes a failed stat's error,
-    ``real_name`` names a resolved path as the caller does; ``read_error``: the error of the
-    read, given the name read (the script failed), ``None`` when it succeeded. ``None`` when
-    the output is not complete (the script failed before its report ended)."""
-    probes: list[HeadProbe] = []
+) -> HeadResult | None:
+    """The read tool's ``(path, info, data)`` from a head script's ``stdout``
+    (``REALPATH\\0STATUS\\0TEXT\\0`` per probe, then the data; see :data:`HEAD_SCRIPT`):
+    the first of ``names`` (the candidates as the caller names them) that exists, else the one
+    at index ``fallback`` (the name a missing file reports) with its error. ``parse_stat`` reads
+    a stat line, ``probe_error(status, text, name)`` makes a failed stat's error;
+    ``read_error``: the error of the read, given the name read (the script failed), ``None``
+    when it succeeded. ``None`` when the output is not complete (the script failed before its
+    report ended)."""
+    missing: list[OSError] = []
     at = 0
     for name in names:
         fields = []
@@ -223,23 +196,20 @@ def parse_head(
                 return None
             fields.append(stdout[at:end])
             at = end + 1
-        real_bytes, status, text = fields
-        real = real_name(os.fsdecode(real_bytes)) if real_bytes else None
+        _real, status, text = fields
         code = int(status)
         found = parse_stat(text) if code == 0 else probe_error(code, text, name)
-        probes.append(HeadProbe(name, real, found))
         if isinstance(found, FileStat):
             data: bytes | OSError | None = None
             if found.kind == "file":
                 data = read_error(name) if read_error is not None else stdout[at:]
             elif read_error is not None:
                 return None
-            tried = probes[fallback] if fallback < len(probes) else None
-            return HeadRead(probes, len(probes) == len(names), tried, name, found, data)
-    if read_error is not None or fallback >= len(probes):
+            return name, found, data
+        missing.append(found)
+    if read_error is not None or fallback >= len(missing):
         return None
-    missing = probes[fallback]
-    return HeadRead(probes, True, missing, missing.path, missing.found, None)
+    return names[fallback], missing[fallback], None
 
 
 def _parse_stat_line(out: bytes) -> FileStat:
@@ -250,34 +220,11 @@ def _parse_stat_line(out: bytes) -> FileStat:
     )
 
 
-class ProbedHeadReads:
-    """``read_head`` (the read tool's one-hop first step, as
-    :meth:`pi_core.backends.LocalFileOperations.read_head`: the same candidates, results and
-    errors as ``resolve_existing_path``, ``stat`` and ``read_bytes`` give) of a backend whose
-    ``read_head_probed`` also reports what it tried (:class:`HeadRead`)."""
-
-    async def read_head_probed(
-        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
-    ) -> HeadRead | None:
-        """The head read with what it tried; ``None`` when the backend cannot do it in one
-        hop (the caller then uses ``stat`` and ``read_bytes``)."""
-        raise NotImplementedError
-
-    async def read_head(
-        self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
-    ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
-        """``(path, info, data)`` of :meth:`read_head_probed`, ``None`` as it."""
-        head = await self.read_head_probed(
-            path, cwd, whole_limit=whole_limit, head_size=head_size, for_read=for_read
-        )
-        return None if head is None else head.result()
-
-
 def _stat_error(status: int, text: bytes, path: str) -> OSError:
     return script_error(CommandOutput(exit_code=status, stdout=b"", stderr=text), path)
 
 
-class ShellFileOperations(ProbedHeadReads, ABC):
+class ShellFileOperations(ABC):
     """:class:`~pi_core._backend_kit.operations.FileOperations` over :meth:`run_script` (see the module).
 
     ``rg``: the ``rg`` program on the backend's side (a name on its ``PATH`` or a path).
@@ -341,13 +288,14 @@ class ShellFileOperations(ProbedHeadReads, ABC):
         found = script_error(result, path) if result.exit_code else _parse_stat_line(line)
         return (os.fsdecode(real) if real else None), found
 
-    async def read_head_probed(
+    async def read_head(
         self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
-    ) -> HeadRead | None:
-        """Resolve, stat and read the start of a file in **one** script, reporting what it
-        tried (:class:`HeadRead`: what a guard needs to judge the resolved paths). ``None``
-        when a subclass overrides ``stat`` or ``read_bytes`` (the caller uses those, so what
-        the subclass changes applies)."""
+    ) -> HeadResult | None:
+        """The read tool's first step (as :meth:`pi_core.backends.LocalFileOperations.
+        read_head`: the same candidates, results and errors as ``resolve_existing_path``,
+        ``stat`` and ``read_bytes`` give) in **one** script. ``None`` when a subclass
+        overrides ``stat`` or ``read_bytes`` (the caller uses those, so what the subclass
+        changes applies)."""
         found = head_candidates(path, cwd, for_read)
         if found is None:
             return None
@@ -364,13 +312,11 @@ class ShellFileOperations(ProbedHeadReads, ABC):
         *,
         whole_limit: int,
         head_size: int,
-        real_name: Callable[[str], str] = str,
-    ) -> HeadRead | None:
-        """The head read of :meth:`read_head_probed` over the backend's ``paths`` (one script:
-        :data:`HEAD_SCRIPT`), reported with the caller's ``names`` (same order) and
-        ``real_name`` (a resolved backend path as the caller names it); ``fallback``: the index
-        of the name a missing file reports. ``None`` when a subclass overrides ``stat`` or
-        ``read_bytes``, or the script failed before its report ended."""
+    ) -> HeadResult | None:
+        """The head read of :meth:`read_head` over the backend's ``paths`` (one script:
+        :data:`HEAD_SCRIPT`), reported with the caller's ``names`` (same order); ``fallback``:
+        the index of the name a missing file reports. ``None`` when a subclass overrides
+        ``stat`` or ``read_bytes``, or the script failed before its report ended."""
         if self._overrides_io():
             return None
         result = await self.run_script(HEAD_SCRIPT, [str(whole_limit), str(head_size), *paths])
@@ -380,7 +326,6 @@ class ShellFileOperations(ProbedHeadReads, ABC):
             fallback,
             parse_stat=_parse_stat_line,
             probe_error=_stat_error,
-            real_name=real_name,
             read_error=(lambda name: script_error(result, name)) if result.exit_code else None,
         )
 
@@ -414,9 +359,7 @@ class ShellFileOperations(ProbedHeadReads, ABC):
 
 __all__ = [
     "ERRNO_EXIT",
-    "HeadProbe",
-    "HeadRead",
-    "ProbedHeadReads",
+    "HeadResult",
     "ShellFileOperations",
     "head_candidates",
     "parse_head",

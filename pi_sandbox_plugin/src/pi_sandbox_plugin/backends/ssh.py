@@ -108,8 +108,7 @@ from pi_core.backends import (
     remote_environment,
 )
 from pi_sandbox_plugin.backends.shell_files import (
-    HeadRead,
-    ProbedHeadReads,
+    HeadResult,
     head_candidates,
     parse_head,
 )
@@ -1138,7 +1137,7 @@ class SshBashOperations:
 # -- files ---------------------------------------------------------------------------------
 
 
-class SshFileOperations(ProbedHeadReads):
+class SshFileOperations:
     """:class:`~pi_core._backend_kit.operations.FileOperations` on a remote host (see the module docstring).
 
     ``local_root``: the session cwd, mapped to ``connection.remote_cwd``. ``op_timeout``:
@@ -1248,14 +1247,13 @@ class SshFileOperations(ProbedHeadReads):
         named = self.paths.to_local(real.decode("utf-8", "surrogateescape")) if real else None
         return (named or posixpath.normpath(path)), found
 
-    async def read_head_probed(
+    async def read_head(
         self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
-    ) -> HeadRead | None:
-        """Resolve, stat and read the start of a file in **one** remote script, reporting what
-        it tried (the candidates' ``realpath`` as :meth:`realpath` gives it, their ``stat``):
-        what a guard needs to judge the resolved paths. ``None`` when a subclass overrides
-        ``stat`` or ``read_bytes`` (the caller uses those), or the script failed before its
-        report ended."""
+    ) -> HeadResult | None:
+        """The read tool's first step (as :meth:`pi_core.backends.LocalFileOperations.
+        read_head`) in **one** remote script: the candidates' ``stat``, the start of the first
+        that exists. ``None`` when a subclass overrides ``stat`` or ``read_bytes`` (the caller
+        uses those), or the script failed before its report ended."""
         cls = type(self)
         if cls.read_bytes is not SshFileOperations.read_bytes or (
             cls.stat is not SshFileOperations.stat
@@ -1275,7 +1273,6 @@ class SshFileOperations(ProbedHeadReads):
             fallback,
             parse_stat=_parse_stat,
             probe_error=lambda status, text, name: _script_error(status, text, name),
-            real_name=self.paths.to_local,
             read_error=(lambda name: _script_error(code, err, name)) if code else None,
         )
 

@@ -55,7 +55,7 @@ from pi_core.backends import CommandOutput, FileStat, LocalFileOperations, Local
 from pi_sandbox_plugin.backends.bwrap import BwrapBackend
 from pi_sandbox_plugin.backends.container import ContainerBackend
 from pi_sandbox_plugin.backends.errors import SandboxUnavailable
-from pi_sandbox_plugin.backends.shell_files import HeadRead, ProbedHeadReads, head_candidates
+from pi_sandbox_plugin.backends.shell_files import HeadResult, head_candidates
 from pi_sandbox_plugin.backends.ssh import (
     RemotePathMap,
     SshBashOperations,
@@ -159,7 +159,7 @@ def path_check_reason(
 # -- container paths ---------------------------------------------------------------------------
 
 
-class MappedFileOperations(ProbedHeadReads):
+class MappedFileOperations:
     """A :class:`~pi_core._backend_kit.operations.FileOperations` whose paths are the session's, over
     ``inner`` whose paths are the container's (``paths``: session cwd → ``workdir``); results
     and error file names map back."""
@@ -191,12 +191,11 @@ class MappedFileOperations(ProbedHeadReads):
         data: bytes = await self._call(path, lambda p: self.inner.read_bytes(p, offset, length))
         return data
 
-    async def read_head_probed(
+    async def read_head(
         self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
-    ) -> HeadRead | None:
-        """The inner one-hop head read (:meth:`ShellFileOperations.read_head_probed`) of the
-        container paths of ``path``'s candidates, named as the session names them (the
-        resolved paths mapped back)."""
+    ) -> HeadResult | None:
+        """The inner one-hop head read (:meth:`ShellFileOperations.read_head`) of the
+        container paths of ``path``'s candidates, named as the session names them."""
         found = head_candidates(path, cwd, for_read)
         if found is None:
             return None
@@ -207,7 +206,6 @@ class MappedFileOperations(ProbedHeadReads):
             fallback,
             whole_limit=whole_limit,
             head_size=head_size,
-            real_name=self.paths.to_local,
         )
 
     async def write_bytes(self, path: str, data: bytes) -> None:
