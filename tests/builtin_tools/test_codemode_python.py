@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -627,3 +628,83 @@ async def test_calls_made_before_the_script_waits_start_in_its_order(engine: str
         script = [tool_use(call("c", engine, {"code": code})), text("ok")]
         _, rec, _ = await run(script, tools, config=LoopConfig(tool_execution="sequential"))
         assert _order(rec) == PI_ORDER
+
+
+def announcer(name: str) -> Any:
+    """A tool that reports progress as soon as it starts (as bash's empty first update), then
+    waits on a thread: what it does before that wait belongs to the turn that called it."""
+
+    async def execute(tool_call_id: str, params: Any, on_update: Any = None) -> AgentToolResult:
+        if on_update is not None:
+            on_update(AgentToolResult(content=[]))
+        await trio.to_thread.run_sync(time.sleep, 0.05)
+        return AgentToolResult(content=[TextContent(text=f"{name} done")])
+
+    return make_tool(name, execute)
+
+
+def _order_with_updates(rec: Any) -> list[tuple[str, str, Any]]:
+    """:func:`_order` plus the nested calls' own updates (``("update", id, None)``)."""
+    out: list[tuple[str, str, Any]] = []
+    for e in rec.events:
+        if e.type == "tool_execution_update" and e.tool_call_id != "c":
+            out.append(("update", e.tool_call_id, None))
+        else:
+            out.extend(_order(SimpleNamespace(events=[e])))
+    return out
+
+
+def _announcer_order(sequential: bool) -> list[tuple[str, str, Any]]:
+    """Pi 1.6.0's order for ``Promise.all([tools.a(), tools.b()])``, ``a`` an announcer and
+    ``b`` a tool that answers without waiting: ``a``'s first update comes before the script's
+    second call is seen (Pi's host runs a call as its message arrives); ``b`` ends only once
+    the script waits, never within the turn that made it."""
+    head = [
+        ("start", "c", None),
+        ("update", "c", []),
+        ("update", "c", [("c/?", "a", "running")]),
+        ("start", "c/1", None),
+        ("update", "c/1", None),
+        ("update", "c", [("c/?", "a", "running"), ("c/?", "b", "running")]),
+        ("start", "c/2", None),
+    ]
+    if sequential:  # b waits its turn behind a
+        tail = [
+            ("end", "c/1", None),
+            ("update", "c", [("c/1", "a", "ok"), ("c/?", "b", "running")]),
+            ("end", "c/2", None),
+            ("update", "c", [("c/1", "a", "ok"), ("c/2", "b", "ok")]),
+        ]
+    else:
+        tail = [
+            ("end", "c/2", None),
+            ("update", "c", [("c/?", "a", "running"), ("c/2", "b", "ok")]),
+            ("end", "c/1", None),
+            ("update", "c", [("c/1", "a", "ok"), ("c/2", "b", "ok")]),
+        ]
+    return [*head, *tail, ("end", "c", None)]
+
+
+@pytest.mark.parametrize("sequential", [False, True], ids=["parallel", "sequential"])
+@pytest.mark.parametrize("engine", ["codemode", "codemode_python"])
+async def test_a_call_runs_until_it_waits_before_the_next_call_is_taken(
+    engine: str, sequential: bool
+) -> None:
+    """Both engines take the script's next call only once the call just made waits on
+    something (here a thread), so its first update comes first; a call that needs no wait
+    still ends only when the script waits."""
+    from pi_builtin_tools.codemode.javascript import create_codemode_tool_definition
+    from pi_core._loop.config import LoopConfig
+
+    if engine == "codemode":
+        definition = create_codemode_tool_definition()
+        code = "await Promise.all([tools.a(), tools.b()]);"
+    else:
+        definition = create_codemode_python_tool_definition()
+        code = "import asyncio\nawait asyncio.gather(tools.a(), tools.b())\n"
+    tools = [to_agent_tool(definition), announcer("a"), sleeper("b", 0.0)]
+    config = LoopConfig(tool_execution="sequential" if sequential else "parallel")
+    for _ in range(3):
+        script = [tool_use(call("c", engine, {"code": code})), text("ok")]
+        _, rec, _ = await run(script, tools, config=config)
+        assert _order_with_updates(rec) == _announcer_order(sequential)

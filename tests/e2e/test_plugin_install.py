@@ -39,14 +39,15 @@ def offline_env(**extra: str) -> dict[str, str]:
 
 def make_environment(uv: str, path: Path, *, created_by: str) -> Path:
     """A virtual environment at ``path`` made by ``uv`` or ``pip`` (``python -m venv``) with
-    pi-tool-core (editable, from this clone) and pytest installed; returns it."""
+    pi-tool-core (editable, from this clone), pytest and hatchling (pi-tool-core's group
+    ``plugin-tests``) installed from ``uv.lock``; returns it. (``uv pip install pytest``
+    offline needs the index's page for pytest in uv's cache, which ``uv sync`` of a lock never
+    fetches: on a fresh machine it failed.)"""
     if created_by == "pip":
         subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-    locked_environment(uv, path, "--package", "pi-tool-core", "--inexact")
-    env = offline_env()
-    extra = ["pytest"] if created_by == "uv" else ["pytest", "hatchling"]
-    python = str(path / "bin" / "python")
-    subprocess.run([uv, "pip", "install", "-q", "--python", python, *extra], env=env, check=True)
+    locked_environment(
+        uv, path, "--package", "pi-tool-core", "--inexact", "--group", "plugin-tests"
+    )
     return path
 
 

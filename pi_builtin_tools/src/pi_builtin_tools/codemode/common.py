@@ -41,6 +41,9 @@ CALL_ARGS_CHARS = 200
 CALL_ERROR_CHARS = 500
 DEFAULT_MAX_WORKERS = 2
 WORKER_WAIT_SECONDS = 60.0
+CALL_TURN_SECONDS = 1.0
+"""At most this long a script engine lets a nested call it just started run before it takes
+the script's next message (:func:`run_call_turn`)."""
 
 STORE_HINT = (
     "store() is for small state such as IDs or summaries. Show images with image(), keep large "
@@ -667,6 +670,26 @@ def max_workers() -> int:
         return max(1, int(os.environ.get("PI_CODEMODE_MAX_WORKERS", DEFAULT_MAX_WORKERS)))
     except ValueError:
         return DEFAULT_MAX_WORKERS
+
+
+async def run_call_turn(entered: trio.Event) -> None:
+    """Let the nested call a script engine just started run until it waits on something (a
+    process, a thread, a file lock, the end of the script's turn), as an event loop runs the
+    handler of one message and the jobs it queues before the next message: Pi's host starts
+    ``tools.x()`` when its message arrives, so what a tool does before its first wait (bash's
+    empty first update) comes before the script's next call is even seen. Returns after
+    :data:`CALL_TURN_SECONDS` when some task in the process never waits (a stream that always
+    has data) or the call waits long before it enters the tool (an approval); only the place
+    of such updates among the script's calls depends on time then.
+
+    ``entered``: the call's ``execute_tool(entered=...)`` event. Until it is set the call is
+    in pi's own steps before the tool (the checkpoint's look runs in a thread, which Pi does
+    not have), which count as part of entering."""
+    from trio.testing import wait_all_tasks_blocked
+
+    with trio.move_on_after(CALL_TURN_SECONDS):
+        await entered.wait()
+        await wait_all_tasks_blocked()
 
 
 @asynccontextmanager

@@ -52,6 +52,7 @@ from pi_builtin_tools.codemode.common import (
     ScriptRun,
     codemode_worker_slot,
     commit_store,
+    run_call_turn,
     script_result,
     script_timeout_ms,
     session_store,
@@ -209,7 +210,7 @@ class _Script:
         self.run = run
         self.tools = tools
         self.publish = publish
-        self.gate = trio.Event()  # set when the script waits: the calls made since may run
+        self.gate = trio.Event()  # set when the script waits: the calls made since may end
         self.done: dict[str, Any] | None = None
         self.error: ScriptError | None = None
         self.samples = {name: render_tool_sample(tool) for name, tool in tools.items()}
@@ -228,6 +229,7 @@ class _Script:
         self,
         message: dict[str, Any],
         reply: Callable[[dict[str, Any]], Awaitable[None]],
+        entered: trio.Event,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Run ``tools.<id>(args)`` as a nested tool call and answer the worker with what the
@@ -236,14 +238,17 @@ class _Script:
         Started with ``nursery.start``: ``started()`` comes just before the nested call, whose
         id, record and ``tool_execution_start`` are made before its first checkpoint, so calls
         get their rows, ids and events in the order the script made them, as in Pi (trio
-        may run newly started tasks in any order)."""
+        may run newly started tasks in any order). The call then runs at once
+        (:func:`run_call_turn`) and ends once the script waits (``self.gate``)."""
         call_id, name = message["id"], message["name"]
         if message.get("target") == "global":
+            entered.set()
             task_status.started()
             await reply({"type": "result", "id": call_id, **self.call_global(message)})
             return
         tool = self.tools.get(name)
         if tool is None:
+            entered.set()
             task_status.started()
             unknown = f'Unknown tool "{name}"'
             await reply({"type": "result", "id": call_id, "ok": False, "payload": unknown})
@@ -254,7 +259,9 @@ class _Script:
         row.args = preview_args(args)
         self.publish()
         task_status.started()
-        outcome = await current_tool_context().execute_tool(name, args, run_after=self.gate)
+        outcome = await current_tool_context().execute_tool(
+            name, args, end_after=self.gate, entered=entered
+        )
         if trio.current_effective_deadline() == -math.inf:
             # The script is ending (done, timeout, abort): as in Pi, whose script returns without
             # waiting for it, the row keeps its "/?" id and becomes "cancelled".
@@ -376,8 +383,10 @@ class _Script:
                 if kind == "output":
                     self.add_output(message["item"])
                 elif kind == "call":
-                    await nursery.start(self.call, message, send)
-                elif kind == "waiting":  # the script waits: the calls made since may run
+                    entered = trio.Event()
+                    await nursery.start(self.call, message, send, entered)
+                    await run_call_turn(entered)
+                elif kind == "waiting":  # the script waits: the calls made since may end
                     self.gate.set()
                     self.gate = trio.Event()
                 elif kind == "done":

@@ -57,6 +57,7 @@ from pi_builtin_tools.codemode.common import (
     image_data,
     js_value,
     parse_options_line,
+    run_call_turn,
     script_result,
     script_timeout_ms,
     session_store,
@@ -242,7 +243,7 @@ class _ScriptDriver:
         self.on_update = on_update
         self.results: dict[int, dict[str, Any]] = {}
         self.finished = trio.Event()
-        self.gate = trio.Event()  # set when the script waits: the calls made since may run
+        self.gate = trio.Event()  # set when the script waits: the calls made since may end
         self.pid: int | None = None
         self.exited = False
         self.failure: ScriptFailure | None = None
@@ -342,6 +343,7 @@ class _ScriptDriver:
         call_id: int,
         tool: Any,
         kwargs: dict[str, Any],
+        entered: trio.Event,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """One nested call; its answer to the script goes to ``results[call_id]``.
@@ -352,10 +354,11 @@ class _ScriptDriver:
         row = self.run.start_call(tool.name, kwargs)
         self.progress()
         task_status.started()
-        # registered (id, tool_execution_start) now, run once the script waits, as in asyncio:
-        # the calls a script makes before it waits all start first, in its order, as a
-        # JavaScript script's do
-        outcome = await current_tool_context().execute_tool(tool.name, kwargs, run_after=self.gate)
+        # registered (id, tool_execution_start) and run now (run_call_turn), ended once the
+        # script waits, as a JavaScript script's calls are
+        outcome = await current_tool_context().execute_tool(
+            tool.name, kwargs, end_after=self.gate, entered=entered
+        )
         result = outcome.result
         text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
         error = (text or f'Tool "{tool.name}" failed') if outcome.is_error else None
@@ -448,11 +451,13 @@ class _ScriptDriver:
                         snap.resume, {"exc_type": "TypeError", "message": message}
                     )
                 kwargs = js_value(dict(snap.kwargs))
-                await nursery.start(self.call_tool, snap.call_id, tool, kwargs)
+                entered = trio.Event()
+                await nursery.start(self.call_tool, snap.call_id, tool, kwargs, entered)
+                await run_call_turn(entered)
                 return await self._resume(snap.resume, {"future": ...})
             return await self._call_global(snap, host.get(name))
         # a FutureSnapshot: every script task waits on tool calls; those made since the last
-        # wait may run now
+        # wait may end now
         self.gate.set()
         self.gate = trio.Event()
         pending = list(snap.pending_call_ids)

@@ -187,6 +187,10 @@ class _SequentialQueue:
         self._issued += 1
         return self._issued - 1
 
+    def serving(self, ticket: int) -> bool:
+        """Whether it is ``ticket``'s turn."""
+        return self._serving == ticket
+
     async def wait(self, ticket: int) -> None:
         """Until it is ``ticket``'s turn; then :meth:`release` it when the call is done."""
         try:
@@ -266,7 +270,8 @@ class NestedCallRunner:
         name: str,
         args: Any,
         on_update: OnUpdate | None,
-        run_after: trio.Event | None = None,
+        end_after: trio.Event | None = None,
+        entered: trio.Event | None = None,
     ) -> ToolCallOutcome:
         """Run one nested call for ``caller`` (:meth:`ToolCallContext.execute_tool`)."""
         scope, send = caller._scope, caller._send
@@ -311,26 +316,21 @@ class NestedCallRunner:
             )
 
         started = time.perf_counter()
+        duration_ms: int | None = None
         outcome: ToolCallOutcome | None = None
         try:
-            if run_after is not None:
-                try:
-                    await run_after.wait()
-                except BaseException:
-                    if ticket is not None:
-                        self._queue.abandon(ticket)
-                    raise
-                started = time.perf_counter()
             if ticket is not None:
+                if entered is not None and not self._queue.serving(ticket):
+                    entered.set()  # waiting its turn is a wait
                 await self._queue.wait(ticket)
             try:
                 message = self._last_assistant_message()
                 if message is None:
-                    outcome = ToolCallOutcome(
+                    ready = ToolCallOutcome(
                         tool_call, AgentToolResult.error(NO_ASSISTANT_MESSAGE_TEXT), True
                     )
                 else:
-                    outcome = await run_tool_call(
+                    ready = await run_tool_call(
                         tool_call,
                         _with_tools(self.context, tools),
                         self.config,
@@ -339,14 +339,22 @@ class NestedCallRunner:
                         on_update=update,
                         parent_tool_call_id=parent_id,
                         tool_context=child,
+                        entered=entered,
                     )
+                if end_after is not None:
+                    duration_ms = round((time.perf_counter() - started) * 1000)
+                    await end_after.wait()  # cancelled here: the caller never saw it end
+                outcome = ready
             finally:
                 if ticket is not None:
                     self._queue.release(ticket)
         finally:
+            if entered is not None:
+                entered.set()
             if outcome is None:  # cancelled with its caller: the nested call reports an abort
                 outcome = ToolCallOutcome(tool_call, AgentToolResult.error(ABORTED_TEXT), True)
-            duration_ms = round((time.perf_counter() - started) * 1000)
+            if duration_ms is None:
+                duration_ms = round((time.perf_counter() - started) * 1000)
             scope.recorder.finish(entry, outcome, duration_ms)
             send(
                 ToolExecutionEndEvent(

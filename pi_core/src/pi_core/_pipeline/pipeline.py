@@ -119,9 +119,12 @@ class _NoNestedCalls:
         name: str,
         args: Any,
         on_update: OnUpdate | None,
-        run_after: trio.Event | None = None,
+        end_after: trio.Event | None = None,
+        entered: trio.Event | None = None,
     ) -> ToolCallOutcome:
         tool_call = ToolCall(id=f"{caller.tool_call_id}/0", name=name, arguments={})
+        if entered is not None:
+            entered.set()
         return error_outcome(tool_call, NOT_AVAILABLE_TEXT)
 
 
@@ -318,6 +321,7 @@ async def run_tool_call(
     on_update: OnUpdate | None = None,
     parent_tool_call_id: str | None = None,
     tool_context: ToolCallContext | None = None,
+    entered: trio.Event | None = None,
 ) -> ToolCallOutcome:
     """One call through the whole pipeline, emitting no events and appending no messages
     (``docs/explanation/pipeline.md``): look-up, ``prepare_arguments`` (tool, then config),
@@ -333,15 +337,20 @@ async def run_tool_call(
     what :func:`~pi_core._pipeline.nested.current_tool_context` gives the tool (default: nested
     calls are not available, as no loop run owns this call; :func:`~pi_core.nested_calls_context`
     makes one that lets them run).
+
+    ``entered`` is set just before ``execute`` is entered (after the hooks before it and the
+    checkpoint's look), or when the call gives up before it.
     """
     message = assistant_message or AssistantMessage(content=[tool_call], stop_reason="toolUse")
     preparation = await prepare_call(
         tool_call, context, message, config, abort, parent_tool_call_id
     )
     if isinstance(preparation, ToolCallOutcome):
+        if entered is not None:
+            entered.set()
         return preparation
     result, is_error = await execute_call(
-        preparation, abort, None, on_update, tool_context=tool_context
+        preparation, abort, None, on_update, ready=entered, tool_context=tool_context
     )
     return await finalize_call(preparation, result, is_error, context, message, config)
 

@@ -40,7 +40,8 @@ class NestedCalls(Protocol):
         name: str,
         args: Any,
         on_update: OnUpdate | None,
-        run_after: trio.Event | None = None,
+        end_after: trio.Event | None = None,
+        entered: trio.Event | None = None,
     ) -> ToolCallOutcome: ...
 
 
@@ -69,7 +70,8 @@ class ToolCallContext:
         args: Any = None,
         *,
         on_update: OnUpdate | None = None,
-        run_after: trio.Event | None = None,
+        end_after: trio.Event | None = None,
+        entered: trio.Event | None = None,
     ) -> ToolCallOutcome:
         """Run tool ``name`` with ``args`` (``None``: ``{}``) as a nested call of this one.
 
@@ -82,12 +84,17 @@ class ToolCallContext:
         progress. Cancelled with the calling tool (an abort ends both). Outside a loop run
         the outcome is the error ``Nested tool calls are not available in this context``.
 
-        ``run_after``: the call gets its id, its record and its ``tool_execution_start`` at once
-        (before this coroutine's first checkpoint) but runs only once the event is set: a script
-        engine starts the calls a script makes before it waits in the script's order, then
-        lets them run when it waits, as an event loop would.
+        ``end_after``: the call runs at once but ends (its ``tool_execution_end``, its outcome
+        to this caller, the sequential queue it holds) only once the event is set; cancelled
+        before that, it ends as aborted. A script engine passes the event it sets when the
+        script waits: as on an event loop, no call the script makes ends during the turn that
+        made it, whether the tool reached its result without waiting on anything or not.
+
+        ``entered``: set once the call is inside the tool's ``execute`` (the hooks before it and
+        the checkpoint's look done), waits its turn in the sequential queue, or has ended
+        without entering it: what the call does before it first waits comes after that.
         """
-        return await self._runner.execute(self, name, args, on_update, run_after)
+        return await self._runner.execute(self, name, args, on_update, end_after, entered)
 
 
 _CURRENT: contextvars.ContextVar[ToolCallContext] = contextvars.ContextVar("pi_tool_call")
