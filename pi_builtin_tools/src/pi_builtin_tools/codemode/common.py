@@ -28,6 +28,10 @@ from typing import Any
 
 import trio
 
+# trio.testing.wait_all_tasks_blocked is this function; importing trio.testing imports pytest
+# (about 100 ms at the first script)
+from trio._core import wait_all_tasks_blocked
+
 from pi_core import AgentToolResult, ImageContent, TextContent, parse_json
 
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000
@@ -685,8 +689,6 @@ async def run_call_turn(entered: trio.Event) -> None:
     ``entered``: the call's ``execute_tool(entered=...)`` event. Until it is set the call is
     in pi's own steps before the tool (the checkpoint's look runs in a thread, which Pi does
     not have), which count as part of entering."""
-    from trio.testing import wait_all_tasks_blocked
-
     with trio.move_on_after(CALL_TURN_SECONDS):
         await entered.wait()
         await wait_all_tasks_blocked()

@@ -189,6 +189,14 @@ class _Lines:
                 return None
             self.buffer += chunk
 
+    def next_ends_turn(self) -> bool:
+        """Whether the next message, already received, is the script's ``waiting`` or ``done``
+        (no other call of this turn follows)."""
+        end = self.buffer.find(b"\n")
+        if end < 0 or end > 64:
+            return False
+        return json.loads(bytes(self.buffer[:end])).get("type") in ("waiting", "done")
+
 
 def _kill(process: trio.Process) -> None:
     try:
@@ -385,7 +393,9 @@ class _Script:
                 elif kind == "call":
                     entered = trio.Event()
                     await nursery.start(self.call, message, send, entered)
-                    await run_call_turn(entered)
+                    # a script awaiting each call: nothing else of its turn to order
+                    if not lines.next_ends_turn():
+                        await run_call_turn(entered)
                 elif kind == "waiting":  # the script waits: the calls made since may end
                     self.gate.set()
                     self.gate = trio.Event()
