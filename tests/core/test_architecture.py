@@ -39,7 +39,13 @@ PUBLIC_MODULES = (
 ABOVE_CLI = ("pi_core._cli", "pi_core.testing", "_pi_entry")
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("pi_core._wire", "pi_core._errors", "pi_core._abort", "pi_core._lazy_door"),
+    (
+        "pi_core._wire",
+        "pi_core._errors",
+        "pi_core._abort",
+        "pi_core._lazy_door",
+        "pi_core._entry_scan",
+    ),
     ("pi_core._config",),
     ("pi_core._backend_kit",),
     ("pi_core._tools",),
@@ -60,7 +66,9 @@ A top-level name (``pi_core``, ``_pi_entry``) names that module alone, so a new 
 no floor (and fails the test) until it is given one here.
 
 0. the vocabulary: wire types (messages, events, session files), the errors, the abort signal,
-   and ``_lazy_door`` (lazy public names and moved-module aliases for any package's door);
+   ``_lazy_door`` (lazy public names and moved-module aliases for any package's door) and
+   ``_entry_scan`` (the installed entry points of pi's plugins and pydantic's, found before the
+   first model is built);
 1. ``_config``: reading ``pi.toml`` (the ``[pi]`` table and the error format plugins share);
 2. ``_backend_kit``: what backends are made of (operation protocols, local files, atomic writes,
    the mutation queue, process streams);

@@ -4,11 +4,15 @@
 docs/explanation/performance.md, P7) and must give the same entry points of group ``pi``, in the
 same order, with the same distribution, as ``importlib.metadata.entry_points(group="pi")``;
 where its rules could differ it gives up (``None``) and ``importlib.metadata`` does the search.
+The same scan, made once before pi's first model is built, answers pydantic's plugin search
+(group ``pydantic``) when no distribution declares one (``pi_core._entry_scan``).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -16,6 +20,8 @@ from typing import Any
 
 import pytest
 
+import pi_core._entry_scan as entry_scan
+from pi_core._entry_scan import scan_entry_points
 from pi_core._plugins.manager import _scan_entry_points, installed_entry_points
 
 
@@ -117,3 +123,103 @@ def test_an_entry_points_file_that_is_not_utf8_fails_as_in_importlib(
         installed_entry_points()
     with pytest.raises(UnicodeDecodeError):
         reference()
+
+
+def test_one_scan_finds_each_group_as_importlib_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dist(tmp_path, "alpha-1.dist-info", "[pi]\na = mod_a\n[pydantic]\np = mod_p:plugin\n")
+    dist(tmp_path, "beta-1.dist-info", "[pydantic]\nq = mod_q:plugin\n")
+    dist(tmp_path, "gamma-1.dist-info", "[console_scripts]\ng = mod_g\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    scanned = scan_entry_points(("pi", "pydantic"))
+    assert scanned is not None
+    for group in ("pi", "pydantic"):
+        assert described(scanned[group]) == described(
+            list(importlib.metadata.entry_points(group=group))
+        )
+    assert sorted(ep.value for ep in scanned["pydantic"]) == ["mod_p:plugin", "mod_q:plugin"]
+
+
+def test_the_kept_scan_is_given_once_and_not_after_a_folder_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dist(tmp_path, "alpha-1.dist-info", "[pi]\na = mod_a\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    scanned = scan_entry_points(("pi", "pydantic"))
+    assert scanned is not None
+    monkeypatch.setattr(entry_scan, "_kept", (entry_scan._path_state(), scanned))
+    assert [ep.value for ep in entry_scan.take_scanned("pi") or []] == ["mod_a"]
+    assert entry_scan.take_scanned("pi") is None  # once
+    monkeypatch.setattr(entry_scan, "_kept", (entry_scan._path_state(), scanned))
+    os.utime(tmp_path, ns=(0, 0))  # as installing or removing a distribution there would
+    assert entry_scan.take_scanned("pi") is None
+    assert [ep.value for ep in installed_entry_points()] == ["mod_a"]
+
+
+SEED_PROBE = """
+import importlib.metadata, sys
+searches = []
+search = importlib.metadata.entry_points
+def entry_points(**kwargs):
+    searches.append(kwargs)
+    return search(**kwargs)
+importlib.metadata.entry_points = entry_points
+sys.argv = ["pi", *sys.argv[1:]]
+import _pi_entry
+try:
+    _pi_entry.main()
+finally:
+    from pydantic.plugin import _loader
+    print("SEARCHES", searches, sorted(_loader._plugins or ()), file=sys.stderr)
+"""
+
+
+def run_seed_probe(tmp_path: Path, pythonpath: str | None) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "six.txt").write_bytes(b"hello\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    argv = ["call", "read", '{"path": "six.txt"}', "--cwd", str(tmp_path)]
+    return subprocess.run(
+        [sys.executable, "-c", SEED_PROBE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+
+
+def test_pi_call_read_does_not_search_for_pydantic_plugins_when_none_is_installed(
+    tmp_path: Path,
+) -> None:
+    """The scan made before pi's first model finds no ``pydantic`` entry point: pydantic's
+    loader gets its empty result and never runs ``importlib.metadata.entry_points``."""
+    proc = run_seed_probe(tmp_path, None)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "hello\n"
+    assert proc.stderr.splitlines()[-1] == "SEARCHES [] []"
+
+
+def test_an_installed_pydantic_plugin_is_loaded_and_used_as_without_pi(tmp_path: Path) -> None:
+    """A distribution that declares a ``pydantic`` entry point: pydantic searches and loads its
+    plugins itself, and the plugin sees pi's models being built."""
+    site = tmp_path / "site"
+    dist(site, "watcher-1.0.dist-info", "[pydantic]\nwatcher = pydantic_watcher:plugin\n")
+    (site / "pydantic_watcher.py").write_text(
+        "import sys\n"
+        "class Plugin:\n"
+        "    def new_schema_validator(self, schema, schema_type, schema_type_path, *rest):\n"
+        "        if schema_type_path.name == 'ToolResultMessage':\n"
+        "            print('WATCHED ToolResultMessage', file=sys.stderr)\n"
+        "        return None, None, None\n"
+        "plugin = Plugin()\n"
+    )
+    proc = run_seed_probe(tmp_path, str(site))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "hello\n"
+    assert "WATCHED ToolResultMessage" in proc.stderr.splitlines()
+    assert proc.stderr.splitlines()[-1] == (
+        "SEARCHES [{'group': 'pydantic'}] ['pydantic_watcher:plugin']"
+    )

@@ -23,13 +23,10 @@ of a tool call:
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
 import importlib.metadata
 import inspect
 import os
-import pathlib
 import re
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from types import ModuleType
@@ -37,6 +34,7 @@ from typing import IO, Any
 
 import pluggy
 
+import pi_core._entry_scan as entry_scan
 import pi_core.hookspecs as hookspecs
 from pi_core._errors import PluginError
 from pi_core._plugins.caller import Observe, StderrTracer
@@ -259,89 +257,23 @@ def installed_entry_points() -> list[importlib.metadata.EntryPoint]:
 
     ``importlib.metadata`` builds a distribution object and reads ``entry_points.txt`` through
     ``pathlib`` for every installed distribution (80 of them in pi's own environment), which was
-    a tenth of ``pi``'s start-up. :func:`_scan_entry_points` finds the distributions the same way
-    (``sys.path`` in order, ``*.dist-info`` / ``*.egg-info`` folders, the first of each
-    normalised name) with plain ``os`` calls and hands only the ones whose ``entry_points.txt``
-    has a ``[pi]`` section to ``importlib.metadata``; where its rules could differ (another
-    distribution finder on ``sys.meta_path``, a zip or ``.egg`` on ``sys.path``, a name it would
-    read from the metadata, an unreadable file) it returns ``None`` and ``importlib.metadata``
-    does the whole search."""
-    scanned = (
-        _scan_entry_points()
-        if _SCAN_VERSIONS[0] <= sys.version_info[:2] <= _SCAN_VERSIONS[1]
-        else None
-    )
+    a tenth of ``pi``'s start-up. :func:`~pi_core._entry_scan.scan_entry_points` finds
+    the distributions the same way with plain ``os`` calls (the scan made before pi's first
+    model is built, when ``sys.path`` is unchanged since) and hands only the ones whose
+    ``entry_points.txt`` has a ``[pi]`` section to ``importlib.metadata``; where its rules could
+    differ it gives up and ``importlib.metadata`` does the whole search."""
+    scanned = entry_scan.take_scanned(ENTRY_POINT_GROUP)
+    if scanned is None:
+        scanned = _scan_entry_points()
     if scanned is not None:
         return scanned
     return list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
 
 
-_SCAN_VERSIONS = ((3, 11), (3, 13))
-"""The Python versions whose ``importlib.metadata`` discovery :func:`_scan_entry_points` mirrors."""
-
-_DIST_SUFFIXES = (".dist-info", ".egg-info")
-_IGNORED_READ_ERRORS = (
-    FileNotFoundError,
-    IsADirectoryError,
-    KeyError,
-    NotADirectoryError,
-    PermissionError,
-)
-"""What ``PathDistribution.read_text`` turns into "no file"."""
-
-
-_SEPARATORS = re.compile(r"[-_.]+")
-
-
-def _normalize(name: str) -> str:
-    """``importlib.metadata.Prepared.normalize`` (PEP 503, with underscores)."""
-    return _SEPARATORS.sub("-", name).lower().replace("-", "_")
-
-
 def _scan_entry_points() -> list[importlib.metadata.EntryPoint] | None:
-    finders = [f for f in sys.meta_path if getattr(f, "find_distributions", None) is not None]
-    if finders != [importlib.machinery.PathFinder]:
-        return None
-    marker = f"[{ENTRY_POINT_GROUP}]"  # every line that opens the section contains it
-    seen: set[str] = set()
-    found: list[importlib.metadata.EntryPoint] = []
-    for root in sys.path:
-        if not isinstance(root, str) or os.path.basename(root).lower().endswith(".egg"):
-            return None
-        try:
-            children = os.listdir(root or ".")
-        except FileNotFoundError:
-            continue
-        except OSError:  # a file (perhaps a zip) or an unreadable folder
-            return None
-        groups: dict[str, list[str]] = {}  # importlib.metadata's Lookup: by name, in order
-        for child in children:
-            low = child.lower()
-            if not low.endswith(_DIST_SUFFIXES):
-                continue
-            if not child.endswith(_DIST_SUFFIXES) or child.startswith("."):
-                return None  # importlib.metadata would read the name from the metadata
-            normalized = _normalize(low.rpartition(".")[0].partition("-")[0])
-            if not normalized:
-                return None
-            groups.setdefault(normalized, []).append(child)
-        for normalized, members in groups.items():
-            if normalized in seen:
-                continue
-            seen.add(normalized)  # the first distribution of a name wins
-            try:
-                with open(
-                    os.path.join(root, members[0], "entry_points.txt"), encoding="utf-8"
-                ) as file:
-                    text = file.read()
-            except _IGNORED_READ_ERRORS:
-                continue
-            except (OSError, UnicodeDecodeError):
-                return None
-            if marker in text:
-                dist = importlib.metadata.PathDistribution(pathlib.Path(root, members[0]))
-                found.extend(dist.entry_points.select(group=ENTRY_POINT_GROUP))
-    return found
+    """A new scan of the ``pi`` group (:func:`~pi_core._entry_scan.scan_entry_points`)."""
+    scanned = entry_scan.scan_entry_points((ENTRY_POINT_GROUP,))
+    return None if scanned is None else scanned[ENTRY_POINT_GROUP]
 
 
 class _EntryPointOrigin(PluginOrigin):
@@ -508,7 +440,7 @@ PI_DISTRIBUTIONS = ("pi-tool-core", "pi-builtin-tools", "pi-sandbox-plugin")
 without third-party autoloading only their plugins autoload."""
 
 
-_PI_NORMALIZED = frozenset(_normalize(name) for name in PI_DISTRIBUTIONS)
+_PI_NORMALIZED = frozenset(entry_scan.normalize(name) for name in PI_DISTRIBUTIONS)
 
 
 def _is_pi_distribution(ep: importlib.metadata.EntryPoint) -> bool:
@@ -518,7 +450,7 @@ def _is_pi_distribution(ep: importlib.metadata.EntryPoint) -> bool:
     if ep.dist is None:
         return False
     name = getattr(ep.dist, "_normalized_name", None) or ep.dist.name
-    return _normalize(name) in _PI_NORMALIZED
+    return entry_scan.normalize(name) in _PI_NORMALIZED
 
 
 def installed_plugins() -> list[tuple[str, str | None, str | None]]:

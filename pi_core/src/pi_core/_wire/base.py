@@ -12,6 +12,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from pi_core._entry_scan import seed_pydantic_plugins
+
+seed_pydantic_plugins()  # before the first model: pydantic looks for its plugins then
+
 
 def empty_list() -> list[Any]:
     """``[]``: the default factory of the list fields of wire models (``Field(default_factory=
