@@ -265,6 +265,90 @@ async def test_resolving_keeps_call_order(
     assert log == ["first", "second"]
 
 
+async def test_resolutions_run_together_and_register_in_call_order(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Each call's path resolution starts when the call is made, alongside the earlier calls'
+    (a batch's resolutions share worker-thread hops), and the calls still run in call order."""
+    target = str(tmp_path / "f")
+    log: list[str] = []
+
+    def resolver(name: str, delay: float):
+        async def resolve() -> str:
+            log.append(f"{name}:resolving")
+            await trio.sleep(delay)
+            log.append(f"{name}:resolved")
+            return target
+
+        return resolve
+
+    def fn(name: str):
+        async def run(path: str) -> None:
+            log.append(f"{name}:runs")
+
+        return run
+
+    async with trio.open_nursery() as nursery:
+        for name, delay in (("first", 0.05), ("second", 0.03), ("third", 0.0)):
+            await nursery.start(
+                _in_order, with_file_mutation_queue_resolving, resolver(name, delay), fn(name)
+            )
+    assert log == [
+        "first:resolving",
+        "second:resolving",
+        "third:resolving",
+        "third:resolved",
+        "second:resolved",
+        "first:resolved",
+        "first:runs",
+        "second:runs",
+        "third:runs",
+    ]
+    assert default_queue.statistics() == {"keys": 0, "registered": {}}
+
+
+async def test_a_call_cancelled_while_resolving_keeps_the_order_of_the_others(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A call cancelled before it registered leaves its turn: the call after it still waits
+    for the one before it, and the cancelled one never runs."""
+    queue = FileMutationQueue()
+    target = str(tmp_path / "f")
+    log: list[str] = []
+
+    def resolver(delay: float):
+        async def resolve() -> str:
+            await trio.sleep(delay)
+            return target
+
+        return resolve
+
+    def fn(name: str):
+        async def run(path: str) -> None:
+            log.append(name)
+
+        return run
+
+    middle = trio.CancelScope()
+
+    async def run_middle(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        with middle:
+            await queue.run_resolving(resolver(1.0), fn("middle"))
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(_in_order, queue.run_resolving, resolver(0.05), fn("first"))
+        await nursery.start(run_middle)
+        await nursery.start(_in_order, queue.run_resolving, resolver(0.0), fn("last"))
+        await trio.sleep(0.01)
+        assert log == []
+        middle.cancel()
+        await trio.sleep(0.01)
+        assert log == []  # "last" waits for "first", still resolving
+    assert log == ["first", "last"]
+    assert queue.statistics() == {"keys": 0, "registered": {}}
+
+
 async def test_resolve_error_queues_nothing(tmp_path: Path) -> None:
     async def resolve() -> str:
         raise OSError(2, "nope")
@@ -300,13 +384,30 @@ async def test_explicit_key(autojump_clock: trio.testing.MockClock) -> None:
     assert log == ["a:start", "a:end", "b:start", "b:end"]
 
 
-async def test_tool_path_queue_keys_on_the_backends_realpath(tmp_path: Path) -> None:
+class _TwoStepOps:
+    """A backend of ``stat`` and ``realpath`` only (no ``resolve_for_mutation``)."""
+
+    def __init__(self) -> None:
+        from pi_builtin_tools.files.local import LocalFileOperations
+
+        self.local = LocalFileOperations()
+
+    async def stat(self, path: str) -> Any:
+        return await self.local.stat(path)
+
+    async def realpath(self, path: str) -> str:
+        return await self.local.realpath(path)
+
+
+@pytest.mark.parametrize("backend", ["local", "two steps"])
+async def test_tool_path_queue_keys_on_the_backends_realpath(tmp_path: Path, backend: str) -> None:
     """with_tool_path_mutation_queue: the exact name first (U+00A0 kept when such a file
-    exists), space-normalised otherwise, symlinks resolved through the backend."""
+    exists), space-normalised otherwise, symlinks resolved through the backend; the local
+    backend's one-step ``resolve_for_mutation`` gives what ``stat`` and ``realpath`` give."""
     from pi_builtin_tools.files.local import LocalFileOperations
     from pi_core._backend_kit.mutation_queue import with_tool_path_mutation_queue
 
-    ops = LocalFileOperations()
+    ops: Any = LocalFileOperations() if backend == "local" else _TwoStepOps()
     (tmp_path / "a\u00a0b.txt").write_text("x")
     os.symlink("a\u00a0b.txt", tmp_path / "alias.txt")
     seen: list[tuple[str, dict[str, Any]]] = []

@@ -4,6 +4,7 @@ long way gives."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -29,6 +30,77 @@ from pi_core._plugins.markers import hookimpl
 def test_json_text_exact(value: Any, expected: str) -> None:
     assert json_text(value) == expected
     assert json.loads(json_text(value)) == value
+
+
+def _json_text_the_long_way(value: Any) -> str:
+    """What ``json_text`` gave with ``json.dumps`` alone (before the pydantic serializer)."""
+    import re
+
+    from pi_core._cli.output import _RAW_CONTROLS
+
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    assert isinstance(_RAW_CONTROLS, re.Pattern)
+    return _RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class _Text(str):
+    pass
+
+
+class _Number(int):
+    def __repr__(self) -> str:
+        return "0"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        # every code point outside the surrogates, as a value and as a key
+        [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000],
+        {chr(c): chr(c) for c in range(0x3000)},
+        [1e-05, 1e16, 0.1, 2.0, float("nan"), float("inf"), -0.0],
+        {"usage": {"cost": 1e-05, "tokens": 3}},
+        [2**63, -(2**63) - 1, 2**64, -(2**64), 10**40, True, False, None, [], {}, [[[]]]],
+        {"lone": "\udfff", "ok": "\u00e9"},
+        {1: "int key", "2": "str key"},
+        [_Text("a str subclass"), _Number(7)],
+        ("a tuple", ["inside"]),
+        functools.reduce(lambda inner, _: [inner], range(200), ["deep"]),
+    ],
+    ids=[
+        "code points",
+        "keys",
+        "floats",
+        "float inside",
+        "ints",
+        "surrogates",
+        "int keys",
+        "subclasses",
+        "tuple",
+        "deep",
+    ],
+)
+def test_json_text_is_json_dumps_text(value: Any) -> None:
+    """The compact line goes through pydantic's serializer only for values it writes as
+    ``json.dumps`` does: every other value (floats, subclasses, tuples, non-str keys, lone
+    surrogates, deep nesting) gives the same text as before."""
+    assert json_text(value) == _json_text_the_long_way(value)
+
+
+def test_dump_json_is_json_dumps() -> None:
+    """``pi_core.dump_json``: ``json.dumps``'s compact text, or its exception."""
+    from pi_core import dump_json
+
+    for value in ([1e-05, "\u00e9\x7f", {"k": [None, 2**70]}], {"lone": "\ud800"}):
+        assert dump_json(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    with pytest.raises(ValueError, match="integer string conversion"):
+        dump_json([10**5000])  # more digits than str() converts
+    with pytest.raises(TypeError):
+        dump_json({"bytes": b"x"})
 
 
 def test_json_text_indent_unchanged() -> None:

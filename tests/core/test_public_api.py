@@ -67,6 +67,7 @@ DOOR_NAMES = {
     "format_config_error",
     "format_size",
     "js_number_to_string",
+    "dump_json",
     "parse_json",
     "load_config",
     "make_plugin_manager",

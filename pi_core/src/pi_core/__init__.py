@@ -99,6 +99,7 @@ from pi_core._tools.definition import (
 from pi_core._tools.exposure import ToolSet
 from pi_core._tools.format import format_size
 from pi_core._tools.validation import js_number_to_string
+from pi_core._wire.json_dump import dump_json
 from pi_core._wire.json_parse import parse_json
 from pi_core._wire.messages import (
     AgentToolResult,
@@ -181,6 +182,7 @@ __all__ = [
     "checkpoint_sessions",
     "config_file",
     "current_tool_context",
+    "dump_json",
     "find_config",
     "format_config_error",
     "format_size",

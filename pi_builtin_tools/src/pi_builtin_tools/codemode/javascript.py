@@ -72,6 +72,7 @@ from pi_core import (
     ToolError,
     ToolLoadout,
     current_tool_context,
+    dump_json,
 )
 
 DESCRIPTION_INTRO = CODEMODE_DESCRIPTION_INTRO
@@ -117,7 +118,7 @@ def _truncate_text(text: str, max_chars: int) -> str:
 
 def _js_json(value: Any) -> str:
     """``JSON.stringify(value)``: compact, non-ASCII kept."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return dump_json(value)
 
 
 def preview_args(args: Any) -> str:
@@ -371,7 +372,7 @@ class _Script:
         lock = trio.Lock()
 
         async def send(message: dict[str, Any]) -> None:
-            data = json.dumps(message, ensure_ascii=False) + "\n"
+            data = dump_json(message) + "\n"
             async with lock:
                 try:
                     await stdin.send_all(data.encode("utf-8", "surrogatepass"))

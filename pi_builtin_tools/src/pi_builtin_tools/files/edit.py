@@ -390,8 +390,12 @@ async def _check_and_read(operations: FileOperations, absolute: str, path: str) 
 
 
 def _decodable_whole(data: bytes) -> bool:
-    """Whether the decoded-text path may take ``data`` (:data:`MAX_EDIT_FILE_BYTES`)."""
-    return len(data) <= MAX_EDIT_FILE_BYTES and data.count(b"\n") < MAX_EDIT_FILE_LINES
+    """Whether the decoded-text path may take ``data`` (:data:`MAX_EDIT_FILE_BYTES`); fewer
+    bytes than :data:`MAX_EDIT_FILE_LINES` hold fewer newlines, uncounted."""
+    size = len(data)
+    return size <= MAX_EDIT_FILE_BYTES and (
+        size < MAX_EDIT_FILE_LINES or data.count(b"\n") < MAX_EDIT_FILE_LINES
+    )
 
 
 def _utf8_without_cr(data: bytes) -> int | None:
@@ -593,8 +597,6 @@ def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: st
         )
     old_mid = data[prefix_end:suffix_start].decode()
     new_mid = (data[prefix_end:first] + changed + data[last_end:suffix_start]).decode()
-    old_lines = data.count(b"\n", bom) + 1
-    new_lines = old_lines - data.count(b"\n", first, last_end) + changed.count(b"\n")
     limit = None if _decodable_whole(data) else MAX_EDIT_REGION_CHARS
     try:
         display = line_diff_of_region(
@@ -605,8 +607,6 @@ def _edit_bytes(data: bytes, bom: int, edits: Sequence[dict[str, str]], path: st
             new_mid,
             suffix_start,
             len(data),
-            old_lines=old_lines,
-            new_lines=new_lines,
             max_chars=limit,
         )
     except DiffTooLarge:

@@ -806,10 +806,9 @@ class _TextRun(_Run):
     def __init__(self, text: Text, start: int, end: int) -> None:
         self._text, self._start, self._end = text, start, end
         nl = _newline(text)
+        self.newlines = text.count(nl, start, end) if end > start else 0
         self.count = (
-            0
-            if end <= start
-            else text.count(nl, start, end) + (0 if text.endswith(nl, start, end) else 1)
+            0 if end <= start else self.newlines + (0 if text.endswith(nl, start, end) else 1)
         )
 
     def head(self, k: int) -> list[str]:
@@ -873,8 +872,8 @@ def line_diff_of_region(
     suffix_start: int,
     end: int,
     *,
-    old_lines: int,
-    new_lines: int,
+    old_lines: int | None = None,
+    new_lines: int | None = None,
     max_chars: int | None = None,
 ) -> LineDiff:
     """The line diff of ``old = text[start:prefix_end] + old_mid + text[suffix_start:end]`` and
@@ -888,6 +887,8 @@ def line_diff_of_region(
     then matches that line with itself, and no snake leaves the middles' box except at its
     corner, so Myers' search inside the box is the same); until then its first line moves into
     both middles. ``max_chars``: raise :class:`DiffTooLarge` when the middles grow beyond it.
+    ``old_lines``/``new_lines``: the texts' line counts when the caller knows them, else
+    counted here from the runs (the prefix and suffix are counted once either way).
     """
     nl = _newline(text)
     old_tokens = tokenize_lines(old_mid)
@@ -917,10 +918,16 @@ def line_diff_of_region(
         else:
             runs.append(run)
 
-    add(_TextRun(text, start, prefix_end))
+    prefix = _TextRun(text, start, prefix_end)
+    suffix = _TextRun(text, suffix_start, end)
+    if old_lines is None:
+        old_lines = prefix.newlines + sum(t.count("\n") for t in old_tokens) + suffix.newlines + 1
+    if new_lines is None:
+        new_lines = prefix.newlines + sum(t.count("\n") for t in new_tokens) + suffix.newlines + 1
+    add(prefix)
     for tokens, added, removed in _diff_tokens(old_tokens, new_tokens):
         add(_TokenRun(tokens, added, removed))
-    add(_TextRun(text, suffix_start, end))
+    add(suffix)
     return LineDiff(runs, old_lines, new_lines)
 
 

@@ -242,6 +242,22 @@ def _scan_file(
         os.close(fd)
 
 
+def _resolve_for_mutation(candidates: Sequence[str], fallback: str) -> tuple[str, str]:
+    """:meth:`LocalFileOperations.resolve_for_mutation` in one worker-thread call."""
+    path = fallback
+    for candidate in candidates:
+        try:
+            os.stat(candidate)
+        except OSError:
+            continue
+        path = candidate
+        break
+    try:
+        return path, os.path.realpath(path)
+    except OSError:
+        return path, path
+
+
 class _Job:
     """One blocking call queued on a :class:`_Lane`."""
 
@@ -467,6 +483,22 @@ class LocalFileOperations:
                 _read_head, candidates, fallback, whole_limit, head_size, self.check_opened
             )
         )
+
+    async def resolve_for_mutation(self, path: str, cwd: str) -> tuple[str, str] | None:
+        """``(resolved, key)`` of a mutating tool's ``path`` argument in **one** worker-thread
+        call shared with the other calls waiting (optional: a backend without it gets the same
+        from ``resolve_existing_path(path, cwd, ops, for_read=False)`` and ``realpath``, see
+        :func:`~pi_core._backend_kit.mutation_queue.with_tool_path_mutation_queue`).
+
+        ``None`` when a subclass overrides ``stat`` or ``realpath``: the caller uses those."""
+        cls = type(self)
+        if cls.stat is not LocalFileOperations.stat or (
+            cls.realpath is not LocalFileOperations.realpath
+        ):
+            return None
+        candidates = path_candidates(path, cwd, for_read=False)
+        fallback = resolve_to_cwd(path, cwd)
+        return await self._lane.run(functools.partial(_resolve_for_mutation, candidates, fallback))
 
     async def scan_bytes(
         self,

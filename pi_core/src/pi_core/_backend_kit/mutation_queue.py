@@ -16,10 +16,12 @@ Key: ``os.path.realpath`` of the absolute path: the real path for an existing fi
 and its target share one queue) and the resolved absolute path otherwise. A backend whose files
 are elsewhere (SSH, containers) passes its own ``key`` (e.g. its ``realpath``).
 
-Order: calls register in the order they were made (a FIFO registration lock, taken without
-waiting when free; trio's :class:`trio.Lock` hands over in FIFO order). A tool whose path takes
-awaiting to resolve uses :func:`with_file_mutation_queue_resolving`, which resolves under that
-lock, so resolution cannot reorder calls.
+Order: calls register in the order they were made. Each call takes its turn when it is made
+(before it awaits anything); a tool whose path takes awaiting to resolve uses
+:func:`with_file_mutation_queue_resolving`, whose resolution runs at once, alongside the
+resolution of the calls made before and after it (a batch of edits resolves its paths in a few
+worker-thread hops), and registers only once every earlier call has registered or given up, so
+resolution cannot reorder calls.
 
 One way to key a tool's ``path`` argument: :func:`with_tool_path_mutation_queue` resolves it with
 :func:`pi_core._backend_kit.paths.resolve_existing_path` (``for_read=False``: the exact name first, then
@@ -137,6 +139,18 @@ class _Group:
         self.error: BaseException | None = None
 
 
+class _Turn:
+    """A call's place in the registration order (see :meth:`FileMutationQueue._register_in_turn`):
+    a node of the chain of calls not yet registered."""
+
+    __slots__ = ("done", "next", "prev")
+
+    def __init__(self, prev: _Turn | None) -> None:
+        self.prev = prev
+        self.next: _Turn | None = None
+        self.done = trio.Event()
+
+
 class _Entry:
     """One registered call: a node of its key's FIFO chain."""
 
@@ -194,7 +208,7 @@ class FileMutationQueue:
 
     def __init__(self, *, interprocess: bool = False) -> None:
         self._tails: dict[str, _Entry] = {}
-        self._registration = trio.Lock()
+        self._last_turn: _Turn | None = None
         self._interprocess = interprocess
 
     @staticmethod
@@ -329,8 +343,11 @@ class FileMutationQueue:
         """Run ``await fn()`` after every earlier call with the same key; see the module doc.
         ``group``: calls of equal ``group`` queued one after another on a key may share one
         write (:func:`stage_file_write`)."""
-        async with self._registration:
-            entry = self._register(key if key is not None else self.key_for(path), group)
+
+        async def find() -> tuple[str, str]:
+            return path, key if key is not None else self.key_for(path)
+
+        entry, _ = await self._register_in_turn(find, group)
         return await self._run_entry(entry, fn)
 
     async def run_resolving(
@@ -342,15 +359,55 @@ class FileMutationQueue:
         group: Hashable | None = None,
     ) -> T:
         """Like :meth:`run` for a path that takes awaiting to find (e.g. through a backend's
-        ``stat``): ``await resolve()`` runs under the registration lock, so calls still queue in
-        the order they were made; then ``await fn(path)`` runs in turn and its result is
-        returned. ``key`` (default :meth:`key_for`) maps the resolved path to the queue key, also
-        under the lock. An exception of ``resolve`` or ``key`` propagates and nothing is
-        queued."""
-        async with self._registration:
+        ``stat``): ``await resolve()`` runs at once, then ``key`` (default :meth:`key_for`)
+        maps the resolved path to the queue key; the call registers in the order the calls
+        were made, once every earlier one has registered (or given up), so calls still queue
+        in call order; then ``await fn(path)`` runs in turn and its result is returned. An
+        exception of ``resolve`` or ``key`` propagates and nothing is queued."""
+
+        async def find() -> tuple[str, str]:
             path = await resolve()
-            entry = self._register(self.key_for(path) if key is None else await key(path), group)
+            return path, self.key_for(path) if key is None else await key(path)
+
+        return await self.run_found(find, fn, group=group)
+
+    async def run_found(
+        self,
+        find: Callable[[], Awaitable[tuple[str, str]]],
+        fn: Callable[[str], Awaitable[T]],
+        *,
+        group: Hashable | None = None,
+    ) -> T:
+        """:meth:`run_resolving` with one step that finds both the path and its queue key
+        (``await find()`` gives ``(path, key)``): a backend that resolves both in one
+        round trip."""
+        entry, path = await self._register_in_turn(find, group)
         return await self._run_entry(entry, lambda: fn(path))
+
+    async def _register_in_turn(
+        self, find: Callable[[], Awaitable[tuple[str, str]]], group: Hashable | None
+    ) -> tuple[_Entry, str]:
+        """Take a turn now (call order), ``await find()`` alongside the other calls' finding,
+        then register on the key found once every earlier turn is over. A call cancelled or
+        failing before it registers leaves its turn and queues nothing; the calls after it
+        then wait for the ones before it."""
+        turn = _Turn(self._last_turn)
+        if turn.prev is not None:
+            turn.prev.next = turn
+        self._last_turn = turn
+        try:
+            path, key = await find()
+            while turn.prev is not None:
+                await turn.prev.done.wait()
+            return self._register(key, group), path
+        finally:
+            if turn.next is not None:
+                turn.next.prev = turn.prev
+            if turn.prev is not None:
+                turn.prev.next = turn.next
+            if self._last_turn is turn:
+                self._last_turn = turn.prev
+            turn.done.set()
 
     def statistics(self) -> dict[str, Any]:
         """``{"keys": number of files with registered calls, "registered": {key: calls}}``."""
@@ -404,20 +461,25 @@ async def with_tool_path_mutation_queue(
     ``path`` is ``resolve_existing_path(raw_path, cwd, operations, for_read=False)`` (port
     decision 9); the key is ``operations.realpath(path)`` (symlinks resolved, the missing rest
     kept; ``path`` itself if that fails). This is the one way every mutating tool (edit, write,
-    third-party tools) keys the queue. ``group``: see :meth:`FileMutationQueue.run` and
+    third-party tools) keys the queue. A backend with the optional
+    ``resolve_for_mutation(raw_path, cwd)`` finds both in one step (``None``: it cannot, the
+    two steps above are taken). ``group``: see :meth:`FileMutationQueue.run` and
     :func:`stage_file_write`. Returns ``fn``'s result; raises its exception.
     """
+    resolve_for_mutation = getattr(operations, "resolve_for_mutation", None)
 
-    async def resolve() -> str:
-        return await resolve_existing_path(raw_path, cwd, operations, for_read=False)
-
-    async def key(path: str) -> str:
+    async def find() -> tuple[str, str]:
+        if callable(resolve_for_mutation):
+            found = await resolve_for_mutation(raw_path, cwd)
+            if found is not None:
+                return found
+        path = await resolve_existing_path(raw_path, cwd, operations, for_read=False)
         try:
-            return await operations.realpath(path)
+            return path, await operations.realpath(path)
         except OSError:
-            return path
+            return path, path
 
-    return await default_queue.run_resolving(resolve, fn, key=key, group=group)
+    return await default_queue.run_found(find, fn, group=group)
 
 
 async def run_shielded(fn: Callable[..., Awaitable[T]], *args: Any) -> T:

@@ -93,6 +93,10 @@ def entry_from_stat(st: os.stat_result, target: str | None = None) -> TreeEntry:
     )
 
 
+_JUDGED_PATHS = 4096
+"""Most paths a :class:`PathFilter` remembers the judgement of."""
+
+
 class PathFilter:
     """Which relative paths a workspace tree leaves out: any component named in
     :data:`ALWAYS_EXCLUDED`, and each pattern of ``patterns``: one without ``/`` matches a
@@ -112,6 +116,9 @@ class PathFilter:
         self.paths = tuple(dict.fromkeys(paths))
         self._literal_names = frozenset(n for n in self.names if not _is_glob(n))
         self._glob_names = tuple(n for n in self.names if _is_glob(n))
+        self._judged: dict[str, bool] = {}
+        """:meth:`excludes` of the paths asked so far (the checkpoints ask it of a batch's one
+        file at each of its calls), at most :data:`_JUDGED_PATHS` of them."""
 
     def excludes_name(self, name: str) -> bool:
         """Whether a component named ``name`` is excluded wherever it is."""
@@ -121,6 +128,14 @@ class PathFilter:
 
     def excludes(self, rel: str) -> bool:
         """Whether ``rel`` (or a directory above it) is excluded."""
+        judged = self._judged.get(rel)
+        if judged is None:
+            judged = self._excludes(rel)
+            if len(self._judged) < _JUDGED_PATHS:
+                self._judged[rel] = judged
+        return judged
+
+    def _excludes(self, rel: str) -> bool:
         parts = rel.split("/")
         if any(self.excludes_name(part) for part in parts):
             return True

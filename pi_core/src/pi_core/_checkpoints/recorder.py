@@ -161,6 +161,9 @@ class SessionCheckpoints:
         self._session_written = False
         self._closed = False
         self._observing: int | None = None
+        self._last_staged: tuple[str, tuple[Any, ...], State] | None = None
+        """``(rel, pieces, state)`` of the staged content :meth:`_look_staged` saw last: the
+        next call of a group is handed the same pieces, already hashed."""
         self.too_large = False
         """The workspace has more than ``max_files`` entries, or more content to keep than
         ``max_bytes``: shell calls are not recorded."""
@@ -710,6 +713,17 @@ class SessionCheckpoints:
         self._observing = record.ordinal
         old = self._index.get(rel)
         pieces = [staged] if isinstance(staged, bytes | bytearray | memoryview) else list(staged)
+        last = self._last_staged
+        if (
+            last is not None
+            and last[0] == rel
+            and old is not None
+            and old.state is last[2]
+            and len(last[1]) == len(pieces)
+            and all(a is b for a, b in zip(last[1], pieces, strict=True))
+        ):
+            return  # the same immutable pieces as the state recorded last: no change
+        self._last_staged = None
         size = sum(len(piece) for piece in pieces)
         mode = old.state.mode if old is not None and old.state is not None else 0o644
         base = old.state.digest if old is not None and old.state is not None else None
@@ -730,6 +744,11 @@ class SessionCheckpoints:
             self._keep(state.digest, data, base)
         self._event(rel, old.state if old is not None else None, state, call)
         self._set(rel, _Item(state, None, staged=old.staged if old is not None else False))
+        if all(
+            isinstance(piece, bytes) or (isinstance(piece, memoryview) and piece.readonly)
+            for piece in pieces
+        ):
+            self._last_staged = (rel, tuple(pieces), state)
 
     # -- the store (sync) ------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import re
 from typing import IO, Any
 
 from pi_core._cli.terminal import BIDI_CONTROLS
+from pi_core._wire.json_dump import dump_json
 
 _RAW_CONTROLS = re.compile("[\u007f-\u009f" + "".join(chr(c) for c in BIDI_CONTROLS) + "]")
 
@@ -20,7 +21,10 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
     and DEL, C1 controls and bidi controls are escaped here (``\\u009b``, ``\\u202e``): the
     same JSON value, safe on a terminal."""
     separators = (",", ":") if indent is None else (",", ": ")
-    text = json.dumps(value, ensure_ascii=False, separators=separators, indent=indent)
+    if indent is None:
+        text = dump_json(value)
+    else:
+        text = json.dumps(value, ensure_ascii=False, separators=separators, indent=indent)
     if text.isascii():  # O(1): no surrogate, and DEL is the only such character possible
         if "\x7f" not in text:
             return text
