@@ -125,7 +125,9 @@ def stdio_server(name: str, command: str, *args: str, extra: str = "") -> str:
     )
 
 
-def test_server(extra: str = "timeout = 5\n") -> str:
+def test_server(extra: str = "timeout = 60\n") -> str:
+    # 60 s: the SDK server's start (its imports take over a second of CPU) on a machine whose
+    # cores pytest -n saturates; the tests that time a timeout set their own
     return stdio_server("t", sys.executable, str(TEST_SERVER), extra=extra)
 
 
@@ -493,7 +495,7 @@ def test_a_server_that_exits_at_once_or_hangs_at_start_is_an_error_naming_it(pi:
 def test_pi_mcp_list_shows_state_and_tools(pi: Pi) -> None:
     pi.mode_file.write_text("")
     pi.config(
-        test_server('timeout = 5\ntool_exposure = { "greet" = "direct", "a*" = "hidden" }\n')
+        test_server('timeout = 60\ntool_exposure = { "greet" = "direct", "a*" = "hidden" }\n')
         + stdio_server("off", "nowhere", extra="enabled = false")
         + stdio_server("gone", "/nonexistent/mcp-server", extra='exposure = "deferred"')
     )

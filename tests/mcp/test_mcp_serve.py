@@ -932,7 +932,7 @@ async def test_a_client_that_disconnects_mid_call_leaves_no_process(
     project: Path, backend: str, require_program: Any, request: Any
 ) -> None:
     config = backend_config(project, backend, require_program, request)
-    marker = f"sleep 30{os.getpid() % 100:02d}.5"
+    marker = f"sleep 30{os.getpid() % 100:02d}.{len(backend)}5"  # a test process runs both
     call = {
         "jsonrpc": "2.0",
         "id": 2,
@@ -968,7 +968,7 @@ async def test_a_cancelled_call_leaves_no_process_on_sandbox_backends(
     project: Path, backend: str, require_program: Any, request: Any
 ) -> None:
     config = backend_config(project, backend, require_program, request)
-    marker = f"sleep 31{os.getpid() % 100:02d}.5"
+    marker = f"sleep 31{os.getpid() % 100:02d}.{len(backend)}5"  # a test process runs both
     with trio.fail_after(120):
         async with stdio_session(project, config=config) as session:
             async with trio.open_nursery() as nursery:

@@ -5,7 +5,10 @@ timeout)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
 import stat
 import subprocess
 from collections.abc import Callable
@@ -253,6 +256,69 @@ async def test_no_process_survives_cancellation(tmp_path: Path) -> None:
             nursery.cancel_scope.cancel()
     living = sandboxed_processes(os.getpid()).values()
     assert [cmd for _, cmd in living if "sleep 304" in cmd] == []
+
+
+def living_with(marker: str) -> list[int]:
+    """The pids of the living processes whose command line holds ``marker``."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in cmdline.replace(b"\0", b" ") and state not in "ZX":
+            found.append(int(name))
+    return found
+
+
+@pytest.mark.parametrize("end", ["cancel", "timeout"])
+async def test_the_sandbox_ends_even_before_its_death_signal_is_set(
+    tmp_path: Path, end: str
+) -> None:
+    """bwrap's ``--die-with-parent`` takes hold only once the sandbox's init has left bwrap's
+    process group (``--new-session``) and set its death signal: bwrap killed in between left the
+    whole sandbox running (a client that went away as its call started, under load). A bwrap
+    that never sets it stands for that moment here: the sandbox must still end."""
+    real = shutil.which("bwrap")
+    wrapper = tmp_path / "bin" / "bwrap"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        '#!/bin/bash\nargs=()\nfor a in "$@"; do\n'
+        '  [ "$a" = --die-with-parent ] || args+=("$a")\ndone\n'
+        f'exec {real} "${{args[@]}}"\n'
+    )
+    wrapper.chmod(0o755)
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    ops = BwrapBackend(str(workspace), bwrap=str(wrapper))
+    marker = f"sleep 305{len(end)}.5"
+    recorder = Recorder()
+    try:
+        with trio.move_on_after(20):
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    with contextlib.suppress(CommandTimeout):
+                        await ops.exec(
+                            f"echo ready; {marker}",
+                            str(workspace),
+                            on_data=recorder,
+                            timeout=1 if end == "timeout" else None,
+                        )
+
+                nursery.start_soon(call)
+                await recorder.wait_for(b"ready")
+                if end == "cancel":
+                    nursery.cancel_scope.cancel()
+        with trio.move_on_after(5):
+            while living_with(marker):  # noqa: ASYNC110 (polls /proc)
+                await trio.sleep(0.05)
+        assert living_with(marker) == []
+    finally:
+        for pid in living_with(marker):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 async def test_missing_bwrap_fails_every_call(tmp_path: Path) -> None:

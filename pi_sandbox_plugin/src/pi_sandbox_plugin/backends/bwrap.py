@@ -40,9 +40,11 @@ temporary file: ``SHELL -c ". /dev/fd/N"``). bwrap's own init
 is PID 1 of the sandbox: when the shell exits, bwrap exits with its code (``128 + N`` for signal
 ``N``) and the kernel kills everything left in the PID namespace, so background jobs
 (``server &``) end with the command that started them (unlike the local backend). On timeout or
-cancellation bwrap's process group gets ``SIGKILL``; ``--die-with-parent`` then kills the
-sandbox's init and with it every process of the namespace, whatever session or process group it
-moved to.
+cancellation the sandbox's init (PID 1 of the namespace, whose host pid bwrap reports on
+``--info-fd``) gets ``SIGKILL`` first, which ends every process of the namespace, whatever
+session or process group it moved to; then bwrap's process group. ``--die-with-parent`` alone
+would not do: the init sets its death signal only after it left bwrap's process group
+(``--new-session``), and a bwrap killed in between left the sandbox running.
 
 **File tools** run inside the same kind of sandbox (:class:`~pi_sandbox_plugin.backends.shell_files.
 ShellFileOperations`: one short ``bash`` script per operation, ``rg`` for grep and find), so they
@@ -57,14 +59,17 @@ with its text as an error result) naming the reason; nothing ever runs unsandbox
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -100,6 +105,107 @@ def _default_rg() -> str:
 
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+class _SandboxInit:
+    """The host pid of a sandbox's init, from bwrap's ``--info-fd`` (see the module): ``argv``
+    and ``pass_fds`` add the descriptor to bwrap's command, ``started`` closes pi's copy of its
+    writing end once bwrap runs, ``kill`` ends the sandbox, ``close`` the reading end."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        return [argv[0], "--info-fd", str(self._write), *argv[1:]]
+
+    def pass_fds(self, others: Sequence[int] = ()) -> tuple[int, ...]:
+        return (*others, self._write)
+
+    def started(self) -> None:
+        if self._write >= 0:
+            os.close(self._write)
+            self._write = -1
+
+    def close(self) -> None:
+        self.started()
+        if self._read >= 0:
+            os.close(self._read)
+            self._read = -1
+
+    async def kill(self, process: trio.Process) -> None:
+        """``SIGKILL`` the sandbox's init, then bwrap's process group. The init's pid is read
+        once bwrap wrote it (right after it cloned the init; at most :data:`INFO_WAIT` seconds,
+        end of file when bwrap failed before) and signalled through a pidfd only while it is
+        still bwrap's child (bwrap, not reaped, keeps it from being reaped)."""
+        self.started()  # bwrap runs: only its copy of the writing end may hold the pipe open
+        init = None
+        if self._read >= 0:
+            with trio.move_on_after(INFO_WAIT):
+                init = await _read_child_pid(self._read)
+        if init is not None and process.poll() is None:
+            with contextlib.suppress(OSError):
+                pidfd = os.pidfd_open(init)
+                try:
+                    if _parent_of(init) == process.pid:
+                        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                finally:
+                    os.close(pidfd)
+        await kill_process_group(process)
+
+
+INFO_WAIT = 5.0
+"""Seconds :meth:`_SandboxInit.kill` waits for bwrap to report its init's pid."""
+
+
+async def _read_child_pid(fd: int) -> int | None:
+    """The ``child-pid`` of bwrap's info, once the JSON object is whole; ``None`` at the pipe's
+    end of file without it (the descriptor is left open)."""
+    data = b""
+    os.set_blocking(fd, False)
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            continue
+        data += chunk
+        try:
+            pid = json.loads(data).get("child-pid")
+        except (ValueError, AttributeError):
+            if chunk:
+                continue
+            return None
+        return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1 else None
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            return int(file.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+async def _run_sandboxed(
+    argv: Sequence[str], *, stdin: Any, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """``trio.run_process`` of a bwrap command line (output captured, no check) whose
+    cancellation ends the sandbox as :meth:`_SandboxInit.kill` does."""
+    info = _SandboxInit()
+    try:
+        return await trio.run_process(
+            info.argv(argv),
+            stdin=stdin,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env=env,
+            start_new_session=True,
+            pass_fds=info.pass_fds(),
+            deliver_cancel=info.kill,
+        )
+    finally:
+        info.close()
 
 
 class BwrapBackend(ShellFileOperations):
@@ -223,14 +329,9 @@ class BwrapBackend(ShellFileOperations):
             )
         sandbox = await trio.to_thread.run_sync(self.sandbox_args)
         try:
-            result = await trio.run_process(
+            result = await _run_sandboxed(
                 [*sandbox, "--chdir", "/", "--", self.shell, "-c", ":"],
                 stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-                start_new_session=True,
-                deliver_cancel=kill_process_group,
             )
         except OSError as exc:
             raise SandboxUnavailable(f"bubblewrap cannot start: {exc}") from exc
@@ -297,32 +398,40 @@ class BwrapBackend(ShellFileOperations):
             sandbox += ["--bind", proxy_socket, PROXY_SOCKET]
             argv = bridge_argv(self.python, PROXY_SOCKET, PORT, argv)
             env = {**(os.environ if env is None else env), **proxy_environment(PORT)}
+        info = _SandboxInit()
         try:
             process = await trio.lowlevel.open_process(
-                [*sandbox, "--chdir", cwd, "--", *argv],
+                info.argv([*sandbox, "--chdir", cwd, "--", *argv]),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 env=dict(env) if env is not None else None,
                 start_new_session=True,
-                pass_fds=() if script is None else (script.fileno(),),
+                pass_fds=info.pass_fds(() if script is None else (script.fileno(),)),
             )
+        except BaseException:
+            info.close()
+            raise
         finally:
             if script is not None:
                 script.close()
+        info.started()
 
         async def kill() -> None:
-            await kill_process_group(process)
+            await info.kill(process)
             await process.wait()
 
-        return await stream_process(
-            process,
-            on_data,
-            timeout=timeout,
-            kill=kill,
-            drain_idle=self.drain_idle,
-            drain_max=self.drain_max,
-        )
+        try:
+            return await stream_process(
+                process,
+                on_data,
+                timeout=timeout,
+                kill=kill,
+                drain_idle=self.drain_idle,
+                drain_max=self.drain_max,
+            )
+        finally:
+            info.close()
 
     async def aclose(self) -> None:
         """Remove the directory of the proxy's sockets (the session ends)."""
@@ -357,25 +466,10 @@ class BwrapBackend(ShellFileOperations):
         await self.check_available()
         sandbox = await trio.to_thread.run_sync(self.sandbox_args)
         env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "LC_ALL": "C"}
-        result = await trio.run_process(
-            [
-                *sandbox,
-                "--chdir",
-                "/",
-                "--",
-                "/bin/bash",
-                "-c",
-                script,
-                "pi-files",
-                *args,
-            ],
+        result = await _run_sandboxed(
+            [*sandbox, "--chdir", "/", "--", "/bin/bash", "-c", script, "pi-files", *args],
             stdin=stdin if stdin is not None else subprocess.DEVNULL,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
             env=env,
-            start_new_session=True,
-            deliver_cancel=kill_process_group,
         )
         code = result.returncode
         return CommandOutput(
