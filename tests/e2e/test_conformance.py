@@ -383,10 +383,21 @@ def _compare(ref: str, case_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     comparer = _comparer()
     if os.environ.get(PER_CASE_ENV) != "1":
         monkeypatch.setattr(comparer, "run", reference_hook(comparer.run))
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output):
-        comparer.main()
+    for _attempt in range(2):
+        output = io.StringIO()
+        with contextlib.redirect_stdout(output):
+            comparer.main()
+        if FD_SHIM_RACE not in output.getvalue():
+            break
     assert re.search(r"^1 passed, 0 failed$", output.getvalue(), re.M), output.getvalue()
+
+
+FD_SHIM_RACE = 'os.replace(name + \\".tmp\\", name)\\nFileNotFoundError'
+"""What the reference's result holds when the shared fd stand-in (``ref16/agent/bin/fd``, read
+only here) lost its own race: Pi runs a batch's ``find`` calls at once, and two of them over the
+same ``.gitignore`` files write the same ``NAME.tmp`` before each renames it to ``NAME``; the
+second rename finds no file (CI, ``pp-find-directory-of-ignored-files``). The first run left
+``NAME`` in place, so the case is run once more: a fault of the harness, never of pi."""
 
 
 @pytest.fixture(scope="session")
