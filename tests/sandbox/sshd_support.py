@@ -103,6 +103,12 @@ def start_sshd(sshd: str, ssh_keygen: str, directory: Path) -> SshServer:
     _keygen(ssh_keygen, user_key)
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     port = _free_port()
+    # The sessions' HOME is a folder of this server's own: the machine's dotfiles (bash reads
+    # ~/.bashrc under sshd) do not run in the tests' sessions. A shell-init hook that writes to
+    # stderr (pyenv's rehash, racing between concurrent sessions: "pyenv: cannot rehash")
+    # would otherwise land in output the tests compare exactly.
+    home = directory / "home"
+    home.mkdir(exist_ok=True)
     config = directory / "sshd_config"
     config.write_text(
         f"Port {port}\n"
@@ -118,6 +124,7 @@ def start_sshd(sshd: str, ssh_keygen: str, directory: Path) -> SshServer:
         "MaxSessions 100\n"
         "MaxStartups 100:30:200\n"
         "LogLevel ERROR\n"
+        f"SetEnv HOME={home}\n"
     )
     host_public = (directory / "host_key.pub").read_text().split()
     known_hosts = directory / "known_hosts"
