@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 CORE_SRC = ROOT / "pi_core" / "src"
 PLUGIN_SOURCES = {
     "pi_builtin_tools": ROOT / "pi_builtin_tools" / "src" / "pi_builtin_tools",
