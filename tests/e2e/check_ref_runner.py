@@ -1,9 +1,10 @@
 """Runs each conformance case's reference both ways and compares: as a node process of its own
 (``compare.py``'s ``run``) and through ``ref_runner.mjs`` (test_conformance's runner, one for all
 the cases, in the order given). Prints one line per case whose normalised results or workspace
-snapshot differ, then a summary; exits 1 if any does.
+snapshot differ, then a summary; exits 1 if any does. With ``--side ours`` the same for pi's
+side: ``pi replay`` as a process of its own and as a fork of ``tests/pi_forks.py``'s server.
 
-    uv run python tests/e2e/check_ref_runner.py [--ref ref16|ref] [-k SUBSTRING]
+    uv run python tests/e2e/check_ref_runner.py [--ref ref16|ref] [--side ref|ours] [-k SUBSTRING]
 
 The faux provider's api name, random per run, is masked. A case that differs is run once more
 as a process of its own: if that run differs from the first one too, the case is not
@@ -23,6 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+import pi_forks  # noqa: E402
 import test_conformance as tc  # noqa: E402
 
 
@@ -43,8 +45,9 @@ def _masked(lines: list) -> list:
 
 
 def _runner_cpu(script: str) -> tuple[int, float]:
-    """The runner's pid and CPU seconds (user+sys, with its reaped children), or (0, 0.0)."""
-    runner = tc._runners.get(script)
+    """The runner's (or fork server's) pid and CPU seconds (user+sys, with its reaped
+    children), or (0, 0.0)."""
+    runner = tc._runners.get(script) or pi_forks._servers.get(script)
     if runner is None or runner.proc.poll() is not None:
         return 0, 0.0
     fields = Path(f"/proc/{runner.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -55,8 +58,10 @@ def _runner_cpu(script: str) -> tuple[int, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ref", default="ref16", choices=["ref16", "ref"])
+    parser.add_argument("--side", default="ref", choices=["ref", "ours"])
     parser.add_argument("-k", default="")
     args = parser.parse_args()
+    side, template = args.side, (tc.OURS if args.side == "ours" else "")
     ids = tc.CONFORMANCE16_IDS if args.ref == "ref16" else tc.UNCHANGED_IDS
     folders = (tc.CONFORMANCE / "cases", tc.CONFORMANCE / "cases16", tc.OWN16)
     # the environment _compare gives compare.py: the reference's node first, no venv bin
@@ -66,7 +71,8 @@ def main() -> int:
     os.environ["PATH"] = os.pathsep.join(([str(node.parent)] if node else []) + path)
     os.chdir(tc.CONFORMANCE)
     compare = tc._comparer()
-    fresh_run, runner_run = compare.run, tc.reference_hook(compare.run)
+    fresh_run = compare.run
+    runner_run = tc.reference_hook(compare.run, references=side == "ref", ours=side == "ours")
     differ = same = 0
     cpu = {"fresh": 0.0, "runner": 0.0}
     for case_id in ids:
@@ -76,11 +82,11 @@ def main() -> int:
         case = json.loads(source.read_text())
         case.setdefault("id", source.stem)
         outcomes = {}
-        script = str(compare.HERE / args.ref / "replay.mjs")
+        script = str(compare.HERE / args.ref / "replay.mjs") if side == "ref" else str(tc.PI)
         for way, run in (("fresh", fresh_run), ("runner", runner_run)):
             compare.run = run
             before, (pid, runner_before) = os.times(), _runner_cpu(script)
-            outcomes[way] = compare.run_side(case, "ref", "", 120, args.ref)
+            outcomes[way] = compare.run_side(case, side, template, 120, args.ref)
             after, (pid_after, runner_after) = os.times(), _runner_cpu(script)
             if way == "fresh":
                 cpu[way] += after.children_user + after.children_system
@@ -94,7 +100,7 @@ def main() -> int:
             same += 1
             continue
         differ += 1
-        again, again_files, _ = compare.run_side(case, "ref", "", 120, args.ref)
+        again, again_files, _ = compare.run_side(case, side, template, 120, args.ref)
         again = _masked(again)
         what = [
             n
@@ -117,8 +123,10 @@ def main() -> int:
         if note:
             print("  two own-process runs:", compare.first_difference(fresh, again))
     tc.close_runners()
+    pi_forks.close_servers()
+    what = "reference CPU (node" if side == "ref" else "pi's CPU (pi"
     print(
-        f"{args.ref}: {same} identical, {differ} differ; reference CPU (node and its children, user+sys): "
+        f"{args.ref} {side}: {same} identical, {differ} differ; {what} and its children, user+sys): "
         f"own process {cpu['fresh']:.1f} s, runner {cpu['runner']:.1f} s"
     )
     return 1 if differ else 0

@@ -15,8 +15,10 @@ The reference runs in a long-lived node process per reference and test process
 (``ref_runner.mjs`` beside this file, :class:`RefRunner`): it evaluates the reference's own
 ``replay.mjs`` afresh for each case, with Pi's modules loaded once, which saves node's start-up
 and that loading (about 0.6 s of CPU a case; 0.04 s through the runner). ``compare.py``'s
-``run`` is hooked for the reference's command only; ours still runs as its own process.
-``PI_CONFORMANCE_REF_PER_CASE=1`` runs the reference as one process per case, as
+``run`` is hooked for both commands: ours runs as a fork of one process per test process that
+has imported pi already (``tests/pi_forks.py``: about 0.3 s of CPU a case saved, the import; the
+fork then becomes the command as a new process would). ``PI_CONFORMANCE_REF_PER_CASE=1`` runs
+the reference as one process per case, and ``PI_CONFORMANCE_PI_PER_CASE=1`` ours, as
 ``compare.py`` alone does; ``check_ref_runner.py`` beside this file runs every case both ways
 and compares the normalised results and workspaces.
 """
@@ -46,6 +48,7 @@ from typing import IO
 
 import pytest
 
+from pi_forks import close_servers, run_pi
 from support import NODE22
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,6 +156,9 @@ def _comparer() -> ModuleType:
 RUNNER = Path(__file__).resolve().parent / "ref_runner.mjs"
 PER_CASE_ENV = "PI_CONFORMANCE_REF_PER_CASE"
 """Set to 1: the reference runs as one node process per case (as ``compare.py`` alone runs it)."""
+PI_PER_CASE_ENV = "PI_CONFORMANCE_PI_PER_CASE"
+"""Set to 1: ``pi replay`` runs as a new process per case, not as a fork of a process that has
+imported pi (``tests/pi_forks.py``)."""
 
 
 def _runner_key() -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -292,6 +298,7 @@ def reference_runners() -> Iterator[None]:
     looks for processes left alive: this fixture is set up after that one, so ends first)."""
     yield
     close_runners()
+    close_servers()
 
 
 def _text(data: bytes) -> str:
@@ -343,14 +350,22 @@ def is_reference(cmd: list[str]) -> bool:
 
 def reference_hook(
     run: Callable[[list[str], float], tuple[list, str]],
+    *,
+    references: bool = True,
+    ours: bool = True,
 ) -> Callable[[list[str], float], tuple[list, str]]:
-    """compare.py's ``run(cmd, timeout)`` with the reference's command going to its runner (its
-    stdout parsed as ``run`` parses it) and every other command (ours) to ``run``."""
+    """compare.py's ``run(cmd, timeout)`` with the reference's command going to its runner
+    (``references``), ours (``PI replay ...``) to the fork server of ``PI`` (``ours``), each
+    one's stdout parsed as ``run`` parses it, and every other command to ``run``."""
 
     def hooked(cmd: list[str], timeout: float) -> tuple[list, str]:
-        if not is_reference(cmd):
+        if references and is_reference(cmd):
+            _status, out, err = run_reference(cmd, timeout)
+        elif ours and cmd[:2] == [str(PI), "replay"]:
+            _status, out_bytes, err_bytes = run_pi(cmd, timeout)
+            out, err = _text(out_bytes), _text(err_bytes)
+        else:
             return run(cmd, timeout)
-        _status, out, err = run_reference(cmd, timeout)
         return [json.loads(line) for line in out.splitlines() if line.strip()], err
 
     return hooked
@@ -381,8 +396,10 @@ def _compare(ref: str, case_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
         ["compare.py", "--ref", ref, "--ours", OURS, "--timeout", "120", "-v", str(folder)],
     )  # fmt: skip
     comparer = _comparer()
-    if os.environ.get(PER_CASE_ENV) != "1":
-        monkeypatch.setattr(comparer, "run", reference_hook(comparer.run))
+    references, ours = os.environ.get(PER_CASE_ENV) != "1", os.environ.get(PI_PER_CASE_ENV) != "1"
+    if references or ours:
+        hook = reference_hook(comparer.run, references=references, ours=ours)
+        monkeypatch.setattr(comparer, "run", hook)
     for _attempt in range(2):
         output = io.StringIO()
         with contextlib.redirect_stdout(output):
