@@ -130,7 +130,9 @@ class PiForks:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                 self._reply(None)  # the server reaped it
-                raise subprocess.TimeoutExpired(argv, timeout, bytes(chunks[out_fd]), bytes(chunks[err_fd]))
+                raise subprocess.TimeoutExpired(
+                    argv, timeout, bytes(chunks[out_fd]), bytes(chunks[err_fd])
+                )
             for fd in ready:
                 data = os.read(fd, 1 << 16)
                 if data:
@@ -164,7 +166,9 @@ def run_pi(argv: list[str], timeout: float) -> tuple[int, bytes, bytes]:
     env = dict(os.environ)
     for _ in range(3):
         server = _servers.get(argv[0])
-        if server is not None and (server.key != _environment_key(env) or server.proc.poll() is not None):
+        if server is not None and (
+            server.key != _environment_key(env) or server.proc.poll() is not None
+        ):
             _servers.pop(argv[0]).close()
             server = None
         if server is None:

@@ -24,8 +24,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-import pi_forks  # noqa: E402
 import test_conformance as tc  # noqa: E402
+
+import pi_forks  # noqa: E402
 
 
 def _compared(compare: object, case: dict, lines: list) -> list:

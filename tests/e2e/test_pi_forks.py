@@ -55,9 +55,7 @@ def test_a_fork_gives_what_a_new_process_gives(
     monkeypatch.setenv("GIVEN", "a b 'c' $d")
     for argv in commands:
         got, want = pi_forks.run_pi(argv, 60), new_process(argv)
-        masked = [
-            (status, TIMESTAMP.sub(b"0", out), err) for status, out, err in (got, want)
-        ]
+        masked = [(status, TIMESTAMP.sub(b"0", out), err) for status, out, err in (got, want)]
         assert masked[0] == masked[1], argv
     assert len(pi_forks._servers) == 1
     status, out, _err = pi_forks.run_pi(commands[0], 60)
