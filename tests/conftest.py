@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -98,6 +99,11 @@ def _cache_rewritten_test_modules(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A test run started as a background job of a shell script inherits SIGINT ignored, and so
+    # would every pi it starts (pi keeps an ignored SIGINT ignored): the Ctrl-C tests need pi
+    # started as a terminal starts it. This process and its children take it back.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput"):  # an xdist worker
         return
     _cache_rewritten_test_modules(config)

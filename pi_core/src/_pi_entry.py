@@ -62,9 +62,13 @@ def _tune_malloc() -> bool:
 
 def main() -> None:
     """Install the silent SIGINT exit, import the CLI with the collector off, restore the default
-    handler, run it."""
+    handler, run it. A SIGINT ignored when the process started stays ignored throughout."""
     try:
-        _signal.signal(_signal.SIGINT, _interrupted)
+        # SIGINT ignored from the start (a background job of a shell script): it stays ignored,
+        # as the shell and Python itself leave it; pi then takes no Ctrl-C at all
+        ignored = _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN
+        if not ignored:
+            _signal.signal(_signal.SIGINT, _interrupted)
     except KeyboardInterrupt:  # one that came before: signal() runs a pending handler first
         os._exit(130)
     import gc  # not loaded at start-up: its import runs Python code, so after the handler
@@ -76,5 +80,6 @@ def main() -> None:
     finally:
         gc.freeze()
         gc.enable()
-    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    if not ignored:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     sys.exit(cli_main())

@@ -245,6 +245,31 @@ def test_ctrl_c_soon_after_start_never_shows_a_traceback_in_pi(
     assert pis or pythons_own_start_up(proc.returncode, err), (proc.returncode, err)
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.3])
+def test_a_sigint_ignored_from_the_start_stays_ignored(plugin_env: Path, delay: float) -> None:
+    """Started with SIGINT ignored (a background job of a shell script, whose Ctrl-C reaches the
+    whole process group), pi leaves it ignored, as the shell and Python do: Ctrl-Cs during the
+    imports and during the call change nothing, the call ends with its result."""
+    proc = subprocess.Popen(
+        [str(PI), "-p", "run_plugin", "call", "stubborn", '{"marker":"m","seconds":0.5}'],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ignore_sigint,
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, out, err) == (0, "slept\n", "")
+
+
 # -- 4. a second Ctrl-C on pi call -------------------------------------------------------------
 
 

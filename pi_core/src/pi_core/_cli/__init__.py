@@ -125,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         # The command is over: a Ctrl-C from here on (closing stdin, flushing stdout, the
         # interpreter's exit) flushes what it can and ends the process at once with 130.
-        signal.signal(signal.SIGINT, _exit_interrupted)
+        if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+            signal.signal(signal.SIGINT, _exit_interrupted)
         if stdin is not None:
             stdin.close()
     try:

@@ -39,14 +39,18 @@ def exit_now() -> None:
 
 def run_interruptible(work: Callable[[Abort], Awaitable[T]]) -> bool:
     """``trio.run`` of ``work(abort)``; returns whether SIGINT arrived (then the caller exits
-    130). Outside the main thread (no signal handling there) ``work`` just runs."""
+    130). Outside the main thread (no signal handling there), or with SIGINT ignored (from the
+    process's start: a background job of a shell script), ``work`` just runs."""
     interrupted = False
     watchdog: list[threading.Timer] = []
 
     async def main() -> None:
         nonlocal interrupted
         abort = Abort()
-        if threading.current_thread() is not threading.main_thread():
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        ):
             await work(abort)
             return
         with trio.CancelScope() as everything:
