@@ -17,6 +17,8 @@ import pytest
 
 from support import NODE22
 
+pytestmark = pytest.mark.slow  # the npm conformance suite against real pi servers and clients
+
 PI = str(Path(sys.executable).with_name("pi"))
 BASELINE = Path(__file__).with_name("conformance-baseline.yml")
 SUITE = (

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from tests.mcp.test_mcp_serve import PI, clean_env
 
+pytestmark = pytest.mark.slow  # two real pi servers per test, one of them importing the mcp SDK
+
 V = "2025-06-18"
 
 
