@@ -95,6 +95,23 @@ def test_a_broken_installed_plugin_stops_every_command_but_says_the_way_out(
         ),
         (["install"], "pi plugins install: give at least one SPEC or -e PATH"),
         (
+            ["install", "pi-x", "/nonexistent/pi-plugin"],
+            "pi plugins install: /nonexistent/pi-plugin: no such file or directory",
+        ),
+        (
+            ["install", "./missing.whl"],
+            "pi plugins install: ./missing.whl: no such file or directory",
+        ),
+        (
+            ["install", "-e", "missing", "pi-x"],
+            "pi plugins install: -e missing: no such file or directory",
+        ),
+        (
+            ["install", "-e", "/dev/null"],
+            "pi plugins install: -e /dev/null: not a directory (an editable install takes a "
+            "project's folder)",
+        ),
+        (
             ["install", "--json", "x"],
             "unrecognized arguments: --json",
         ),

@@ -123,11 +123,29 @@ def _described(plugin: Plugin) -> str:
     return f"{name} ({dist or '?'} {version or '?'})"
 
 
+def _missing_path(spec: str, *, editable: bool) -> str | None:
+    """What is wrong with a SPEC that names a local path (pip's rule: it holds a path separator
+    or starts with ``.``; every ``-e PATH`` that is not a URL) that is not there, or None."""
+    if "://" in spec or not (editable or os.sep in spec or spec.startswith(".")):
+        return None
+    path = Path(os.path.expanduser(spec))
+    if not path.exists():
+        return f"{'-e ' if editable else ''}{spec}: no such file or directory"
+    if editable and not path.is_dir():
+        return f"-e {spec}: not a directory (an editable install takes a project's folder)"
+    return None
+
+
 def cmd_install(ctx: CommandContext) -> int:
-    """``pi plugins install [-U] [-e PATH]... [SPEC]...``."""
+    """``pi plugins install [-U] [-e PATH]... [SPEC]...``. A local path that is not there is
+    refused before the installer runs (one line, exit status 2)."""
     args = ctx.args
     if not args.specs and not args.editable:
         raise UsageError("pi plugins install: give at least one SPEC or -e PATH")
+    for spec, editable in [*((p, True) for p in args.editable), *((s, False) for s in args.specs)]:
+        problem = _missing_path(spec, editable=editable)
+        if problem is not None:
+            raise UsageError(f"pi plugins install: {problem}")
     arguments = [*(["--upgrade"] if args.upgrade else [])]
     for path in args.editable:
         arguments += ["--editable", path]
