@@ -224,6 +224,18 @@ def pythons_own_start_up(status: int, err: str) -> bool:
     return pythons and (status in (-signal.SIGINT, 1) or (status == 0 and err != ""))
 
 
+def start_stubborn(**options: Any) -> subprocess.Popen[str]:
+    """``pi call stubborn`` (marker ``m``, 0.5 s that ignore the abort), text pipes, no stdin."""
+    return subprocess.Popen(
+        [str(PI), "-p", "run_plugin", "call", "stubborn", '{"marker":"m","seconds":0.5}'],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **options,
+    )
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.02, 0.1, 0.3])
 def test_ctrl_c_soon_after_start_never_shows_a_traceback_in_pi(
     plugin_env: Path, delay: float
@@ -231,13 +243,7 @@ def test_ctrl_c_soon_after_start_never_shows_a_traceback_in_pi(
     """From pi's first line on, a Ctrl-C exits 130 without a word, during the imports and after
     them (the CLI's handling; the stubborn tool ignores the abort); before it, in the
     interpreter's own start-up (longer on a loaded machine), Python's handling applies."""
-    proc = subprocess.Popen(
-        [str(PI), "-p", "run_plugin", "call", "stubborn", '{"marker":"m","seconds":0.5}'],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_stubborn()
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
@@ -254,14 +260,7 @@ def test_a_sigint_ignored_from_the_start_stays_ignored(plugin_env: Path, delay: 
     """Started with SIGINT ignored (a background job of a shell script, whose Ctrl-C reaches the
     whole process group), pi leaves it ignored, as the shell and Python do: Ctrl-Cs during the
     imports and during the call change nothing, the call ends with its result."""
-    proc = subprocess.Popen(
-        [str(PI), "-p", "run_plugin", "call", "stubborn", '{"marker":"m","seconds":0.5}'],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_ignore_sigint,
-    )
+    proc = start_stubborn(preexec_fn=_ignore_sigint)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.05)
