@@ -179,8 +179,12 @@ def test_install_with_pip_where_pip_made_the_environment(uv: str, tmp_path: Path
 
 
 def test_a_failing_installer_is_exit_2(uv: str, tmp_path: Path) -> None:
+    """A folder that is there but is no project: the installer runs, fails, and pi says so (a
+    path that is not there is refused before: tests/core/cli/test_cli_plugins_admin.py)."""
     environment = make_environment(uv, tmp_path / "env", created_by="uv")
-    proc = pi(environment, "plugins", "install", str(tmp_path / "nothing-here"), cwd=tmp_path)
+    (tmp_path / "no-project").mkdir()
+    proc = pi(environment, "plugins", "install", str(tmp_path / "no-project"), cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stdout == ""
+    assert proc.stderr.startswith(f"pi: {uv} pip install --python ")
     assert proc.stderr.endswith("pi: error: the installer failed (exit status 1)\n")
