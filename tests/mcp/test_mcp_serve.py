@@ -1209,6 +1209,48 @@ async def test_stdin_lines_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert lines == ['{"a": 1}', "{}", '{"b": 2}', "{}", '{"c": 3}']
 
 
+async def test_stdout_messages_wait_for_a_full_pipe_and_never_interleave() -> None:
+    """Two tasks flush 1 MiB messages at once into a pipe read slowly: each arrives whole, one
+    after the other; once the reader has gone, output is dropped without an error."""
+    from pi_builtin_tools.mcp import stdio
+
+    read_fd, write_fd = os.pipe()
+    writer = stdio.FdWriter(write_fd)
+    messages = [(b"%d" % i) * (1 << 20) + b"\n" for i in (1, 2)]
+    received = bytearray()
+
+    async def send(message: bytes) -> None:
+        await writer.write(message.decode())
+        await writer.flush()
+
+    async with trio.open_nursery() as nursery:
+        for message in messages:
+            nursery.start_soon(send, message)
+        async with trio.lowlevel.FdStream(read_fd) as pipe:
+            while len(received) < 2 * len(messages[0]):
+                await trio.sleep(0.001)
+                received += await pipe.receive_some(1 << 16)
+    assert bytes(received) in (messages[0] + messages[1], messages[1] + messages[0])
+    await send(b"after the reader went\n")  # EPIPE: dropped
+    await writer.aclose()
+
+
+async def test_waiting_for_stdin_is_cancellable() -> None:
+    from pi_builtin_tools.mcp import stdio
+
+    read_fd, write_fd = os.pipe()
+    reader = stdio.LineReader(read_fd)
+    with trio.move_on_after(0.2) as scope:
+        await reader.__anext__()
+    assert scope.cancelled_caught
+    os.write(write_fd, b'{"a": 1}\n')
+    assert await reader.__anext__() == '{"a": 1}'
+    os.close(write_fd)
+    with pytest.raises(StopAsyncIteration):
+        await reader.__anext__()
+    await reader.aclose()
+
+
 # -- the official MCP Inspector CLI ------------------------------------------------------------
 
 

@@ -554,7 +554,8 @@ class ServedSession:
         call runs in
         the session's nursery: when this caller is cancelled (``notifications/cancelled``,
         the connection closing), the call is aborted and still finalised there."""
-        await self._ready.wait()
+        if not self._ready.is_set():  # set: no loop turn for it (a cost per message)
+            await self._ready.wait()
         if self._calls is None:
             return _error_result("the pi session of this MCP session has ended")
         abort = Abort()
@@ -566,7 +567,10 @@ class ServedSession:
             acquired = False
             try:
                 with abort.linked_scope():
-                    await self._limiter.acquire()
+                    try:  # a free token: no loop turn for it (a cost per message)
+                        self._limiter.acquire_nowait()
+                    except trio.WouldBlock:
+                        await self._limiter.acquire()
                     acquired = True
                 try:
                     # the message hooks and nested calls see as the one that asked for the call

@@ -21,6 +21,7 @@ API (used by :mod:`pi_builtin_tools.mcp.server`): :func:`serve_lines`, :class:`L
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
@@ -51,14 +52,36 @@ requests: the SDK's)."""
 class LineReader:
     """The lines of a file descriptor for the SDK's stdio transport (``async for line``),
     through a trio stream, so reading is cancellable; a line over :data:`MAX_LINE_BYTES` is
-    replaced by an empty JSON object the SDK cannot parse as a message."""
+    replaced by an empty JSON object the SDK cannot parse as a message.
+
+    The stream holds the descriptor (non-blocking while it is open); the reads are this
+    class's own: a read that finds nothing waits until the descriptor is readable, and a read
+    that finds data at once passes a checkpoint first. So a client that sends one request and
+    waits for its answer costs one loop turn per request (``FdStream.receive_some`` passes a
+    checkpoint before every read: two)."""
 
     def __init__(self, fd: int) -> None:
         self._stream = trio.lowlevel.FdStream(fd)
+        self._fd = self._stream.fileno()
         self._buffer = bytearray()
         self._scanned = 0
         self._skipping = False
         self._eof = False
+        self._waited = False
+
+    async def _receive(self) -> bytes:
+        """The next chunk of input; ``b""`` at its end or when it cannot be read."""
+        while True:
+            if not self._waited:
+                await trio.lowlevel.checkpoint()
+            self._waited = False
+            try:
+                return os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self._fd)
+                self._waited = True
+            except OSError:  # not readable (a directory, a closed terminal): end of input
+                return b""
 
     def __aiter__(self) -> LineReader:
         return self
@@ -83,10 +106,7 @@ class LineReader:
                 self._skipping = True
             if self._eof:
                 raise StopAsyncIteration
-            try:
-                chunk = await self._stream.receive_some(1 << 16)
-            except OSError:  # not readable (a directory, a closed terminal): end of input
-                chunk = b""
+            chunk = await self._receive()
             if not chunk:
                 self._eof = True
                 if self._buffer.strip() and not self._skipping:
@@ -101,13 +121,28 @@ class LineReader:
 class FdWriter:
     """The stdio output (``write`` then ``flush`` per message) on a file descriptor, one
     message after another (a lock: the lean loop's calls answer from their own tasks); once
-    the reader has gone away, output is dropped."""
+    the reader has gone away, output is dropped.
+
+    As :class:`LineReader`, the stream holds the descriptor and the writes are this class's
+    own: a message the pipe takes at once (the usual case) costs no loop turn; a full pipe is
+    waited on until it is writable, and a message waits for the lock only when another one is
+    being sent."""
 
     def __init__(self, fd: int) -> None:
         self._stream = trio.lowlevel.FdStream(fd)
+        self._fd = self._stream.fileno()
         self._pending: list[bytes] = []
         self._broken = False
         self._lock = trio.Lock()
+
+    async def _send_all(self, data: bytes) -> None:
+        with memoryview(data) as view:
+            sent = 0
+            while sent < len(view):
+                try:
+                    sent += os.write(self._fd, view[sent:])
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(self._fd)
 
     async def write(self, text: str) -> None:
         self._pending.append(text.encode("utf-8"))
@@ -118,8 +153,14 @@ class FdWriter:
         if self._broken or not data:
             return
         try:
-            async with self._lock:
-                await self._stream.send_all(data)
+            try:
+                self._lock.acquire_nowait()
+            except trio.WouldBlock:
+                await self._lock.acquire()
+            try:
+                await self._send_all(data)
+            finally:
+                self._lock.release()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             self._broken = True
 
