@@ -457,6 +457,61 @@ def test_wrappers_are_unwrapped(line: str, expected: list[list[str]]) -> None:
                 "?bash runs the output of a process substitution: <(echo rm v)",
             ],
         ),
+        # programs that are another program whatever their name says
+        (
+            "/proc/self/exe -c 'rm v'",
+            [
+                ["/proc/self/exe", "-c", "rm v"],
+                "?the program is a process's own executable: /proc/self/exe",
+            ],
+        ),
+        (
+            "proc/1/task/1/exe x",
+            [
+                ["proc/1/task/1/exe", "x"],
+                "?the program is a process's own executable: proc/1/task/1/exe",
+            ],
+        ),
+        ("/dev/fd/3 v", [["/dev/fd/3", "v"], "?the program is read from a stream: /dev/fd/3"]),
+        (
+            "ld.so --audit a.so /bin/true",
+            [
+                ["ld.so", "--audit", "a.so", "/bin/true"],
+                "?the dynamic loader's --audit loads code the policy cannot read",
+            ],
+        ),
+        (
+            "ld-linux-x86-64.so.2 --bogus /bin/rm",
+            [
+                ["ld-linux-x86-64.so.2", "--bogus", "/bin/rm"],
+                "?--bogus is an option of ld-linux-x86-64.so.2 the policy does not know",
+            ],
+        ),
+        (
+            "tar -xf a.tar --to-command='rm v'",
+            [
+                ["tar", "-xf", "a.tar", "--to-command=rm v"],
+                "?tar --to-command runs a command the policy does not judge",
+            ],
+        ),
+        (
+            "tar --use-compress=x -cf a x",
+            [
+                ["tar", "--use-compress=x", "-cf", "a", "x"],
+                "?tar --use-compress-program runs a command the policy does not judge",
+            ],
+        ),
+        (
+            "tar -cvIf x a.tar",
+            [["tar", "-cvIf", "x", "a.tar"], "?tar -cvIf runs a command the policy does not judge"],
+        ),
+        (
+            "rsync -ave ssh a b:c",
+            [
+                ["rsync", "-ave", "ssh", "a", "b:c"],
+                "?rsync -ave runs a command the policy does not judge",
+            ],
+        ),
     ],
 )
 def test_undecidable(line: str, expected: list[list[str] | str]) -> None:
@@ -485,6 +540,18 @@ def test_nesting_is_bounded() -> None:
         ("find . -exec echo {} \\;", [["find", ".", "-exec", "echo", "{}", ";"], ["echo", "{}"]]),
         # files whose names only look like a stream
         ("bash /dev/stdin.sh", [["bash", "/dev/stdin.sh"]]),
+        ("rbash -c 'rm v'", [["rbash", "-c", "rm v"], ["rm", "v"]]),
+        (
+            "/lib64/ld-linux-x86-64.so.2 /bin/rm v",
+            [["/lib64/ld-linux-x86-64.so.2", "/bin/rm", "v"], ["/bin/rm", "v"]],
+        ),
+        (
+            "ld.so --library-path /l --argv0 x rm v",
+            [["ld.so", "--library-path", "/l", "--argv0", "x", "rm", "v"], ["rm", "v"]],
+        ),
+        ("tar --checkpoint=1 -cf a x", [["tar", "--checkpoint=1", "-cf", "a", "x"]]),
+        ("tar tvf a.tar", [["tar", "tvf", "a.tar"]]),
+        ("rsync -av --exclude e a b", [["rsync", "-av", "--exclude", "e", "a", "b"]]),
         ("bash ./dev/stdin-notes", [["bash", "./dev/stdin-notes"]]),
     ],
 )

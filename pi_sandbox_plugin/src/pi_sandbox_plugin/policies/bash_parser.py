@@ -39,8 +39,20 @@ from pi_sandbox_plugin.policies.grammars import BUILTIN_GRAMMARS
 MAX_DEPTH = 12
 """How deeply command strings (``bash -c``, backticks in here-docs, ...) may nest."""
 
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash"})
-"""Shells whose ``-c`` string is parsed as a command line."""
+SHELLS = frozenset(
+    {"bash", "rbash", "sh", "zsh", "dash", "ksh", "ksh93", "rksh", "mksh", "lksh", "pdksh"}
+    | {"oksh", "loksh", "posh", "ash", "yash"}
+)
+"""Shells whose ``-c`` string is parsed as a command line (the restricted ``rbash`` and
+``rksh`` run ``-c`` as the others do)."""
+
+_OWN_EXECUTABLE = re.compile(r"(?:^|/)proc/[^/]+/(?:task/[^/]+/)?exe$")
+"""A program path that is a process's own executable (``/proc/self/exe``: in a shell, the
+shell itself), whatever its name."""
+
+_DYNAMIC_LOADER = re.compile(r"ld(?:-linux(?:-[\w.-]+)?|64|-musl-[\w.-]+)?\.so(?:\.\d+)*")
+"""The dynamic loader's names (``ld-linux-x86-64.so.2``, ``ld.so``, ``ld64.so.2``,
+``ld-musl-x86_64.so.1``): run as a program, it runs the program its first operand names."""
 
 _RESERVED = frozenset({"then", "else", "elif", "fi", "do", "done", "esac", "}", "in"})
 
@@ -1367,6 +1379,88 @@ def _git_subcommand(words: list[Word]) -> list[Runs]:
     return runs
 
 
+_LOADER_SPEC = _spec(
+    long_flags="list verify inhibit-cache list-tunables list-diagnostics help version",
+    long_values="library-path inhibit-rpath audit preload argv0 glibc-hwcaps-prepend "
+    "glibc-hwcaps-mask",
+)
+"""glibc's ``ld.so`` options (``ld.so --help``)."""
+
+
+def _dynamic_loader(words: list[Word]) -> Runs:
+    """``ld.so [OPTION]... PROGRAM [ARG]...`` (glibc's options): the program and its arguments;
+    ``--preload`` and ``--audit`` load a library's code, which the policy cannot read."""
+    got = _getopt(words, basename(words[0].value or "ld.so"), _LOADER_SPEC)
+    if isinstance(got, Undecidable):
+        return got
+    start, seen = got
+    for option in ("preload", "audit"):
+        if option in seen:
+            return Undecidable(f"the dynamic loader's --{option} loads code the policy cannot read")
+    return words[start:] or None
+
+
+_TAR_RUNS = (
+    "--to-command",
+    "--checkpoint-action",
+    "--use-compress-program",
+    "--info-script",
+    "--new-volume-script",
+    "--rsh-command",
+    "--rmt-command",
+)
+"""tar's long options whose value is a command it runs (``--checkpoint-action=exec=CMD``)."""
+
+
+def _runs_option(
+    word: Word, longs: tuple[str, ...], minimum: int, others: frozenset[str] = frozenset()
+) -> str | None:
+    """The long option of ``longs`` that ``word`` gives (as getopt_long reads it: a prefix of at
+    least ``minimum`` letters, with or without ``=VALUE``; ``others``, options of the program
+    that are themselves prefixes of one of ``longs``, win when given exactly), or ``None``."""
+    text = (word.value if word.value is not None else word.prefix).split("=", 1)[0]
+    if not text.startswith("--") or len(text) - 2 < minimum or text in others:
+        return None
+    return next((long for long in longs if long.startswith(text)), None)
+
+
+def _tar(words: list[Word]) -> Runs:
+    """tar runs a command of its options' (``--to-command``, ``--checkpoint-action=exec=``,
+    ``-I``/``--use-compress-program``, ``-F``/``--info-script``, ``--rsh-command``, ...):
+    undecidable; otherwise it runs nothing."""
+    for k, word in enumerate(words[1:], start=1):
+        text = word.value if word.value is not None else word.prefix
+        if text == "--":
+            break
+        long = _runs_option(word, _TAR_RUNS, 3, frozenset({"--checkpoint"}))
+        if long is not None:
+            return Undecidable(f"tar {long} runs a command the policy does not judge")
+        # short options (-I CMD, -F SCRIPT), also bundled and in the old style (`tar cIf`)
+        letters = text[1:] if text.startswith("-") and not text.startswith("--") else ""
+        if k == 1 and not text.startswith("-"):
+            letters = text
+        if "I" in letters or "F" in letters:
+            return Undecidable(f"tar {text} runs a command the policy does not judge")
+    return None
+
+
+_RSYNC_RUNS = ("--rsh", "--rsync-path")
+"""rsync's options whose value is a command (``-e``/``--rsh`` runs it on this machine)."""
+
+
+def _rsync(words: list[Word]) -> Runs:
+    """rsync runs the remote shell ``-e``/``--rsh`` names on this machine: undecidable."""
+    for word in words[1:]:
+        text = word.value if word.value is not None else word.prefix
+        if text == "--":
+            break
+        if _runs_option(word, _RSYNC_RUNS[:1], 3) is not None or (
+            text.startswith("-") and not text.startswith("--") and "e" in text[1:]
+        ):
+            return Undecidable(f"rsync {text} runs a command the policy does not judge")
+    return None
+
+
 Wrapper = Callable[[list[Word]], Runs]
 
 WRAPPERS: dict[str, Wrapper] = {
@@ -1414,6 +1508,10 @@ WRAPPERS: dict[str, Wrapper] = {
     "dbus-run-session": _plain(
         "dbus-run-session", long_arg=frozenset({"config-file", "dbus-daemon"})
     ),
+    "tar": _tar,
+    "gtar": _tar,
+    "bsdtar": _tar,
+    "rsync": _rsync,
 }
 """Wrappers by basename: each returns what it runs (find is handled on its own)."""
 
@@ -1825,6 +1923,14 @@ class _Walker:
         if first.glob:
             self.items.append(Undecidable(f"the program name is a glob pattern: {first.raw}"))
             return
+        if _OWN_EXECUTABLE.search(first.value):
+            self.items.append(
+                Undecidable(f"the program is a process's own executable: {first.raw}")
+            )
+            return
+        if _STREAM.search(first.value):
+            self.items.append(Undecidable(f"the program is read from a stream: {first.raw}"))
+            return
         name = basename(first.value)
         if name in UNDECIDABLE_PROGRAMS:
             self.items.append(Undecidable(f"{name} runs code the policy cannot inspect"))
@@ -1859,6 +1965,8 @@ class _Walker:
             runs = [_python(words)]
         elif name in WRAPPERS:
             runs = [WRAPPERS[name](words)]
+        elif _DYNAMIC_LOADER.fullmatch(name):
+            runs = [_dynamic_loader(words)]
         else:
             return
         for run in runs:
