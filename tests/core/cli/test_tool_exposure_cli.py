@@ -238,6 +238,25 @@ def test_a_tools_table_naming_no_tool_is_a_warning_and_the_call_still_runs(
     assert rows(result)["echo"] == ("direct", True, True)
 
 
+def test_a_table_close_to_a_core_or_plugin_table_is_a_warning(
+    pi: Callable[..., Result], plugin_env: Path
+) -> None:
+    # a plugin reads its own table: [sandobx.policy] would silently leave a policy unused
+    (plugin_env / "pi.toml").write_text(
+        "[checkpont]\nenabled = false\n\n[cli_plugn]\nx = 1\n\n[my_table]\nx = 1\n\n"
+        "[env]\ninherit = 'core'\n"
+    )
+    result = pi(*PLUGIN, "tools", "--json")
+    assert result.status == 0
+    file = plugin_env / "pi.toml"
+    assert result.err == (
+        f"pi: warning: {file}: [checkpont]: no loaded plugin reads this table; did you mean"
+        " [checkpoints]? Its settings are not used\n"
+        f"pi: warning: {file}: [cli_plugn]: no loaded plugin reads this table; did you mean"
+        " [cli_plugin]? Its settings are not used\n"
+    )
+
+
 def test_a_tools_table_of_a_registered_tool_gives_no_warning(
     pi: Callable[..., Result], plugin_env: Path
 ) -> None:

@@ -339,6 +339,7 @@ def build_session(
         )
     )
     _warn_unused_tool_tables(config, tools)
+    _warn_misspelt_tables(config, [name for name, _ in pm.list_name_plugin() if name])
     return Session(
         cwd=abs_cwd,
         config=config,
@@ -369,6 +370,34 @@ def _warn_unused_tool_tables(config: Mapping[str, Any], tools: Sequence[AgentToo
             warnings.warn(
                 f"{file}: [tools.{name}]: no tool named {name!r} is registered; its settings are"
                 f" not used (tools: {', '.join(sorted(names)) or 'none'})",
+                ConfigWarning,
+                stacklevel=1,
+            )
+
+
+CORE_TABLES = ("pi", "checkpoints", "tools", "env", "telemetry")
+"""The top-level tables the core reads."""
+
+
+def _warn_misspelt_tables(config: Mapping[str, Any], plugins: Sequence[str]) -> None:
+    """A :class:`~pi_core.ConfigWarning` for each top-level table whose name is not the core's
+    nor a loaded plugin's but close to one (``[sandobx.policy]``): a plugin reads its own table,
+    so a misspelt one would silently leave its settings (a whole command policy) unused."""
+    known = {*CORE_TABLES, *plugins}
+    others = [name for name, value in config.items() if isinstance(value, dict)]
+    others = [name for name in others if name not in known]
+    if not others:
+        return
+    import difflib  # only for a config with such a table (start-up)
+
+    file = None
+    for name in others:
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+        if close:
+            file = file or config_file(config)
+            warnings.warn(
+                f"{file}: [{name}]: no loaded plugin reads this table; did you mean "
+                f"[{close[0]}]? Its settings are not used",
                 ConfigWarning,
                 stacklevel=1,
             )
