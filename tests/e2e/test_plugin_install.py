@@ -78,10 +78,11 @@ def plugin_names(environment: Path, cwd: Path) -> list[str]:
 def test_new_plugin_installs_with_uv_passes_its_tests_and_uninstalls(
     uv: str, tmp_path: Path
 ) -> None:
-    environment = make_environment(uv, tmp_path / "env", created_by="uv")
-    python = environment / "bin" / "python"
+    # the tutorial's layout: a project whose environment is its .venv
     work = tmp_path / "work"
     work.mkdir()
+    environment = make_environment(uv, work / ".venv", created_by="uv")
+    python = environment / "bin" / "python"
 
     new = pi(environment, "plugins", "new", "hello", cwd=work)
     assert new.returncode == 0, new.stderr
@@ -98,8 +99,8 @@ def test_new_plugin_installs_with_uv_passes_its_tests_and_uninstalls(
     assert plugin_names(environment, work) == ["hello"]
     assert pi(environment, "call", "hello", '{"name": "Ada"}', cwd=work).stdout == "Hello, Ada!\n"
 
-    tests = subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+    tests = subprocess.run(  # as the hint says: ../.venv/bin/python -m pytest
+        ["../.venv/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=work / "pi-hello",
         env=offline_env(),
         capture_output=True,

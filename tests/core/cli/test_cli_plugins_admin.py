@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,7 +145,7 @@ def test_new_writes_a_plugin_distribution(pi, tmp_path: Path) -> None:
     assert out.out == (
         f"created {root} (plugin hello_world, distribution pi-hello-world):\n"
         + "".join(f"  {root}/{name}\n" for name in files)
-        + f"next:\n  pi plugins install -e {root}\n  cd {root} && python -m pytest\n"
+        + f"next:\n  pi plugins install -e {root}\n  cd {root} && {sys.executable} -m pytest\n"
     )
     assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == sorted(files)
     pyproject = (root / "pyproject.toml").read_text()

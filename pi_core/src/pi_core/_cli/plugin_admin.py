@@ -257,8 +257,24 @@ def cmd_new(ctx: CommandContext) -> int:
     out.write(sanitise(f"created {root} (plugin {name}, distribution {distribution}):\n"))
     for path in written:
         out.write(sanitise(f"  {path}\n"))
-    out.write(sanitise(f"next:\n  pi plugins install -e {root}\n  cd {root} && python -m pytest\n"))
+    python = _python_from(root)
+    out.write(
+        sanitise(f"next:\n  pi plugins install -e {root}\n  cd {root} && {python} -m pytest\n")
+    )
     return 0
+
+
+def _python_from(root: Path) -> str:
+    """The python of the environment pi runs in (where ``pi plugins install`` puts the plugin,
+    with pi-tool-core), as a command run in ``root``: relative when that environment is inside
+    the working directory (a project's ``.venv``: ``../.venv/bin/python``), else absolute. A
+    plain ``python`` may be another interpreter, without pi."""
+    import shlex
+
+    executable = os.path.abspath(sys.executable)
+    inside = executable.startswith(os.path.join(os.getcwd(), ""))
+    path = os.path.relpath(executable, os.path.abspath(root)) if inside else executable
+    return shlex.quote(path)
 
 
 __all__ = ["TEMPLATE_FILES", "Installer", "cmd_install", "cmd_new", "cmd_uninstall", "installer"]
