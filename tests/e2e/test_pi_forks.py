@@ -83,15 +83,23 @@ def test_a_command_past_its_timeout_is_killed() -> None:
     """As ``subprocess.run``: the command is killed (SIGKILL) and TimeoutExpired raised with
     what it wrote; the server runs the next command."""
     argv = [PI, "call", "bash", json.dumps({"command": "echo started; exec sleep 30"})]
+    # what lived below this test process before (another test's sshd, a reference runner)
+    before = set(descendants(os.getpid(), living=True))
     started = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired) as raised:
         pi_forks.run_pi(argv, 2)
     assert 2 <= time.monotonic() - started < 10
     server = pi_forks._servers[PI].proc.pid
     assert descendants(server, living=True) == []
-    for pid in descendants(os.getpid(), living=True):  # the orphaned sleep, as after subprocess.run
-        if pid != server:
-            os.kill(pid, signal.SIGKILL)
+    # what the killed pi left (its bash supervisor ends the tree once pi's lifeline closes):
+    # only processes this test started, never the others below this test process
+    deadline = time.monotonic() + 10
+    while left := set(descendants(os.getpid(), living=True)) - before - {server}:
+        if time.monotonic() > deadline:
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+            break
+        time.sleep(0.05)
     assert raised.value.timeout == 2
     assert pi_forks.run_pi([PI, "--bogus"], 60)[0] == 2
 
