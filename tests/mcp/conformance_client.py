@@ -31,6 +31,11 @@ def main(url: str) -> int:
         # authorization URL to pi's loopback redirect; the tokens go to a state folder of its own
         os.environ["PI_MCP_OAUTH_OPEN"] = "curl -sSL -o /dev/null"
         os.environ["XDG_STATE_HOME"] = folder
+        # and the tool lists to a cache of its own: the suite's servers listen on whatever port
+        # is free, so a shared cache could hold another scenario's list for the same URL
+        # (clean-clone run: tools_call listed a stale test-tool, then found it "no longer
+        # available")
+        os.environ["XDG_CACHE_HOME"] = folder
         listed = subprocess.run(
             [*base, "tools", "--json"], capture_output=True, text=True, cwd=folder
         )

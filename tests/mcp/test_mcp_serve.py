@@ -93,6 +93,7 @@ def server_env(project: Path, **extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(project.parent)
     env["PI_LIFECYCLE_LOG"] = str(project.parent / "lifecycle.jsonl")
     env["XDG_STATE_HOME"] = str(project.parent / "state")
+    env["XDG_CACHE_HOME"] = str(project.parent / "cache")  # pi's MCP tool lists, per test
     env.update(extra)
     return env
 
