@@ -506,6 +506,28 @@ def test_wrappers_are_unwrapped(line: str, expected: list[list[str]]) -> None:
             [["tar", "-cvIf", "x", "a.tar"], "?tar -cvIf runs a command the policy does not judge"],
         ),
         (
+            "valgrind -q rm v",
+            [
+                ["valgrind", "-q", "rm", "v"],
+                "?valgrind starts a program the policy does not follow: valgrind",
+            ],
+        ),
+        (
+            'cat <<"$x"\n$x\nrm v',
+            ['?a here-doc delimiter with an expansion in it: "$x"'],
+        ),
+        (
+            "x=$(cat <<'E'\nE)\nrm v\nE\n)",
+            ["?a here-doc line that may end it: E)"],
+        ),
+        (
+            "cat <<E\nEO\\\nF\nE",
+            [
+                "?a here-doc in a command line with a backslash-newline (bash joins the lines of"
+                " some here-doc bodies and not of others)"
+            ],
+        ),
+        (
             "rsync -ave ssh a b:c",
             [
                 ["rsync", "-ave", "ssh", "a", "b:c"],
