@@ -460,6 +460,15 @@ def _is_script_path(word: Word) -> bool:
     return not word.split
 
 
+_ENV_LONG_VALUES = frozenset({"unset", "chdir", "argv0"})
+_ENV_LONG_FLAGS = frozenset(
+    {"ignore-environment", "null", "debug", "list-signal-handling", "help", "version"}
+)
+_ENV_LONG_OPTIONAL = frozenset({"block-signal", "default-signal", "ignore-signal"})
+"""GNU env's long options: with a value (also as the next word), without, and with an optional
+value (only as ``--NAME=VALUE``)."""
+
+
 def _env(words: list[Word]) -> Runs:
     i = 1
     while i < len(words):
@@ -476,17 +485,25 @@ def _env(words: list[Word]) -> Runs:
         if v in ("-S", "--split-string") or v.startswith(("--split-string=", "-S")):
             return Undecidable("env -S splits a string the policy does not parse")
         if v.startswith("--"):
-            i += 2 if v in ("--unset", "--chdir") else 1
+            name = v[2:].split("=", 1)[0]
+            if name in _ENV_LONG_VALUES:
+                i += 1 if "=" in v else 2
+            elif name in _ENV_LONG_FLAGS or (name in _ENV_LONG_OPTIONAL):
+                i += 1
+            else:
+                return Undecidable(f"{v} is an option of env the policy does not know")
             continue
         if v.startswith("-") and len(v) > 1:
             i += 1
             for k, ch in enumerate(v[1:], start=1):
                 if ch == "S":
                     return Undecidable("env -S splits a string the policy does not parse")
-                if ch in "uC":
+                if ch in "uCPa":  # -P ALTPATH (BSD), -a ARGV0 (GNU): the value follows
                     if k == len(v) - 1:
                         i += 1
                     break
+                if ch not in "i0v":
+                    return Undecidable(f"env -{ch} is an option the policy does not know")
             continue
         if v == "-":
             i += 1
