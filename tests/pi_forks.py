@@ -71,10 +71,9 @@ class PiForks:
         os.set_blocking(self.own_output, False)
         self.sock = ours
 
-    def _reply(self, deadline: float | None) -> dict[str, int] | None:
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not select.select([self.sock], [], [], remaining)[0]:
-            raise TimeoutError
+    def _reply(self) -> dict[str, int] | None:
+        """The server's next message (``{"pid"}`` once it forked, ``{"status"}`` once it reaped
+        the command), or ``None`` when it has ended."""
         data = self.sock.recv(4096)
         if not data:
             return None
@@ -104,11 +103,11 @@ class PiForks:
                 os.close(fd)
         deadline = time.monotonic() + timeout
         try:
-            started = self._reply(None)
+            started = self._reply()
             if started is None:
                 return None
             out, err = self._drain(out_read, err_read, deadline, started["pid"], argv, timeout)
-            ended = self._reply(None)
+            ended = self._reply()
             if ended is None:
                 raise RuntimeError("the pi fork server ended while a command ran")
             return ended["status"], out, err
@@ -129,7 +128,7 @@ class PiForks:
             if not ready:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                self._reply(None)  # the server reaped it
+                self._reply()  # the server reaped it
                 raise subprocess.TimeoutExpired(
                     argv, timeout, bytes(chunks[out_fd]), bytes(chunks[err_fd])
                 )
@@ -173,10 +172,7 @@ def run_pi(argv: list[str], timeout: float) -> tuple[int, bytes, bytes]:
             server = None
         if server is None:
             server = _servers[argv[0]] = PiForks(argv[0], env)
-        try:
-            result = server.run(argv, timeout, cwd=os.getcwd(), env=env)
-        except subprocess.TimeoutExpired:
-            raise
+        result = server.run(argv, timeout, cwd=os.getcwd(), env=env)
         if result is not None:
             return result
         own = _servers.pop(argv[0]).close()

@@ -73,7 +73,7 @@ def main() -> int:
     os.chdir(tc.CONFORMANCE)
     compare = tc._comparer()
     fresh_run = compare.run
-    runner_run = tc.reference_hook(compare.run, references=side == "ref", ours=side == "ours")
+    runner_run = tc.runner_hook(compare.run, references=side == "ref", ours=side == "ours")
     differ = same = 0
     cpu = {"fresh": 0.0, "runner": 0.0}
     for case_id in ids:

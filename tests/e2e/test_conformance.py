@@ -348,7 +348,7 @@ def is_reference(cmd: list[str]) -> bool:
     )
 
 
-def reference_hook(
+def runner_hook(
     run: Callable[[list[str], float], tuple[list, str]],
     *,
     references: bool = True,
@@ -398,7 +398,7 @@ def _compare(ref: str, case_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     comparer = _comparer()
     references, ours = os.environ.get(PER_CASE_ENV) != "1", os.environ.get(PI_PER_CASE_ENV) != "1"
     if references or ours:
-        hook = reference_hook(comparer.run, references=references, ours=ours)
+        hook = runner_hook(comparer.run, references=references, ours=ours)
         monkeypatch.setattr(comparer, "run", hook)
     for _attempt in range(2):
         output = io.StringIO()

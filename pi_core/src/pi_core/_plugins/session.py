@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import pluggy
 import trio
 
+from pi_core._backend_kit.env_policy import ENV_TABLE
 from pi_core._backend_kit.local_files import LocalFileOperations
 from pi_core._backend_kit.operations import BashOperations, FileOperations
 from pi_core._backend_kit.tree import checkpoint_tree_of
 from pi_core._checkpoints.api import Checkpoints
 from pi_core._checkpoints.recorder import SessionCheckpoints
 from pi_core._checkpoints.store import checkpoint_dir
-from pi_core._config import CHECKPOINTS_TABLE, checkpoint_settings, config_file
+from pi_core._config import CHECKPOINTS_TABLE, CORE_TABLE, checkpoint_settings, config_file
 from pi_core._errors import ConfigError, ConfigWarning
 from pi_core._loop.config import LoopConfig
 from pi_core._plugins.contexts import BackendContext, RegisterToolsContext
@@ -375,8 +376,9 @@ def _warn_unused_tool_tables(config: Mapping[str, Any], tools: Sequence[AgentToo
             )
 
 
-CORE_TABLES = ("pi", "checkpoints", "tools", "env", "telemetry")
-"""The top-level tables the core reads."""
+CORE_TABLES = (CORE_TABLE, CHECKPOINTS_TABLE, ENV_TABLE, "tools", "telemetry")
+"""The top-level tables the core reads (``[tools.NAME]``: the exposure, above; ``[telemetry]``:
+``pi_core._report``, a floor above this one)."""
 
 
 def _warn_misspelt_tables(config: Mapping[str, Any], plugins: Sequence[str]) -> None:
@@ -384,8 +386,9 @@ def _warn_misspelt_tables(config: Mapping[str, Any], plugins: Sequence[str]) -> 
     nor a loaded plugin's but close to one (``[sandobx.policy]``): a plugin reads its own table,
     so a misspelt one would silently leave its settings (a whole command policy) unused."""
     known = {*CORE_TABLES, *plugins}
-    others = [name for name, value in config.items() if isinstance(value, dict)]
-    others = [name for name in others if name not in known]
+    others = [
+        name for name, value in config.items() if isinstance(value, dict) and name not in known
+    ]
     if not others:
         return
     import difflib  # only for a config with such a table (start-up)

@@ -488,7 +488,7 @@ def _env(words: list[Word]) -> Runs:
             name = v[2:].split("=", 1)[0]
             if name in _ENV_LONG_VALUES:
                 i += 1 if "=" in v else 2
-            elif name in _ENV_LONG_FLAGS or (name in _ENV_LONG_OPTIONAL):
+            elif name in _ENV_LONG_FLAGS or name in _ENV_LONG_OPTIONAL:
                 i += 1
             else:
                 return Undecidable(f"{v} is an option of env the policy does not know")
@@ -1472,8 +1472,8 @@ def _tar(words: list[Word]) -> Runs:
     return None
 
 
-_RSYNC_RUNS = ("--rsh", "--rsync-path")
-"""rsync's options whose value is a command (``-e``/``--rsh`` runs it on this machine)."""
+_RSYNC_RUNS = ("--rsh",)
+"""rsync's option whose value is a command it runs on this machine (also ``-e``)."""
 
 
 def _rsync(words: list[Word]) -> Runs:
@@ -1482,7 +1482,7 @@ def _rsync(words: list[Word]) -> Runs:
         text = word.value if word.value is not None else word.prefix
         if text == "--":
             break
-        if _runs_option(word, _RSYNC_RUNS[:1], 3) is not None or (
+        if _runs_option(word, _RSYNC_RUNS, 3) is not None or (
             text.startswith("-") and not text.startswith("--") and "e" in text[1:]
         ):
             return Undecidable(f"rsync {text} runs a command the policy does not judge")
