@@ -17,10 +17,31 @@ import trio
 
 from pi_builtin_tools.files.local import LocalFileOperations
 from pi_builtin_tools.files.read import ReadToolOptions, read_file
+from pi_core._backend_kit import inline_io, local_files
 from pi_core._errors import ToolError
 from pi_core.backends import CommandOutput, FileStat
 
 OPS = LocalFileOperations()
+
+
+@pytest.fixture
+def threads_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file call takes a worker-thread hop (none is tried in the event loop's thread)."""
+    monkeypatch.setattr(local_files, "inline_allowed", lambda: False)
+
+
+@pytest.fixture
+def hops(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts worker-thread hops: ``hops[0]``."""
+    count = [0]
+    run_sync = trio.to_thread.run_sync
+
+    async def counting(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return await run_sync(fn, *args, **kwargs)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", counting)
+    return count
 
 
 class PlainOps:
@@ -227,20 +248,11 @@ async def test_errors_are_the_generic_paths(tmp_path: Path) -> None:
 
 
 async def test_many_concurrent_reads_share_few_thread_hops(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, threads_only: None, hops: list[int]
 ) -> None:
     for i in range(200):
         (tmp_path / f"f{i}.txt").write_bytes(f"file {i}\n".encode())
     (tmp_path / "d").mkdir()
-    hops = 0
-    run_sync = trio.to_thread.run_sync
-
-    async def counting(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        nonlocal hops
-        hops += 1
-        return await run_sync(fn, *args, **kwargs)
-
-    monkeypatch.setattr(trio.to_thread, "run_sync", counting)
     ops = LocalFileOperations()
     results: dict[int, Any] = {}
 
@@ -256,10 +268,12 @@ async def test_many_concurrent_reads_share_few_thread_hops(
         nursery.start_soon(missing)
     assert [results[i][2] for i in range(200)] == [f"file {i}\n".encode() for i in range(200)]
     assert isinstance(results[-1][1], FileNotFoundError)
-    assert hops <= 10
+    assert 1 <= hops[0] <= 10
 
 
-async def test_a_cancelled_caller_does_not_fail_the_others(tmp_path: Path) -> None:
+async def test_a_cancelled_caller_does_not_fail_the_others(
+    tmp_path: Path, threads_only: None
+) -> None:
     for i in range(20):
         (tmp_path / f"f{i}.txt").write_bytes(f"file {i}\n".encode())
     ops = LocalFileOperations()
@@ -297,3 +311,190 @@ def test_path_candidates_of_ascii_paths() -> None:
     assert path_candidates("a", "/caf\u00e9") == ["/caf\u00e9/a", "/cafe\u0301/a"]
     assert path_candidates("a\u00a0b", "/w") == ["/w/a\u00a0b", "/w/a b"]
     assert path_candidates("a.txt", "/w", for_read=False) == ["/w/a.txt"]
+
+
+# -- calls tried in the event loop's thread (inline_io) -----------------------------------------
+
+_LOCAL_MOUNTS = (
+    "22 28 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
+    "28 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw,errors=remount-ro\n"
+    "30 28 0:25 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,inode64\n"
+    "41 28 0:36 / /var/lib/docker/overlay2/x/merged rw - overlay overlay rw,lowerdir=/a\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("extra", "local"),
+    [
+        ("", True),
+        ("50 28 0:50 / /mnt/share rw,relatime - nfs4 srv:/export rw,vers=4.2\n", False),
+        ("51 28 0:51 / /home/u/remote rw - fuse.sshfs u@h:/ rw,user_id=0\n", False),
+        ("52 28 0:52 / /net rw - autofs /etc/auto.net rw,fd=7\n", False),
+        ("53 28 0:53 / /mnt/win rw - cifs //h/s rw,vers=3.0\n", False),
+        ("54 28 0:54 / /mnt/odd\\040name rw - weirdfs none rw\n", False),
+    ],
+)
+def test_all_local_needs_every_mount_type_known_local(extra: str, local: bool) -> None:
+    assert inline_io.all_local(_LOCAL_MOUNTS + extra) is local
+
+
+def test_mount_types_reads_the_field_after_the_separator() -> None:
+    assert inline_io.mount_types(_LOCAL_MOUNTS) == ["proc", "ext4", "tmpfs", "overlay"]
+    assert inline_io.all_local("") is False  # no table read: no inline call
+
+
+def _mount_table(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str) -> Path:
+    table = tmp_path / "mountinfo"
+    table.write_text(text)
+    monkeypatch.setattr(inline_io, "MOUNTINFO", str(table))
+    monkeypatch.setattr(inline_io, "_checked_at", float("-inf"))
+    return table
+
+
+def test_the_mount_table_is_read_again_after_a_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if getattr(os, "RWF_NOWAIT", None) is None:
+        pytest.skip("no RWF_NOWAIT on this platform: every file call takes a worker thread")
+    now = [1000.0]
+    monkeypatch.setattr(inline_io.time, "monotonic", lambda: now[0])
+    table = _mount_table(monkeypatch, tmp_path, _LOCAL_MOUNTS)
+    assert inline_io.inline_allowed() is True
+    table.write_text(_LOCAL_MOUNTS + "50 28 0:50 / /mnt rw - nfs srv:/e rw\n")
+    now[0] += 0.5
+    assert inline_io.inline_allowed() is True  # read at most once a second
+    now[0] += 0.5
+    assert inline_io.inline_allowed() is False
+    table.unlink()
+    now[0] += 1.0
+    assert inline_io.inline_allowed() is False  # an unreadable table: worker threads
+
+
+def _nowait_supported(path: Path) -> bool:
+    """Whether the file system of ``path`` (cached) answers a read without waiting."""
+    if getattr(os, "RWF_NOWAIT", None) is None:
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        inline_io.read_nowait(fd, None, 0)
+    except inline_io.WouldBlock:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+@pytest.mark.parametrize("size", [0, 10, 65535, 65536, 65537, 300_000])
+@pytest.mark.parametrize("length", [None, 4, 65536, 70_000])
+def test_read_nowait_gives_the_bytes_a_plain_read_gives(
+    tmp_path: Path, size: int, length: int | None
+) -> None:
+    data = bytes(i % 251 for i in range(size))
+    (tmp_path / "f").write_bytes(data)
+    if not _nowait_supported(tmp_path / "f"):
+        pytest.skip("the temporary folder's file system cannot read without waiting (RWF_NOWAIT)")
+    fd = os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        got = inline_io.read_nowait(fd, length, size)
+    finally:
+        os.close(fd)
+    assert got == (data if length is None else data[:length])
+
+
+async def test_a_cached_file_is_read_without_a_thread_hop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hops: list[int]
+) -> None:
+    (tmp_path / "a.txt").write_bytes(b"one\ntwo\n")
+    if not _nowait_supported(tmp_path / "a.txt"):
+        pytest.skip("the temporary folder's file system cannot read without waiting (RWF_NOWAIT)")
+    _mount_table(monkeypatch, tmp_path, _LOCAL_MOUNTS)
+    real = str((tmp_path / "a.txt").resolve())
+    ops = LocalFileOperations()
+    got = await ops.read_head("a.txt", str(tmp_path), whole_limit=100, head_size=4)
+    missing = await ops.read_head("nope", str(tmp_path), whole_limit=100, head_size=4)
+    resolved = await ops.resolve_for_mutation("a.txt", str(tmp_path))
+    assert hops[0] == 0
+    assert got[2] == b"one\ntwo\n" and isinstance(missing[1], FileNotFoundError)
+    assert resolved == (str(tmp_path / "a.txt"), real)
+
+
+async def test_a_network_mount_sends_every_read_to_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hops: list[int]
+) -> None:
+    (tmp_path / "a.txt").write_bytes(b"one\n")
+    _mount_table(monkeypatch, tmp_path, _LOCAL_MOUNTS + "50 28 0:50 / /mnt rw - nfs4 s:/e rw\n")
+    ops = LocalFileOperations()
+    assert (await ops.read_head("a.txt", str(tmp_path), whole_limit=100, head_size=4))[2] == (
+        b"one\n"
+    )
+    await ops.resolve_for_mutation("a.txt", str(tmp_path))
+    assert hops[0] == 2
+
+
+def _drop_from_page_cache(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def test_read_nowait_of_data_not_in_the_page_cache_would_block(tmp_path: Path) -> None:
+    (tmp_path / "cold.txt").write_bytes(b"x" * 100_000)
+    if not _nowait_supported(tmp_path / "cold.txt"):
+        pytest.skip("the temporary folder's file system cannot read without waiting (RWF_NOWAIT)")
+    _drop_from_page_cache(tmp_path / "cold.txt")
+    fd = os.open(tmp_path / "cold.txt", os.O_RDONLY)
+    try:
+        with pytest.raises(inline_io.WouldBlock):
+            inline_io.read_nowait(fd, None, 100_000)
+    finally:
+        os.close(fd)
+
+
+async def test_data_not_in_the_page_cache_is_read_in_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hops: list[int]
+) -> None:
+    data = b"x" * 100_000
+    (tmp_path / "cold.txt").write_bytes(data)
+    if not _nowait_supported(tmp_path / "cold.txt"):
+        pytest.skip("the temporary folder's file system cannot read without waiting (RWF_NOWAIT)")
+    _drop_from_page_cache(tmp_path / "cold.txt")
+    _mount_table(monkeypatch, tmp_path, _LOCAL_MOUNTS)
+    got = await LocalFileOperations().read_head(
+        "cold.txt", str(tmp_path), whole_limit=200_000, head_size=4
+    )
+    assert got[2] == data
+    assert hops[0] == 1
+
+
+async def test_a_policy_check_runs_in_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``check_opened`` may block (the sandbox's may walk the workspace): a read with one is
+    never tried in the event loop's thread."""
+    import threading
+
+    (tmp_path / "a.txt").write_bytes(b"one\n")
+    _mount_table(monkeypatch, tmp_path, _LOCAL_MOUNTS)
+    threads: list[threading.Thread] = []
+    ops = LocalFileOperations(
+        check_opened=lambda path, fd, st: threads.append(threading.current_thread())
+    )
+    got = await ops.read_head("a.txt", str(tmp_path), whole_limit=100, head_size=4)
+    assert got[2] == b"one\n"
+    assert len(threads) == 1 and threads[0] is not threading.main_thread()
+
+
+async def test_a_fifo_swapped_in_never_blocks_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO is refused by its ``stat`` and opened, if at all, without waiting for a writer."""
+    os.mkfifo(tmp_path / "p")
+    _mount_table(monkeypatch, tmp_path, _LOCAL_MOUNTS)
+    with trio.fail_after(5):
+        _, info, data = await LocalFileOperations().read_head(
+            "p", str(tmp_path), whole_limit=100, head_size=4
+        )
+    assert isinstance(info, FileStat) and info.kind == "other" and data is None

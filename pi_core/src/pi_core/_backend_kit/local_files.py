@@ -3,7 +3,9 @@
 Implements :class:`pi_core._backend_kit.operations.FileOperations` on this machine's file system; the one
 implementation both ``pi_builtin_tools`` (the default backend) and ``pi_sandbox_plugin`` (the
 guarded local backend) use. Blocking calls run in trio worker threads so the event loop never
-stalls; they are not abandoned on cancellation (a write in flight finishes). ``rg`` is the one
+stalls; they are not abandoned on cancellation (a write in flight finishes). The read tool's
+``stat`` and read of a file whose data is in the page cache, and a mutating call's path lookup,
+run in the event loop's thread when they cannot wait (:mod:`pi_core._backend_kit.inline_io`). ``rg`` is the one
 on ``PATH``, else the ``ripgrep`` PyPI wheel's (a dependency of the distributions that run it).
 
 Also the small helpers other backends share: :func:`find_rg`, :func:`file_kind` (``st_mode`` →
@@ -28,6 +30,7 @@ from typing import Any
 import trio
 
 from pi_core._backend_kit.atomic import atomic_write_bytes
+from pi_core._backend_kit.inline_io import WouldBlock, inline_allowed, read_nowait
 from pi_core._backend_kit.interprocess import sweep_once
 from pi_core._backend_kit.operations import CommandOutput, FileKind, FileStat
 from pi_core._backend_kit.paths import path_candidates, resolve_to_cwd
@@ -183,8 +186,10 @@ def _read_head(
     whole_limit: int,
     head_size: int,
     check: OpenedCheck | None = None,
+    read: Callable[[int, int | None, int], bytes] = _read_fd,
 ) -> tuple[str, FileStat | OSError, bytes | OSError | None]:
-    """:meth:`LocalFileOperations.read_head` in one worker-thread call."""
+    """:meth:`LocalFileOperations.read_head` in one worker-thread call (in the event loop's
+    thread with ``read=read_nowait``, which raises :class:`WouldBlock` rather than wait)."""
     path, st = fallback, None
     failed: dict[str, OSError] = {}
     for candidate in candidates:
@@ -209,7 +214,7 @@ def _read_head(
     try:
         fd = _open_regular(path, check)
         try:
-            data = _read_fd(fd, None if whole else head_size, info.size)
+            data = read(fd, None if whole else head_size, info.size)
         finally:
             os.close(fd)
     except OSError as exc:
@@ -298,14 +303,24 @@ class _Lane:
 
     Cancellation is deferred while a call is queued or running, as with
     ``trio.to_thread.run_sync`` (a call is never abandoned): a cancelled caller returns once
-    its batch is done. A call that blocks holds up the calls of its own batch only."""
+    its batch is done. A call that blocks holds up the calls of its own batch only.
+
+    A call given with a ``nowait`` variant runs that first, in the event loop's thread, when
+    :func:`~pi_core._backend_kit.inline_io.inline_allowed`; the variant raises
+    :class:`~pi_core._backend_kit.inline_io.WouldBlock` instead of waiting (data not in the page
+    cache), and the call then takes a hop as any other."""
 
     def __init__(self, hops: int = 4) -> None:
         self._hops = hops
         self._in_flight = 0
         self._pending: list[_Job] = []
 
-    async def run(self, call: Callable[[], Any]) -> Any:
+    async def run(self, call: Callable[[], Any], nowait: Callable[[], Any] | None = None) -> Any:
+        if nowait is not None and inline_allowed():
+            try:
+                return nowait()
+            except WouldBlock:
+                pass
         job = _Job(call)
         self._pending.append(job)
         while not job.done:
@@ -460,9 +475,11 @@ class LocalFileOperations:
     async def read_head(
         self, path: str, cwd: str, *, whole_limit: int, head_size: int, for_read: bool = True
     ) -> tuple[str, FileStat | OSError, bytes | OSError | None] | None:
-        """Resolve, stat and read the start of a file in **one** worker-thread call (the read
-        tool's first step; optional: a backend without it gets the same from
-        ``resolve_existing_path``, ``stat`` and ``read_bytes``).
+        """Resolve, stat and read the start of a file in **one** worker-thread call, or none when
+        it is done in the event loop's thread without waiting (the page cache holds the data and
+        no ``check_opened`` is set: :mod:`~pi_core._backend_kit.inline_io`). The read tool's
+        first step; optional: a backend without it gets the same from
+        ``resolve_existing_path``, ``stat`` and ``read_bytes``.
 
         ``path`` is resolved against ``cwd`` as
         :func:`~pi_core._backend_kit.paths.resolve_existing_path` does (the first candidate that
@@ -478,11 +495,12 @@ class LocalFileOperations:
             return None
         candidates = path_candidates(path, cwd, for_read=for_read)
         fallback = candidates[0] if path.isascii() else resolve_to_cwd(path, cwd)
-        return await self._lane.run(
-            functools.partial(
-                _read_head, candidates, fallback, whole_limit, head_size, self.check_opened
-            )
-        )
+        check = self.check_opened
+        call = functools.partial(_read_head, candidates, fallback, whole_limit, head_size, check)
+        # a policy's check may block (it may walk the workspace): only a read without one is
+        # tried in the event loop's thread
+        nowait = None if check is not None else functools.partial(call, read=read_nowait)
+        return await self._lane.run(call, nowait)
 
     async def resolve_for_mutation(self, path: str, cwd: str) -> tuple[str, str] | None:
         """``(resolved, key)`` of a mutating tool's ``path`` argument in **one** worker-thread
@@ -498,7 +516,8 @@ class LocalFileOperations:
             return None
         candidates = path_candidates(path, cwd, for_read=False)
         fallback = resolve_to_cwd(path, cwd)
-        return await self._lane.run(functools.partial(_resolve_for_mutation, candidates, fallback))
+        call = functools.partial(_resolve_for_mutation, candidates, fallback)
+        return await self._lane.run(call, call)  # lookups only: no data to wait for
 
     async def scan_bytes(
         self,
