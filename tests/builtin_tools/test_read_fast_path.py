@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import trio
 
+from pi_builtin_tools.files import read as read_module
 from pi_builtin_tools.files.local import LocalFileOperations
 from pi_builtin_tools.files.read import ReadToolOptions, read_file
 from pi_core._backend_kit import inline_io, local_files
@@ -498,3 +499,143 @@ async def test_a_fifo_swapped_in_never_blocks_the_event_loop(
             "p", str(tmp_path), whole_limit=100, head_size=4
         )
     assert isinstance(info, FileStat) and info.kind == "other" and data is None
+
+
+# -- the rest of a large file, counted (count_newlines) ----------------------------------------
+
+
+@pytest.mark.parametrize("use_wc", [True, False])
+@pytest.mark.parametrize(
+    ("content", "offset"),
+    [
+        (b"a\nbb\nccc\n", 0),
+        (b"a\nbb\nccc\n", 2),
+        (b"a\nbb\nccc", 5),
+        (b"a\nbb\nccc", 8),  # the last byte only
+        (b"a\nbb\nccc\n", 9),  # at the end: nothing follows
+        (b"a\nbb\n", 50),  # past the end
+        (b"", 0),
+        (b"\n" * 300_000 + b"tail", 17),
+        (b"x" * 200_000, 1),
+    ],
+)
+async def test_count_newlines_counts_the_rest_from_the_offset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, offset: int, use_wc: bool
+) -> None:
+    (tmp_path / "f").write_bytes(content)
+    if use_wc:
+        if local_files._wc() is None:
+            pytest.skip("no wc on PATH")
+        monkeypatch.setattr(local_files, "WC_MIN_BYTES", 0)
+    else:
+        monkeypatch.setattr(local_files, "_wc", lambda: None)
+    rest = content[offset:]
+    got = await LocalFileOperations().count_newlines(str(tmp_path / "f"), offset, 4096)
+    assert got == (len(rest), rest.count(b"\n"), rest[-1] if rest else None)
+
+
+async def test_count_newlines_counts_itself_when_wc_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "f").write_bytes(b"one\ntwo\nthree")
+    monkeypatch.setattr(local_files, "WC_MIN_BYTES", 0)
+    for broken in ("/bin/false", str(tmp_path / "missing-wc"), "/bin/echo"):
+        monkeypatch.setattr(local_files, "_wc", lambda broken=broken: broken)
+        got = await LocalFileOperations().count_newlines(str(tmp_path / "f"), 4)
+        assert got == (9, 1, ord("e")), broken
+
+
+async def test_count_newlines_checks_what_it_opened_and_refuses_special_files(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "f").write_bytes(b"a\nb\n")
+    os.mkfifo(tmp_path / "p")
+    seen: list[str] = []
+
+    def refuse(path: str, fd: int, st: os.stat_result) -> None:
+        seen.append(path)
+        raise PermissionError(errno.EACCES, "denied", path)
+
+    with pytest.raises(PermissionError):
+        await LocalFileOperations(check_opened=refuse).count_newlines(str(tmp_path / "f"), 0)
+    assert seen == [str(tmp_path / "f")]
+    with pytest.raises(OSError) as special:
+        await OPS.count_newlines(str(tmp_path / "p"), 0)
+    assert special.value.errno == errno.EINVAL
+    with pytest.raises(IsADirectoryError):
+        await OPS.count_newlines(str(tmp_path), 0)
+
+
+class CountingOps(LocalFileOperations):
+    """The local backend, its ``count_newlines`` calls recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counted: list[int] = []
+
+    async def count_newlines(
+        self, path: str, offset: int, chunk_size: int = 1 << 20
+    ) -> tuple[int, int, int | None] | None:
+        self.counted.append(offset)
+        return await super().count_newlines(path, offset, chunk_size)
+
+
+_BIG_CASES = [
+    (None, None),
+    (3, None),
+    (4000, None),
+    (3999, None),
+    (1, 5),
+    (10, 3000),
+    (2900, 50),
+    (4100, 10),
+    (0, 0),
+]
+
+
+@pytest.mark.parametrize(("offset", "limit"), _BIG_CASES)
+@pytest.mark.parametrize("ending", [b"\n", b"", b"\n\n"])
+async def test_a_counted_rest_gives_the_generic_paths_result(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    offset: int | None,
+    limit: int | None,
+    ending: bytes,
+) -> None:
+    """A file whose rest is counted by the backend reads as the generic path (every chunk fed
+    to the scanner) reads it, with each selection, limit and ending: the totals, the
+    "more lines" and "Showing lines" notices."""
+    lines = [f"{i:05d} " + "w" * (i % 90) for i in range(4000)]
+    (tmp_path / "t.txt").write_bytes("\n".join(lines).encode() + ending)
+    monkeypatch.setattr(read_module, "COUNT_REST_MIN_BYTES", 1)
+    monkeypatch.setattr(local_files, "WC_MIN_BYTES", 0)
+    options = ReadToolOptions(whole_file_limit=1000, chunk_size=4096)
+
+    async def outcome(ops: Any) -> tuple[str, Any]:
+        try:
+            result = await read_file(
+                "t.txt", str(tmp_path), ops, offset=offset, limit=limit, options=options
+            )
+        except ToolError as exc:
+            return "error", str(exc)
+        return result.content[0].text, result.details  # type: ignore[union-attr]
+
+    counting = CountingOps()
+    assert await outcome(counting) == await outcome(PlainOps())
+    if offset is None or offset < 3900:
+        assert counting.counted  # the rest was counted, not fed
+
+
+async def test_a_large_file_at_the_real_thresholds_reads_as_the_generic_path(
+    tmp_path: Path,
+) -> None:
+    """24 MiB of lines, no threshold changed: the rest past the selection is counted (by
+    ``wc`` where there is one) and the result is the generic path's."""
+    line = b"%07d the quick brown fox jumps over the lazy dog\n"
+    (tmp_path / "big.txt").write_bytes(b"".join(line % i for i in range(24 * 2**20 // 56)))
+    counting = CountingOps()
+    for offset, limit in ((None, None), (100_000, None), (5, 10)):
+        fast = await read_file("big.txt", str(tmp_path), counting, offset=offset, limit=limit)
+        plain = await read_file("big.txt", str(tmp_path), PlainOps(), offset=offset, limit=limit)
+        assert fast.content == plain.content and fast.details == plain.details
+    assert len(counting.counted) == 3

@@ -405,3 +405,19 @@ async def test_a_subclass_that_reads_its_own_way_gets_no_one_hop_read(ws: Path) 
     assert await _read_text(guard, "a.txt", str(ws)) == (
         f"error: EACCES: permission denied, access '{ws}/a.txt'"
     )
+
+
+async def test_guarded_count_newlines_only_when_no_read_is_restricted(ws: Path) -> None:
+    """The rest of a large file is counted by the wrapped backend only when the policy
+    restricts no read; otherwise ``None``, and the read tool reads the rest through the
+    checked ``read_bytes``."""
+    (ws / "outside-link").symlink_to(ws.parent / "outside" / "secret.txt")
+    unrestricted = GuardedFileOperations(
+        LocalFileOperations(), PathPolicy(str(ws), read_roots=["/"])
+    )
+    restricted = GuardedFileOperations(
+        LocalFileOperations(), PathPolicy(str(ws), deny_paths=[".env"])
+    )
+    assert await unrestricted.count_newlines(str(ws / "a.txt"), 2) == (23, 2, ord("\n"))
+    assert await restricted.count_newlines(str(ws / "a.txt"), 2) is None
+    assert await restricted.count_newlines(str(ws / "outside-link"), 0) is None

@@ -236,8 +236,34 @@ class _Scanner:
             sel.total_newlines += available
             return
 
+    @property
+    def counting(self) -> bool:
+        """Whether the rest of the input is only counted: past the selection's end, or (no
+        end) inside it with its first line and its kept prefix complete."""
+        if self.end is not None:
+            return self.line >= self.end
+        sel = self.sel
+        return self.line >= self.start and sel.first_line_done and len(sel.prefix) >= self.cap
+
+    def feed_counted(self, size: int, newlines: int, last_byte: int | None) -> None:
+        """Take ``size`` bytes holding ``newlines`` newlines and ending with ``last_byte``, as
+        :meth:`feed` of them would (only while :attr:`counting`)."""
+        assert self.counting
+        self.line += newlines
+        self.sel.total_newlines += newlines
+        if self.end is None and size:
+            self.sel.selected_bytes += size
+            self.sel.selected_newlines += newlines
+            self.sel.last_byte = last_byte
+
     def finish(self) -> _Selection:
         return self.sel
+
+
+COUNT_REST_MIN_BYTES = 16 * 1024 * 1024
+"""A UTF-8 file whose rest, once the selection is taken, holds at least this many bytes has
+that rest counted by the backend's optional ``count_newlines`` (the local backend has
+``wc`` count it) instead of fed to the scanner chunk by chunk."""
 
 
 async def _scan(
@@ -249,15 +275,17 @@ async def _scan(
     options: ReadToolOptions,
     start: int,
     end: int | None,
+    size: int = 0,
 ) -> _Selection:
     """Feed the file's text, as UTF-8 bytes, chunk by chunk through a :class:`_Scanner`
-    (``first`` is the start already read; ``complete``: it is the whole file)."""
+    (``first`` is the start already read; ``complete``: it is the whole file; ``size``: its
+    size when it was looked at)."""
     scanner = _Scanner(start, end, DEFAULT_MAX_BYTES + 1)
     decoder = None if encoding.is_utf8 else codecs.getincrementaldecoder(encoding.codec)("replace")
     # A UTF-16/32 BOM is not shown (a UTF-8 one stays, as Pi shows it); the file is unchanged.
     strip_bom = decoder is not None and bom_length(first, encoding) > 0
 
-    def feed(raw: bytes, final: bool) -> None:
+    def feed(raw: bytes | bytearray, final: bool) -> None:
         nonlocal strip_bom
         if decoder is None:
             scanner.feed(raw)
@@ -270,9 +298,27 @@ async def _scan(
     feed(first, complete)
     offset = len(first)
     scan_bytes = None if complete else getattr(ops, "scan_bytes", None)
-    if callable(scan_bytes) and await scan_bytes(
-        path, offset, options.chunk_size, lambda chunk: feed(chunk, False)
-    ):
+    count_newlines = None if decoder is not None else getattr(ops, "count_newlines", None)
+    reached = offset
+
+    def consume(chunk: bytearray) -> bool:
+        """Feed ``chunk``; true (stop) when the large rest can be counted instead."""
+        nonlocal reached
+        feed(chunk, False)
+        reached += len(chunk)
+        return (
+            count_newlines is not None
+            and size - reached >= COUNT_REST_MIN_BYTES
+            and scanner.counting
+        )
+
+    if callable(scan_bytes) and await scan_bytes(path, offset, options.chunk_size, consume):
+        if callable(count_newlines) and scanner.counting and size - reached >= COUNT_REST_MIN_BYTES:
+            counted = await count_newlines(path, reached, options.chunk_size)
+            if counted is None:  # not counted after all: fed as before
+                await scan_bytes(path, reached, options.chunk_size, lambda c: feed(c, False))
+            else:
+                scanner.feed_counted(*counted)
         feed(b"", True)
         return scanner.finish()
     while not complete:
@@ -465,7 +511,7 @@ async def read_file(
             end = math.trunc(end_value)
 
     try:
-        sel = await _scan(ops, path, encoding, first, complete, opts, start, end)
+        sel = await _scan(ops, path, encoding, first, complete, opts, start, end, info.size)
     except OSError as exc:
         raise fs_error(exc, "read", path) from exc
     total_lines = sel.total_newlines + 1

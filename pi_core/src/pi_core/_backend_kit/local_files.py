@@ -247,6 +247,68 @@ def _scan_file(
         os.close(fd)
 
 
+WC_MIN_BYTES = 8 * 1024 * 1024
+"""From this many bytes on, :meth:`LocalFileOperations.count_newlines` has ``wc -lc`` count
+(coreutils counts with vector instructions, several times ``bytes.count``'s speed); below it,
+or without a working ``wc``, it counts itself."""
+
+
+@functools.cache
+def _wc() -> str | None:
+    return shutil.which("wc")
+
+
+def _count_with_wc(fd: int) -> tuple[int, int] | None:
+    """``(newlines, bytes)`` from the fd's position to its end, as ``wc -lc`` reads it on its
+    stdin (this very descriptor: no name is opened again); ``None`` when ``wc`` is missing,
+    fails or says something else."""
+    wc = _wc()
+    if wc is None:
+        return None
+    try:
+        done = subprocess.run(
+            [wc, "-lc"],
+            stdin=fd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "")},
+            check=False,
+        )
+    except OSError:
+        return None
+    fields = done.stdout.split()
+    if done.returncode != 0 or len(fields) != 2 or not all(f.isdigit() for f in fields):
+        return None
+    return int(fields[0]), int(fields[1])
+
+
+def _count_rest(
+    path: str, offset: int, chunk_size: int, check: OpenedCheck | None = None
+) -> tuple[int, int, int | None]:
+    """:meth:`LocalFileOperations.count_newlines` in one worker-thread call."""
+    _refuse_special(os.stat(path).st_mode, path)
+    fd = _open_regular(path, check)
+    try:
+        size = os.fstat(fd).st_size
+        counted = None
+        if size - offset >= WC_MIN_BYTES:
+            os.lseek(fd, offset, os.SEEK_SET)
+            counted = _count_with_wc(fd)
+        if counted is None:
+            os.lseek(fd, offset, os.SEEK_SET)
+            newlines = length = 0
+            buffer = bytearray(chunk_size)
+            while count := os.readv(fd, [buffer]):
+                newlines += buffer.count(b"\n", 0, count)
+                length += count
+            counted = newlines, length
+        newlines, length = counted
+        last = os.pread(fd, 1, offset + length - 1) if length else b""
+        return length, newlines, last[0] if last else None
+    finally:
+        os.close(fd)
+
+
 def _resolve_for_mutation(candidates: Sequence[str], fallback: str) -> tuple[str, str]:
     """:meth:`LocalFileOperations.resolve_for_mutation` in one worker-thread call."""
     path = fallback
@@ -540,6 +602,24 @@ class LocalFileOperations:
             _scan_file, path, offset, chunk_size, consume, self.check_opened
         )
         return True
+
+    async def count_newlines(
+        self, path: str, offset: int, chunk_size: int = 1 << 20
+    ) -> tuple[int, int, int | None] | None:
+        """``(bytes, newlines, last byte)`` of the file from byte ``offset`` to its end, in one
+        worker-thread call (optional: the read tool counts what it no longer needs to see;
+        a backend without it feeds it the rest with :meth:`scan_bytes` or :meth:`read_bytes`).
+        The last byte is ``None`` when nothing follows ``offset``. From
+        :data:`WC_MIN_BYTES` on, ``wc -lc`` counts, reading the descriptor this call opened
+        (and ``check_opened`` saw); otherwise, or when ``wc`` fails, ``chunk_size`` bytes at a
+        time in one reused buffer. Errors as :meth:`read_bytes`; ``None`` when a subclass
+        overrides ``read_bytes`` or ``stat``."""
+        if self._overrides_io():
+            return None
+        counted: tuple[int, int, int | None] = await trio.to_thread.run_sync(
+            _count_rest, path, offset, chunk_size, self.check_opened
+        )
+        return counted
 
     def _overrides_io(self) -> bool:
         cls = type(self)

@@ -78,7 +78,8 @@ class FileOperations(Protocol):
     Optional methods, looked up with ``getattr`` (a backend need not have them; the tools then
     use the methods below): ``access(path, mode)`` (``access(2)``), and the read tool's
     one-hop pair ``read_head(path, cwd, *, whole_limit, head_size)`` and
-    ``scan_bytes(path, offset, chunk_size, consume)``, and grep's windowed search
+    ``scan_bytes(path, offset, chunk_size, consume)`` with ``count_newlines(path, offset,
+    chunk_size)`` for the rest of a large file, and grep's windowed search
     ``run_rg_fed(args, cwd, chunks, consume)`` (ripgrep fed on its stdin), and find's bulk
     listing ``list_dirs(paths)``
     (:class:`~pi_core._backend_kit.local_files.LocalFileOperations` documents them).

@@ -27,6 +27,8 @@ read_head      the wrapped one-hop read when the policy restricts no read
                pi's output files; else "not available" (``None``): the read tool uses the
                checked ``stat`` and ``read_bytes``, so no denied file is ever opened
 scan_bytes     the wrapped one only when the policy restricts no read; else ``False``
+count_newlines the wrapped one only when the policy restricts no read; else ``None`` (the
+               read tool feeds the rest to its scanner)
 mkdir          write
 realpath       none (it reads no file content)
 run_rg         read on ``cwd`` and on every search path (with ``identities``: by identity
@@ -250,6 +252,17 @@ class GuardedFileOperations:
         if not callable(scan_bytes) or not self.policy.reads_unrestricted():
             return False
         return bool(await scan_bytes(path, offset, chunk_size, consume))
+
+    async def count_newlines(
+        self, path: str, offset: int, chunk_size: int = 1 << 20
+    ) -> tuple[int, int, int | None] | None:
+        """The wrapped ``count_newlines`` when the policy restricts no read (see
+        :meth:`read_head`); ``None`` otherwise (the read tool reads the rest itself)."""
+        count_newlines = getattr(self.inner, "count_newlines", None)
+        if not callable(count_newlines) or not self.policy.reads_unrestricted():
+            return None
+        counted: tuple[int, int, int | None] | None = await count_newlines(path, offset, chunk_size)
+        return counted
 
     async def stat(self, path: str) -> FileStat:
         """The wrapped ``stat`` of the resolved path, if it may be read (pi's output files:
