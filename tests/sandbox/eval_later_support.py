@@ -536,11 +536,13 @@ STANDINS = ("rm", "curl", "wget", "sudo", "dd", "chmod", "git")
 
 _STANDIN = """#!/bin/sh
 read -r _ _ _ _ _ sid _ < /proc/$$/stat
-printf '\\037%s' "$0" "$@" > "{calls}/${{PI_CASE:-?}}:$sid:$$"
+printf '\\037%s' "$0" "$@" > "{calls}/${{PI_CASE:-?}}:$sid:$$:{name}"
 {then}
 """
 """A stand-in: records its argv in a file of its own, named after the line's number (or, when
-the line emptied its environment, the session the line runs in)."""
+the line emptied its environment, the session the line runs in) and the program it stands in
+for (a stand-in killed between creating its file and writing it, when its line ends, still
+counts as a call of that program)."""
 
 _DRIVER = r"""
 import json, os, signal, subprocess, sys
@@ -620,7 +622,7 @@ def run_under_bash(
         path = os.path.join(standins, name)
         then = 'exec /usr/lib/git-core/git "$@"' if name == "git" else "exit 0"
         with open(path, "w") as f:
-            f.write(_STANDIN.format(calls=calls_dir, then=then))
+            f.write(_STANDIN.format(calls=calls_dir, then=then, name=name))
         os.chmod(path, 0o755)
         if os.path.exists(f"/usr/bin/{name}"):
             binds += ["--ro-bind", path, f"/usr/bin/{name}"]
@@ -655,9 +657,9 @@ def run_under_bash(
     calls: dict[int, list[tuple[str, ...]]] = {}
     sessions = {str(r["session"]): k for k, r in enumerate(raw)}
     for name in sorted(os.listdir(calls_dir)):
-        case, session, _ = name.split(":")
+        case, session, _, program = name.split(":")
         with open(os.path.join(calls_dir, name), encoding="utf-8", errors="replace") as f:
-            argv_ = f.read().split("\x1f")[1:]
+            argv_ = f.read().split("\x1f")[1:] or [program]  # killed before it wrote
         # the line's number, or (when it emptied its environment) the session it runs in
         key = int(case) if case.isdigit() else sessions.get(session, -1)
         calls.setdefault(key, []).append(tuple(argv_))

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import trio
 
-from pi_core import ToolCall
+from pi_core import ToolCall, dump_json
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest JSON-RPC message read from stdin (64 MiB); a longer line is dropped unread (the
@@ -211,7 +211,7 @@ Handover = Callable[[AsyncIterator[str], Writer], Awaitable[None]]
 
 
 def _dumps(message: dict[str, Any]) -> str:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return dump_json(message) + "\n"  # json.dumps(ensure_ascii=False, compact)'s text
 
 
 def _is_id(value: Any) -> bool:
