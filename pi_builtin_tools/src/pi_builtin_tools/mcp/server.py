@@ -478,6 +478,10 @@ class ServedSession:
         """Return once the session has started (or could not)."""
         await self._ready.wait()
 
+    def ready(self) -> bool:
+        """Whether the session has started (or could not): :meth:`wait_ready` would return."""
+        return self._ready.is_set()
+
     def declarations(self) -> list[dict[str, Any]]:
         """The offered tools as MCP declarations (wire JSON)."""
         tool_set = self.session.tool_set
@@ -545,6 +549,40 @@ class ServedSession:
             return ("always" if content.get("for_session") is True else "allow"), by
         return "deny", f"{client} (no answer in {self._ask_timeout:g} s)"
 
+    async def _run(
+        self, tool_call: ToolCall, abort: Abort, updates: _LatestUpdate | None
+    ) -> ToolCallOutcome:
+        """One call through the pipeline, aborted by ``abort`` (also while it waits for a free
+        call slot: it then runs aborted, as any call aborted before it starts)."""
+        acquired = False
+        with abort.linked_scope():
+            try:  # a free token: no loop turn for it (a cost per message)
+                self._limiter.acquire_nowait()
+            except trio.WouldBlock:
+                await self._limiter.acquire()
+            acquired = True
+        try:
+            # the message hooks and nested calls see as the one that asked for the call
+            message = AssistantMessage(content=[tool_call], stop_reason="toolUse")
+            context = AgentContext(messages=[message], tools=self.tools)
+            return await run_tool_call(
+                tool_call,
+                context,
+                self._loop_config,
+                assistant_message=message,
+                abort=abort,
+                on_update=updates,
+                tool_context=nested_calls_context(tool_call, context, self._loop_config, abort),
+            )
+        finally:
+            if acquired:
+                self._limiter.release()
+
+    def _answer(self, outcome: ToolCallOutcome | None) -> dict[str, Any]:
+        if outcome is None:
+            return _error_result("Operation aborted")
+        return self._with_output_link(outcome, mcp_result(outcome))
+
     async def call(
         self,
         tool_call: ToolCall,
@@ -564,34 +602,8 @@ class ServedSession:
         done = trio.Event()
 
         async def run_call() -> None:
-            acquired = False
             try:
-                with abort.linked_scope():
-                    try:  # a free token: no loop turn for it (a cost per message)
-                        self._limiter.acquire_nowait()
-                    except trio.WouldBlock:
-                        await self._limiter.acquire()
-                    acquired = True
-                try:
-                    # the message hooks and nested calls see as the one that asked for the call
-                    message = AssistantMessage(content=[tool_call], stop_reason="toolUse")
-                    context = AgentContext(messages=[message], tools=self.tools)
-                    outcomes.append(
-                        await run_tool_call(
-                            tool_call,
-                            context,
-                            self._loop_config,
-                            assistant_message=message,
-                            abort=abort,
-                            on_update=updates,
-                            tool_context=nested_calls_context(
-                                tool_call, context, self._loop_config, abort
-                            ),
-                        )
-                    )
-                finally:
-                    if acquired:
-                        self._limiter.release()
+                outcomes.append(await self._run(tool_call, abort, updates))
             finally:
                 self._running.discard(abort)
                 done.set()
@@ -610,9 +622,25 @@ class ServedSession:
             self._askers.pop(tool_call.id, None)
             if not done.is_set():
                 abort.abort()
-        if not outcomes:
-            return _error_result("Operation aborted")
-        return self._with_output_link(outcomes[0], mcp_result(outcomes[0]))
+        return self._answer(outcomes[0] if outcomes else None)
+
+    async def call_here(self, tool_call: ToolCall, abort: Abort) -> dict[str, Any]:
+        """:meth:`call` with no progress to report, run in the caller's task (no task of its
+        own, no wake-up: a cost per message of the lean stdio loop), shielded: the caller stops
+        it only with ``abort``, and it is finalised before this returns. The caller's task
+        must outlive the call as the session's nursery would (the lean loop's calls end
+        before the session does)."""
+        if not self._ready.is_set():
+            await self._ready.wait()
+        if self._calls is None:
+            return _error_result("the pi session of this MCP session has ended")
+        self._running.add(abort)
+        try:
+            with trio.CancelScope(shield=True):
+                outcome: ToolCallOutcome | None = await self._run(tool_call, abort, None)
+        finally:
+            self._running.discard(abort)
+        return self._answer(outcome)
 
     def _with_output_link(self, outcome: ToolCallOutcome, result: dict[str, Any]) -> dict[str, Any]:
         """Serve the call's full-output file (``details["fullOutputPath"]``) as a resource of

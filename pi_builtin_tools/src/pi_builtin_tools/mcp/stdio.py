@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import trio
 
-from pi_core import ToolCall, dump_json
+from pi_core import Abort, ToolCall, dump_json
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest JSON-RPC message read from stdin (64 MiB); a longer line is dropped unread (the
@@ -197,6 +197,8 @@ class Served(Protocol):
 
     async def wait_ready(self) -> None: ...
 
+    def ready(self) -> bool: ...
+
     def declarations(self) -> list[dict[str, Any]]: ...
 
     async def call(
@@ -204,6 +206,8 @@ class Served(Protocol):
         tool_call: ToolCall,
         report_progress: Callable[[float, str], Awaitable[None]] | None,
     ) -> dict[str, Any]: ...
+
+    async def call_here(self, tool_call: ToolCall, abort: Abort) -> dict[str, Any]: ...
 
 
 Handover = Callable[[AsyncIterator[str], Writer], Awaitable[None]]
@@ -255,7 +259,9 @@ class _Loop:
         """The lines the SDK must see again after a handover (``initialize``,
         ``notifications/initialized``)."""
         self.init_id: Any = None
-        self.running: dict[Any, trio.CancelScope] = {}
+        self.running: dict[Any, Callable[[], None]] = {}
+        """How to stop each running call, by request id (its scope's ``cancel`` or its
+        abort's ``abort``)."""
         self.closed: set[Any] = set()
         self.calls: trio.Nursery | None = None
         self._tools: list[dict[str, Any]] | None = None
@@ -299,11 +305,21 @@ class _Loop:
             await self.send({"jsonrpc": "2.0", "id": rid, "result": {}})
             return True
         if method == "tools/list" and _empty(params):
-            self._start(self._list, rid)
+            await self._until_ready()
+            if self._tools is None:
+                self._tools = self.served.declarations()
+            await self.send({"jsonrpc": "2.0", "id": rid, "result": {"tools": self._tools}})
             return True
         if method == "tools/call":
+            await self._until_ready()
             return self._tools_call(rid, params)
         return False
+
+    async def _until_ready(self) -> None:
+        """Wait, before reading on, until the session has started (at once when it has): the
+        list and the calls are then answered in the order they came, the list at once."""
+        if not self.served.ready():
+            await self.served.wait_ready()
 
     def _notification(self, method: Any, params: Any, line: str) -> bool:
         if self.init_id is None:
@@ -323,9 +339,9 @@ class _Loop:
             return False
         if not _is_id(params.get("requestId")) or not isinstance(params.get("reason", ""), str):
             return False
-        scope = self.running.get(params["requestId"])
-        if scope is not None:
-            scope.cancel()
+        stop = self.running.get(params["requestId"])
+        if stop is not None:
+            stop()
         return True
 
     def _tools_call(self, rid: Any, params: Any) -> bool:
@@ -342,37 +358,54 @@ class _Loop:
             if token is not None and not _is_id(token):
                 return False
         tool_call = ToolCall(id=f"mcp-{rid}", name=name, arguments=arguments or {})
-        self.running[rid] = trio.CancelScope()
-        self._start(self._call, rid, tool_call, token)
+        if token is None:
+            abort = Abort()
+            self.running[rid] = abort.abort
+            self._start(self._call_here, rid, tool_call, abort)
+        else:
+            scope = trio.CancelScope()
+            self.running[rid] = scope.cancel
+            self._start(self._call, rid, tool_call, token, scope)
         return True
 
     def _start(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
         assert self.calls is not None
         self.calls.start_soon(fn, *args)
 
-    async def _list(self, rid: Any) -> None:
-        if self._tools is None:
-            await self.served.wait_ready()
-            self._tools = self.served.declarations()
-        await self.send({"jsonrpc": "2.0", "id": rid, "result": {"tools": self._tools}})
+    async def _call(
+        self, rid: Any, tool_call: ToolCall, token: Any, scope: trio.CancelScope
+    ) -> None:
+        """A call with progress: the session runs it; cancelling ``scope`` stops waiting for
+        it (the session aborts and finalises it)."""
 
-    async def _call(self, rid: Any, tool_call: ToolCall, token: Any) -> None:
-        report = None
-        if token is not None:
+        async def report(progress: float, message: str) -> None:
+            params = {"progressToken": token, "progress": float(progress), "message": message}
+            await self.send(
+                {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+            )
 
-            async def report(progress: float, message: str) -> None:
-                params = {"progressToken": token, "progress": float(progress), "message": message}
-                await self.send(
-                    {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
-                )
-
-        scope = self.running[rid]
         result = None
         try:
             with scope:
                 result = await self.served.call(tool_call, report)
         finally:
             del self.running[rid]
+        await self._answer(rid, result)
+
+    async def _call_here(self, rid: Any, tool_call: ToolCall, abort: Abort) -> None:
+        """A call without progress, run in this task (no task and wake-up of its own): stopped
+        only by ``abort`` (a cancelled request, the input's end), finalised before it is
+        answered; an aborted call is answered only when the input has ended, as with
+        :meth:`_call`."""
+        try:
+            result: dict[str, Any] | None = await self.served.call_here(tool_call, abort)
+        finally:
+            del self.running[rid]
+        await self._answer(rid, None if abort.aborted else result)
+
+    async def _answer(self, rid: Any, result: dict[str, Any] | None) -> None:
+        """The call's result; for a stopped call, nothing (``notifications/cancelled``) or, when
+        the input ended, the SDK's ``Connection closed`` error."""
         if result is not None:
             await self.send({"jsonrpc": "2.0", "id": rid, "result": result})
         elif rid in self.closed:
@@ -380,10 +413,10 @@ class _Loop:
             await self.send({"jsonrpc": "2.0", "id": rid, "error": error})
 
     def close(self) -> None:
-        """The input has ended: cancel the running calls, each answered as the SDK does."""
-        for rid, scope in self.running.items():
+        """The input has ended: stop the running calls, each answered as the SDK does."""
+        for rid, stop in list(self.running.items()):
             self.closed.add(rid)
-            scope.cancel()
+            stop()
 
 
 class _Rest:
