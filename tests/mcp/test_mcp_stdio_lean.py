@@ -351,6 +351,9 @@ try:
 finally:
     print(sorted(n for n in sys.modules if n == "mcp" or n.startswith(("mcp.", "mcp_types"))),
           file=sys.stderr)
+    client = ("client_tools", "connections", "mcp_config", "oauth")
+    print(sorted(n for n in sys.modules if n.startswith("pi_builtin_tools.mcp.")
+                 and n.rsplit(".", 1)[1] in client), file=sys.stderr)
 sys.exit(status)
 """
 
@@ -373,4 +376,5 @@ def test_a_session_of_the_hot_methods_imports_no_mcp_module(project: Path) -> No
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": READ_OK}
-    assert err.decode().splitlines()[-1] == "[]"
+    # neither the SDK nor pi's MCP client (its config reader, connections, OAuth)
+    assert err.decode().splitlines()[-2:] == ["[]", "[]"]

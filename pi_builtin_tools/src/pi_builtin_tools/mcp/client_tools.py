@@ -24,7 +24,7 @@ fails at registration gets no tools (a warning on stderr); ``pi mcp list`` shows
 API: :func:`register_mcp_tools` ``(register, context)`` (the hookimpl's body),
 :func:`start_session` ``(context)`` (activates ``codemode``/``tool_search`` as Pi does),
 :func:`end_session` ``(context)``, :class:`McpSessionState` (``context.state["mcp"]``),
-:func:`configure_list` / :func:`run_list` (``pi mcp list``).
+:func:`run_list` (``pi mcp list``; its options are in ``commands``).
 """
 
 from __future__ import annotations
@@ -704,14 +704,6 @@ async def end_session(context: Any) -> None:
 # -- pi mcp list ---------------------------------------------------------------------------------
 
 
-def configure_list(parser: Any) -> None:
-    """``pi mcp list [--cwd DIR] [--json]``."""
-    parser.add_argument(
-        "--cwd", metavar="DIR", help="the session's working directory (default: the current one)"
-    )
-    parser.add_argument("--json", action="store_true", help="print the servers as JSON")
-
-
 def _report(server: McpServer, found: Discovery | None, owners: dict[str, str]) -> dict[str, Any]:
     report: dict[str, Any] = {
         "name": server.name,
@@ -804,7 +796,6 @@ def run_list(invocation: CommandInvocation) -> int:
 __all__ = [
     "McpSessionState",
     "McpToolDefinition",
-    "configure_list",
     "end_session",
     "mcp_tool_definition",
     "register_mcp_tools",

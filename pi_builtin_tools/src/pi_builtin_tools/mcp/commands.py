@@ -24,9 +24,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="list the configured MCP servers, their state and tools",
         description="Start each enabled MCP server of the config, list its tools, stop it.",
     )
-    from pi_builtin_tools.mcp.client_tools import configure_list
-
-    configure_list(listing)
+    # its options here: the client's modules (config reader, connections) are imported when
+    # ``pi mcp list`` runs, not for every ``pi mcp`` command line (``serve`` starts faster)
+    listing.add_argument(
+        "--cwd", metavar="DIR", help="the session's working directory (default: the current one)"
+    )
+    listing.add_argument("--json", action="store_true", help="print the servers as JSON")
     logout = actions.add_parser(
         "logout",
         help='forget the OAuth tokens of an MCP server (auth = "oauth")',
