@@ -555,12 +555,13 @@ class ServedSession:
         """One call through the pipeline, aborted by ``abort`` (also while it waits for a free
         call slot: it then runs aborted, as any call aborted before it starts)."""
         acquired = False
-        with abort.linked_scope():
-            try:  # a free token: no loop turn for it (a cost per message)
-                self._limiter.acquire_nowait()
-            except trio.WouldBlock:
-                await self._limiter.acquire()
+        try:  # a free token: no loop turn and no cancel scope for it (a cost per message)
+            self._limiter.acquire_nowait()
             acquired = True
+        except trio.WouldBlock:
+            with abort.linked_scope():
+                await self._limiter.acquire()
+                acquired = True
         try:
             # the message hooks and nested calls see as the one that asked for the call
             message = AssistantMessage(content=[tool_call], stop_reason="toolUse")
