@@ -639,3 +639,64 @@ async def test_a_large_file_at_the_real_thresholds_reads_as_the_generic_path(
         plain = await read_file("big.txt", str(tmp_path), PlainOps(), offset=offset, limit=limit)
         assert fast.content == plain.content and fast.details == plain.details
     assert len(counting.counted) == 3
+
+
+def _kmsg_readable() -> bool:
+    try:
+        os.close(os.open("/proc/kmsg", os.O_RDONLY | os.O_NONBLOCK))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _kmsg_readable(), reason="/proc/kmsg cannot be opened here (root only)")
+async def test_a_kernel_file_that_waits_for_news_fails_instead_of_hanging() -> None:
+    """``/proc/kmsg`` is a "regular" file of size 0 whose read waits for the next kernel
+    message: the read tool gives EAGAIN at once (it used to hold a worker thread, and the
+    call, until a message came; Ctrl-C could not end it)."""
+    with trio.fail_after(10):
+        try:
+            await read_file("/proc/kmsg", "/", LocalFileOperations())
+        except ToolError as exc:  # no message waiting (a message would be its text)
+            assert str(exc) == "EAGAIN: resource temporarily unavailable, read '/proc/kmsg'"
+
+
+# -- the programs pi starts on its own behalf ----------------------------------------------------
+
+
+def _fake_program(folder: Path, name: str, output: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f"#!/bin/sh\necho '{output}'\ntouch '{folder}/ran'\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_find_program_skips_empty_and_relative_path_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_program(tmp_path / "work", "wc", "7 99")
+    _fake_program(tmp_path / "work" / "bin", "wc", "7 99")
+    monkeypatch.chdir(tmp_path / "work")
+    real = local_files.find_program("wc")
+    for path in (f":{os.environ['PATH']}", f".:{os.environ['PATH']}", f"bin:{os.environ['PATH']}"):
+        monkeypatch.setenv("PATH", path)
+        assert local_files.find_program("wc") == real
+        assert real is None or os.path.isabs(real)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'work'}:{os.environ['PATH']}")
+    assert local_files.find_program("wc") == str(tmp_path / "work" / "wc")  # absolute: used
+    monkeypatch.setenv("PATH", "")
+    assert local_files.find_program("wc") is None
+
+
+async def test_a_wc_that_counts_other_bytes_is_not_believed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``wc`` whose byte count is not the rest's size (a stand-in, or the file changed) is
+    ignored: the rest is counted by pi itself."""
+    fake = _fake_program(tmp_path / "bin", "wc", "7 99999999")
+    (tmp_path / "f").write_bytes(b"x\n" * 1000)
+    monkeypatch.setattr(local_files, "WC_MIN_BYTES", 0)
+    monkeypatch.setattr(local_files, "_wc", lambda: str(fake))
+    assert await OPS.count_newlines(str(tmp_path / "f"), 10) == (1990, 995, ord("\n"))
+    assert (tmp_path / "bin" / "ran").exists()  # it ran, and was not believed

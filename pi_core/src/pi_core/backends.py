@@ -8,6 +8,7 @@ built-in and sandbox backends share:
 * protocols and their value types: :class:`BashOperations`, :class:`FileOperations`,
   :class:`FileStat`, :class:`CommandOutput`, ``FileKind``;
 * the local file backend :class:`LocalFileOperations`, :func:`find_rg` (the ripgrep binary),
+  :func:`find_program` (a program on ``PATH``'s absolute folders),
   :func:`file_kind` (a ``st_mode`` as a ``FileKind``);
 * :func:`atomic_write_bytes`: temporary file, fsync, rename;
 * the file mutation queue: :func:`with_file_mutation_queue`,
@@ -47,6 +48,7 @@ from pi_core._backend_kit.env_policy import (
 from pi_core._backend_kit.local_files import (
     LocalFileOperations,
     file_kind,
+    find_program,
     find_rg,
     kill_process_group,
 )
@@ -92,6 +94,7 @@ __all__ = [
     "command_environment",
     "command_fits_argv",
     "file_kind",
+    "find_program",
     "find_rg",
     "iter_rg_records",
     "kill_process_group",

@@ -479,7 +479,8 @@ async def read_file(
     if isinstance(head, OSError):
         if head.errno == errno.EINVAL:  # replaced by a special file since the stat
             raise not_regular_file_error("read", raw_path) from head
-        raise fs_error(head, "access" if head.errno == errno.EACCES else "open", path) from head
+        syscall = {errno.EACCES: "access", errno.EAGAIN: "read"}.get(head.errno or 0, "open")
+        raise fs_error(head, syscall, path) from head
     assert head is not None
     first = head
     complete = 0 < info.size <= opts.whole_file_limit or len(first) < opts.chunk_size

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import trio
 from pi_core import ToolError
 from pi_core.backends import (
     command_fits_argv,
+    find_program,
     long_command_file,
     sourcing_command,
     stream_process,
@@ -48,7 +48,7 @@ def resolve_shell(shell_path: str | None = None) -> str:
 
     ``shell_path`` when given (it must exist, else ``ToolError("Custom shell path not found:
     {path}")``); else ``/bin/bash`` if it exists; else ``bash`` on ``PATH``; else ``sh`` on
-    ``PATH``; else ``ToolError("spawn sh ENOENT")``.
+    ``PATH`` (its absolute folders); else ``ToolError("spawn sh ENOENT")``.
     """
     if shell_path:
         if not os.path.exists(shell_path):
@@ -57,7 +57,7 @@ def resolve_shell(shell_path: str | None = None) -> str:
     if os.path.exists("/bin/bash"):
         return "/bin/bash"
     for name in ("bash", "sh"):
-        found = shutil.which(name)
+        found = find_program(name)  # PATH's absolute folders: never a file of the workspace
         if found:
             return found
     raise ToolError("spawn sh ENOENT")

@@ -38,16 +38,25 @@ from pi_core._backend_kit.process_stream import enlarge_pipe
 from pi_core._backend_kit.tree import LocalWorkspaceTree
 
 
+def find_program(name: str) -> str | None:
+    """``shutil.which(name)`` over the **absolute** folders of ``PATH`` only: an empty entry
+    or a relative one (``.``, ``bin``) names the current folder of the moment, where a file of
+    the workspace would run as the program pi starts on its own behalf (``rg``, ``wc``, the
+    shell). ``None`` when there is none."""
+    folders = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)]
+    return shutil.which(name, path=os.pathsep.join(folders)) if folders else None
+
+
 @functools.cache
 def find_rg() -> str:
     """Path of the ``rg`` binary, found as Pi finds it: the user's ``rg`` on ``PATH``, else the
     one pi ships (the ``ripgrep`` wheel's, beside this Python), as Pi falls back to the one it
-    downloads. So grep's error texts are those of the ripgrep the user has (grep passes them
+    downloads (``PATH``'s absolute folders only: :func:`find_program`). So grep's error texts are those of the ripgrep the user has (grep passes them
     on as they are). Looked up once per process.
 
     Raises ``FileNotFoundError`` when there is none.
     """
-    found = shutil.which("rg")
+    found = find_program("rg")
     if found:
         return found
     candidates = [
@@ -151,14 +160,16 @@ def _open_regular(path: str, check: OpenedCheck | None = None) -> int:
     """An fd of the regular file ``path`` opened for reading (see :func:`_read_range`), its
     type already checked by the caller's ``stat``: ``O_NONBLOCK`` so a FIFO swapped in since
     cannot block the open, ``fstat`` so what was opened is a regular file (and what ``check``
-    is shown)."""
+    is shown). It stays non-blocking: a read of a regular file's data never waits for
+    ``O_NONBLOCK``'s sake, and a "regular" file of the kernel that waits for news
+    (``/proc/kmsg``, tracing's ``trace_pipe``) fails with ``EAGAIN`` instead of holding a
+    worker thread, and the call, until news comes."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
         _refuse_special(st.st_mode, path)
         if check is not None:
             check(path, fd, st)
-        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
@@ -255,13 +266,14 @@ or without a working ``wc``, it counts itself."""
 
 @functools.cache
 def _wc() -> str | None:
-    return shutil.which("wc")
+    return find_program("wc")
 
 
-def _count_with_wc(fd: int) -> tuple[int, int] | None:
+def _count_with_wc(fd: int, expected: int) -> tuple[int, int] | None:
     """``(newlines, bytes)`` from the fd's position to its end, as ``wc -lc`` reads it on its
     stdin (this very descriptor: no name is opened again); ``None`` when ``wc`` is missing,
-    fails or says something else."""
+    fails, says something else, or counts other than the ``expected`` bytes (the file
+    changed meanwhile, or it is not the ``wc`` it claims to be)."""
     wc = _wc()
     if wc is None:
         return None
@@ -279,7 +291,10 @@ def _count_with_wc(fd: int) -> tuple[int, int] | None:
     fields = done.stdout.split()
     if done.returncode != 0 or len(fields) != 2 or not all(f.isdigit() for f in fields):
         return None
-    return int(fields[0]), int(fields[1])
+    newlines, length = int(fields[0]), int(fields[1])
+    if length != expected or newlines > length:
+        return None
+    return newlines, length
 
 
 def _count_rest(
@@ -293,7 +308,7 @@ def _count_rest(
         counted = None
         if size - offset >= WC_MIN_BYTES:
             os.lseek(fd, offset, os.SEEK_SET)
-            counted = _count_with_wc(fd)
+            counted = _count_with_wc(fd, size - offset)
         if counted is None:
             os.lseek(fd, offset, os.SEEK_SET)
             newlines = length = 0

@@ -15,13 +15,13 @@ from __future__ import annotations
 import keyword
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
+from pi_core._backend_kit.local_files import find_program
 from pi_core._cli.context import CommandContext
 from pi_core._cli.parser import UsageError
 from pi_core._cli.terminal import sanitise
@@ -78,7 +78,7 @@ def installer() -> Installer:
     if uv and os.path.isfile(uv) and os.access(uv, os.X_OK):
         return Installer("uv", [uv])
     if _created_by_uv(sys.prefix):
-        found = shutil.which("uv")
+        found = find_program("uv")
         if found is not None:
             return Installer("uv", [found])
     import importlib.util
