@@ -574,10 +574,10 @@ class CountingOps(LocalFileOperations):
         self.counted: list[int] = []
 
     async def count_newlines(
-        self, path: str, offset: int, chunk_size: int = 1 << 20
+        self, path: str, offset: int, chunk_size: int = 1 << 20, **options: Any
     ) -> tuple[int, int, int | None] | None:
         self.counted.append(offset)
-        return await super().count_newlines(path, offset, chunk_size)
+        return await super().count_newlines(path, offset, chunk_size, **options)
 
 
 _BIG_CASES = [
@@ -700,3 +700,57 @@ async def test_a_wc_that_counts_other_bytes_is_not_believed(
     monkeypatch.setattr(local_files, "_wc", lambda: str(fake))
     assert await OPS.count_newlines(str(tmp_path / "f"), 10) == (1990, 995, ord("\n"))
     assert (tmp_path / "bin" / "ran").exists()  # it ran, and was not believed
+
+
+# -- a file replaced while it is read ----------------------------------------------------------
+
+
+class SwappingOps(LocalFileOperations):
+    """The local backend that renames ``replacement`` over the file after its start was read
+    (the first ``swaps`` reads), as an editor's save or ``cp x t && mv t file`` does."""
+
+    def __init__(self, replacement: Path, target: Path, swaps: int) -> None:
+        super().__init__()
+        self.replacement, self.target, self.swaps = replacement, target, swaps
+        self.heads = 0
+
+    async def read_head(self, path: str, cwd: str, **kwargs: Any) -> Any:
+        got = await super().read_head(path, cwd, **kwargs)
+        self.heads += 1
+        if self.swaps > 0:
+            self.swaps -= 1
+            data = self.replacement.read_bytes()
+            staged = self.target.with_name("staged")
+            staged.write_bytes(data)
+            staged.replace(self.target)
+        return got
+
+
+def _lines(count: int, word: str) -> bytes:
+    return b"".join(b"%07d %s\n" % (i, word.encode()) for i in range(count))
+
+
+async def test_a_file_replaced_between_opens_is_read_again_whole(tmp_path: Path) -> None:
+    """The start of one file and the line count of another are never mixed: the read starts
+    again and gives the new file's result, as a read of it alone does."""
+    old, new = _lines(50_000, "old"), _lines(80_000, "new")
+    (tmp_path / "new.bin").write_bytes(new)
+    (tmp_path / "f.txt").write_bytes(old)
+    options = ReadToolOptions(whole_file_limit=1000, chunk_size=4096)
+    ops = SwappingOps(tmp_path / "new.bin", tmp_path / "f.txt", swaps=1)
+    got = await read_file("f.txt", str(tmp_path), ops, offset=2, limit=3, options=options)
+    alone = await read_file("f.txt", str(tmp_path), OPS, offset=2, limit=3, options=options)
+    assert got.content == alone.content
+    assert got.content[0].text.endswith("[79997 more lines in file. Use offset=5 to continue.]")  # type: ignore[union-attr]
+    assert ops.heads == 2
+
+
+async def test_a_file_replaced_at_every_read_gives_estale(tmp_path: Path) -> None:
+    (tmp_path / "new.bin").write_bytes(_lines(80_000, "new"))
+    (tmp_path / "f.txt").write_bytes(_lines(50_000, "old"))
+    options = ReadToolOptions(whole_file_limit=1000, chunk_size=4096)
+    ops = SwappingOps(tmp_path / "new.bin", tmp_path / "f.txt", swaps=99)
+    with pytest.raises(ToolError) as caught:
+        await read_file("f.txt", str(tmp_path), ops, offset=2, limit=3, options=options)
+    assert str(caught.value) == (f"ESTALE: stale file handle, read '{tmp_path / 'f.txt'}'")
+    assert ops.heads == 3

@@ -134,6 +134,7 @@ def test_backends_door() -> None:
         "command_environment",
         "command_fits_argv",
         "file_kind",
+        "find_program",
         "find_rg",
         "iter_rg_records",
         "kill_process_group",

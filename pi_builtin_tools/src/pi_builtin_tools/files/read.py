@@ -275,11 +275,14 @@ async def _scan(
     options: ReadToolOptions,
     start: int,
     end: int | None,
-    size: int = 0,
+    info: FileStat | None = None,
 ) -> _Selection:
     """Feed the file's text, as UTF-8 bytes, chunk by chunk through a :class:`_Scanner`
-    (``first`` is the start already read; ``complete``: it is the whole file; ``size``: its
-    size when it was looked at)."""
+    (``first`` is the start already read; ``complete``: it is the whole file; ``info``: the
+    file the start was read from: its size, and its ``key`` for the backend to check that
+    later opens find the same file, ``OSError(ESTALE)`` otherwise)."""
+    size = info.size if info is not None else 0
+    same: dict[str, Any] = {"same_as": info} if info is not None and info.key else {}
     scanner = _Scanner(start, end, DEFAULT_MAX_BYTES + 1)
     decoder = None if encoding.is_utf8 else codecs.getincrementaldecoder(encoding.codec)("replace")
     # A UTF-16/32 BOM is not shown (a UTF-8 one stays, as Pi shows it); the file is unchanged.
@@ -312,11 +315,13 @@ async def _scan(
             and scanner.counting
         )
 
-    if callable(scan_bytes) and await scan_bytes(path, offset, options.chunk_size, consume):
+    if callable(scan_bytes) and await scan_bytes(path, offset, options.chunk_size, consume, **same):
         if callable(count_newlines) and scanner.counting and size - reached >= COUNT_REST_MIN_BYTES:
-            counted = await count_newlines(path, reached, options.chunk_size)
+            counted = await count_newlines(path, reached, options.chunk_size, **same)
             if counted is None:  # not counted after all: fed as before
-                await scan_bytes(path, reached, options.chunk_size, lambda c: feed(c, False))
+                await scan_bytes(
+                    path, reached, options.chunk_size, lambda c: feed(c, False), **same
+                )
             else:
                 scanner.feed_counted(*counted)
         feed(b"", True)
@@ -451,6 +456,19 @@ async def _read_head(
         return path, info, exc
 
 
+READ_ATTEMPTS = 3
+"""How many times a read starts again when the file is replaced by another one while it is
+read (its later opens find another file): then ``ESTALE``."""
+
+
+class _Replaced(Exception):
+    """The file ``path`` was replaced between two opens of one read."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
 async def read_file(
     raw_path: str,
     cwd: str,
@@ -462,7 +480,34 @@ async def read_file(
     ctx: Any = None,
 ) -> AgentToolResult:
     """What the read tool returns for ``path``/``offset``/``limit``; raises
-    :class:`~pi_core._errors.ToolError` with Pi's texts on failure."""
+    :class:`~pi_core._errors.ToolError` with Pi's texts on failure.
+
+    A large file is opened more than once (its start, its rest); when a backend can tell
+    (``FileStat.key``) that the name holds another file at a later open (replaced by a
+    rename meanwhile), the read starts again, so the result never mixes two files; after
+    :data:`READ_ATTEMPTS` tries, ``ESTALE``."""
+    for _ in range(READ_ATTEMPTS - 1):
+        try:
+            return await _read_file_once(raw_path, cwd, ops, offset, limit, options, ctx)
+        except _Replaced:
+            continue
+    try:
+        return await _read_file_once(raw_path, cwd, ops, offset, limit, options, ctx)
+    except _Replaced as replaced:
+        cause = replaced.__cause__
+        assert isinstance(cause, OSError)
+        raise fs_error(cause, "read", replaced.path) from cause
+
+
+async def _read_file_once(
+    raw_path: str,
+    cwd: str,
+    ops: FileOperations,
+    offset: float | None,
+    limit: float | None,
+    options: ReadToolOptions | None,
+    ctx: Any,
+) -> AgentToolResult:
     opts = options or ReadToolOptions()
     offset = integer_arg("offset", offset, minimum=0)  # 0 reads from the start, as Pi does
     limit = integer_arg("limit", limit, minimum=0)  # 0 selects no line, as Pi 1.6 does
@@ -504,7 +549,12 @@ async def read_file(
     if limit is not None:
         end_value = start_value + limit
         if end_value < 0 or math.trunc(end_value) < 0:
-            counted = await _scan(ops, path, encoding, first, complete, opts, 0, 0)
+            try:
+                counted = await _scan(ops, path, encoding, first, complete, opts, 0, 0, info)
+            except OSError as exc:
+                if exc.errno == errno.ESTALE:
+                    raise _Replaced(path) from exc
+                raise
             total = counted.total_newlines + 1
             end_value = min(end_value, total)
             end = _slice_index(end_value, total)
@@ -512,8 +562,10 @@ async def read_file(
             end = math.trunc(end_value)
 
     try:
-        sel = await _scan(ops, path, encoding, first, complete, opts, start, end, info.size)
+        sel = await _scan(ops, path, encoding, first, complete, opts, start, end, info)
     except OSError as exc:
+        if exc.errno == errno.ESTALE:
+            raise _Replaced(path) from exc
         raise fs_error(exc, "read", path) from exc
     total_lines = sel.total_newlines + 1
     if start_value >= total_lines:

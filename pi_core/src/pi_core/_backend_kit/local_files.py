@@ -128,7 +128,17 @@ def _file_stat(st: os.stat_result) -> FileStat:
         size=st.st_size,
         mode=stat.S_IMODE(st.st_mode),
         mtime=st.st_mtime,
+        key=(st.st_dev, st.st_ino),
     )
+
+
+def _check_same(fd: int, path: str, same_as: tuple[int, int] | None) -> os.stat_result:
+    """The ``fstat`` of ``fd``; ``OSError(ESTALE)`` when it is not the file ``same_as``
+    names (``(device, inode)``): the name now holds another file."""
+    st = os.fstat(fd)
+    if same_as is not None and (st.st_dev, st.st_ino) != same_as:
+        raise OSError(errno.ESTALE, "the file was replaced while it was read", path)
+    return st
 
 
 def _stat(path: str) -> FileStat:
@@ -221,10 +231,13 @@ def _read_head(
     info = _file_stat(st)
     if info.kind in ("directory", "other"):
         return path, info, None
-    whole = 0 < info.size <= whole_limit
     try:
         fd = _open_regular(path, check)
         try:
+            opened = _file_stat(os.fstat(fd))
+            if opened.key != info.key:  # the name holds another file by now: the one read
+                info = opened
+            whole = 0 < info.size <= whole_limit
             data = read(fd, None if whole else head_size, info.size)
         finally:
             os.close(fd)
@@ -239,12 +252,14 @@ def _scan_file(
     chunk_size: int,
     consume: Callable[[bytearray], bool | None],
     check: OpenedCheck | None = None,
+    same_as: tuple[int, int] | None = None,
 ) -> None:
     """:meth:`LocalFileOperations.scan_bytes` in one worker-thread call: one buffer of
     ``chunk_size`` bytes, refilled with ``readv`` (no allocation per chunk)."""
     _refuse_special(os.stat(path).st_mode, path)
     fd = _open_regular(path, check)
     try:
+        _check_same(fd, path, same_as)
         if offset:
             os.lseek(fd, offset, os.SEEK_SET)
         buffer = bytearray(chunk_size)
@@ -298,13 +313,17 @@ def _count_with_wc(fd: int, expected: int) -> tuple[int, int] | None:
 
 
 def _count_rest(
-    path: str, offset: int, chunk_size: int, check: OpenedCheck | None = None
+    path: str,
+    offset: int,
+    chunk_size: int,
+    check: OpenedCheck | None = None,
+    same_as: tuple[int, int] | None = None,
 ) -> tuple[int, int, int | None]:
     """:meth:`LocalFileOperations.count_newlines` in one worker-thread call."""
     _refuse_special(os.stat(path).st_mode, path)
     fd = _open_regular(path, check)
     try:
-        size = os.fstat(fd).st_size
+        size = _check_same(fd, path, same_as).st_size
         counted = None
         if size - offset >= WC_MIN_BYTES:
             os.lseek(fd, offset, os.SEEK_SET)
@@ -602,6 +621,8 @@ class LocalFileOperations:
         offset: int,
         chunk_size: int,
         consume: Callable[[bytearray], bool | None],
+        *,
+        same_as: FileStat | None = None,
     ) -> bool:
         """Feed the file from byte ``offset`` to its end, ``chunk_size`` bytes at a time, to
         ``consume`` in **one** worker-thread call (optional: a backend without it is read with
@@ -609,17 +630,29 @@ class LocalFileOperations:
 
         ``consume`` runs in the worker thread and gets one reused buffer: it must copy what it
         keeps. Memory: one buffer of ``chunk_size`` bytes, whatever the file's size. Errors as
-        :meth:`read_bytes`. Returns ``False`` (nothing read) when a subclass overrides
-        ``read_bytes``: the caller reads with it instead."""
+        :meth:`read_bytes`; with ``same_as`` (a :class:`FileStat` of this backend), also
+        ``OSError(ESTALE)`` when the name now holds another file. Returns ``False`` (nothing
+        read) when a subclass overrides ``read_bytes``: the caller reads with it instead."""
         if self._overrides_io():
             return False
         await trio.to_thread.run_sync(
-            _scan_file, path, offset, chunk_size, consume, self.check_opened
+            _scan_file,
+            path,
+            offset,
+            chunk_size,
+            consume,
+            self.check_opened,
+            same_as.key if same_as is not None else None,
         )
         return True
 
     async def count_newlines(
-        self, path: str, offset: int, chunk_size: int = 1 << 20
+        self,
+        path: str,
+        offset: int,
+        chunk_size: int = 1 << 20,
+        *,
+        same_as: FileStat | None = None,
     ) -> tuple[int, int, int | None] | None:
         """``(bytes, newlines, last byte)`` of the file from byte ``offset`` to its end, in one
         worker-thread call (optional: the read tool counts what it no longer needs to see;
@@ -627,12 +660,17 @@ class LocalFileOperations:
         The last byte is ``None`` when nothing follows ``offset``. From
         :data:`WC_MIN_BYTES` on, ``wc -lc`` counts, reading the descriptor this call opened
         (and ``check_opened`` saw); otherwise, or when ``wc`` fails, ``chunk_size`` bytes at a
-        time in one reused buffer. Errors as :meth:`read_bytes`; ``None`` when a subclass
+        time in one reused buffer. Errors as :meth:`scan_bytes`; ``None`` when a subclass
         overrides ``read_bytes`` or ``stat``."""
         if self._overrides_io():
             return None
         counted: tuple[int, int, int | None] = await trio.to_thread.run_sync(
-            _count_rest, path, offset, chunk_size, self.check_opened
+            _count_rest,
+            path,
+            offset,
+            chunk_size,
+            self.check_opened,
+            same_as.key if same_as is not None else None,
         )
         return counted
 

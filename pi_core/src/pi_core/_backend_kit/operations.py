@@ -8,7 +8,7 @@ so a remote backend can implement them over a shell connection.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 
@@ -43,12 +43,18 @@ FileKind = Literal["file", "directory", "symlink", "other"]
 @dataclass(frozen=True)
 class FileStat:
     """What ``FileOperations.stat`` reports: ``kind``, ``size`` in bytes, permission ``mode``
-    bits and ``mtime`` in seconds since the epoch (symlinks are followed)."""
+    bits and ``mtime`` in seconds since the epoch (symlinks are followed).
+
+    ``key`` (optional, not compared): the file's ``(device, inode)`` where the backend knows
+    it; the read tool hands the stat back to ``scan_bytes``/``count_newlines`` as the keyword
+    ``same_as`` (so a backend that sets ``key`` accepts it there), so a file replaced by
+    another one between two opens of one read is noticed (``OSError(ESTALE)``)."""
 
     kind: FileKind
     size: int
     mode: int
     mtime: float
+    key: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -244,24 +244,31 @@ class GuardedFileOperations:
         return found
 
     async def scan_bytes(
-        self, path: str, offset: int, chunk_size: int, consume: Callable[[bytearray], Any]
+        self,
+        path: str,
+        offset: int,
+        chunk_size: int,
+        consume: Callable[[bytearray], Any],
+        **options: Any,
     ) -> bool:
         """The wrapped ``scan_bytes`` when the policy restricts no read (see
         :meth:`read_head`); ``False`` otherwise (the read tool uses ``read_bytes``)."""
         scan_bytes = getattr(self.inner, "scan_bytes", None)
         if not callable(scan_bytes) or not self.policy.reads_unrestricted():
             return False
-        return bool(await scan_bytes(path, offset, chunk_size, consume))
+        return bool(await scan_bytes(path, offset, chunk_size, consume, **options))
 
     async def count_newlines(
-        self, path: str, offset: int, chunk_size: int = 1 << 20
+        self, path: str, offset: int, chunk_size: int = 1 << 20, **options: Any
     ) -> tuple[int, int, int | None] | None:
         """The wrapped ``count_newlines`` when the policy restricts no read (see
         :meth:`read_head`); ``None`` otherwise (the read tool reads the rest itself)."""
         count_newlines = getattr(self.inner, "count_newlines", None)
         if not callable(count_newlines) or not self.policy.reads_unrestricted():
             return None
-        counted: tuple[int, int, int | None] | None = await count_newlines(path, offset, chunk_size)
+        counted: tuple[int, int, int | None] | None = await count_newlines(
+            path, offset, chunk_size, **options
+        )
         return counted
 
     async def stat(self, path: str) -> FileStat:
