@@ -210,22 +210,30 @@ _CASES = [
 ]
 
 
+async def _small_chunk_outcome(
+    ops: Any, folder: Path, offset: int | None, limit: int | None
+) -> tuple[str, Any]:
+    """The read tool's text and details (or error text) for ``t.txt`` in ``folder``, read in
+    4 KiB chunks (whole only up to 1,000 bytes)."""
+    options = ReadToolOptions(whole_file_limit=1000, chunk_size=4096)
+    try:
+        result = await read_file(
+            "t.txt", str(folder), ops, offset=offset, limit=limit, options=options
+        )
+    except ToolError as exc:
+        return "error", str(exc)
+    return result.text, result.details
+
+
 @pytest.mark.parametrize(("offset", "limit"), _CASES)
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "cp1252"])
 async def test_fast_path_equals_generic_path(
     tmp_path: Path, offset: int | None, limit: int | None, encoding: str
 ) -> None:
     (tmp_path / "t.txt").write_bytes(_TEXT.encode(encoding))
-    options = ReadToolOptions(whole_file_limit=1000, chunk_size=4096)
 
     async def outcome(ops: Any) -> tuple[str, Any]:
-        try:
-            result = await read_file(
-                "t.txt", str(tmp_path), ops, offset=offset, limit=limit, options=options
-            )
-        except ToolError as exc:
-            return "error", str(exc)
-        return result.text, result.details
+        return await _small_chunk_outcome(ops, tmp_path, offset, limit)
 
     plain = PlainOps()
     assert await outcome(OPS) == await outcome(plain)
@@ -609,19 +617,10 @@ async def test_a_counted_rest_gives_the_generic_paths_result(
     (tmp_path / "t.txt").write_bytes("\n".join(lines).encode() + ending)
     monkeypatch.setattr(read_module, "COUNT_REST_MIN_BYTES", 1)
     monkeypatch.setattr(local_files, "WC_MIN_BYTES", 0)
-    options = ReadToolOptions(whole_file_limit=1000, chunk_size=4096)
-
-    async def outcome(ops: Any) -> tuple[str, Any]:
-        try:
-            result = await read_file(
-                "t.txt", str(tmp_path), ops, offset=offset, limit=limit, options=options
-            )
-        except ToolError as exc:
-            return "error", str(exc)
-        return result.content[0].text, result.details  # type: ignore[union-attr]
-
     counting = CountingOps()
-    assert await outcome(counting) == await outcome(PlainOps())
+    assert await _small_chunk_outcome(counting, tmp_path, offset, limit) == (
+        await _small_chunk_outcome(PlainOps(), tmp_path, offset, limit)
+    )
     if offset is None or offset < 3900:
         assert counting.counted  # the rest was counted, not fed
 
