@@ -378,3 +378,43 @@ def test_a_session_of_the_hot_methods_imports_no_mcp_module(project: Path) -> No
     assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": READ_OK}
     # neither the SDK nor pi's MCP client (its config reader, connections, OAuth)
     assert err.decode().splitlines()[-2:] == ["[]", "[]"]
+
+
+def test_a_lone_surrogate_a_client_sent_comes_back_escaped(project: Path) -> None:
+    """A lone surrogate (JSON's ``\\ud800``) in an id or a tool name is echoed with the same
+    JSON escape (UTF-8 cannot carry it): the server answers and lives on. It exited with a
+    traceback (``UnicodeEncodeError`` in the writer), failing every call then running."""
+    steps = [
+        *init(),
+        '{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"\\ud800x"}}',
+        request(4, "ping"),
+        4,
+    ]
+    messages = run(project, steps, sdk=False)
+    by_id = {m["id"]: m for m in messages[1:]}
+    assert by_id == {
+        "\ud800": {"jsonrpc": "2.0", "id": "\ud800", "result": {}},
+        3: {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "result": {
+                "content": [{"type": "text", "text": "Tool \ud800x not found"}],
+                "isError": True,
+            },
+        },
+        4: {"jsonrpc": "2.0", "id": 4, "result": {}},
+    }
+
+
+def test_a_line_nested_too_deep_for_the_loop_goes_to_the_sdk(project: Path) -> None:
+    """1,000 nested arrays: the loop's parser gives up (``RecursionError``) and hands the line
+    to the SDK, which answers it as it answers lines it cannot read (not at all); the server
+    lives on. It exited with a traceback."""
+    deep = "[" * 1000 + "]" * 1000
+    line = (
+        '{"jsonrpc":"2.0","id":34,"method":"tools/call","params":{"name":"read",'
+        f'"arguments":{{"path":"a.txt","x":{deep}}}}}}}'
+    )
+    messages = run(project, [*init(), line, request(35, "ping"), ("id", 35)], sdk=False)
+    assert [m.get("id") for m in messages] == [0, 35]

@@ -145,7 +145,11 @@ class FdWriter:
                     await trio.lowlevel.wait_writable(self._fd)
 
     async def write(self, text: str) -> None:
-        self._pending.append(text.encode("utf-8"))
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: see _escaped
+            data = _escaped(text).encode("utf-8")
+        self._pending.append(data)
 
     async def flush(self) -> None:
         data = b"".join(self._pending)
@@ -168,6 +172,19 @@ class FdWriter:
         await self._stream.aclose()
 
 
+def _escaped(text: str) -> str:
+    """JSON lines holding a lone surrogate (a client's own string, echoed in an answer or an
+    error text: JSON's ``\\ud800`` escape reads as one) written with JSON escapes, as the client
+    wrote it, since UTF-8 cannot carry it; a line that is not JSON gets U+FFFD for it."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        try:
+            lines[i] = json.dumps(json.loads(line), ensure_ascii=True, separators=(",", ":"))
+        except (ValueError, RecursionError):
+            lines[i] = line.encode("utf-8", "replace").decode("utf-8")
+    return "\n".join(lines)
+
+
 class TextWriter:
     """``FdWriter`` over a text stream without a file descriptor (a program's own ``stdout``)."""
 
@@ -175,6 +192,10 @@ class TextWriter:
         self._stream = stream
 
     async def write(self, text: str) -> None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = _escaped(text)
         self._stream.write(text)
 
     async def flush(self) -> None:
@@ -274,7 +295,7 @@ class _Loop:
         """Serve ``line`` if the loop takes it exactly as it is; ``False`` hands over."""
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep: the SDK's to judge
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
@@ -442,7 +463,7 @@ class _Rest:
                 message = json.loads(line)
                 params = message["params"]
                 request_id = params["requestId"]
-            except (ValueError, TypeError, KeyError):
+            except (ValueError, TypeError, KeyError, RecursionError):
                 return line
             if message.get("method") != "notifications/cancelled" or not _is_id(request_id):
                 return line
@@ -463,7 +484,7 @@ class _DropInitAnswer:
         if self._dropping:
             try:
                 message = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 message = None
             if isinstance(message, dict) and "method" not in message:
                 if message.get("id") == self._init_id:
