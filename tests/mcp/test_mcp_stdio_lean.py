@@ -418,3 +418,32 @@ def test_a_line_nested_too_deep_for_the_loop_goes_to_the_sdk(project: Path) -> N
     )
     messages = run(project, [*init(), line, request(35, "ping"), ("id", 35)], sdk=False)
     assert [m.get("id") for m in messages] == [0, 35]
+
+
+def test_stopping_the_server_answers_every_running_call_alike(project: Path) -> None:
+    """SIGINT while two calls run, one with a progress token: both are answered "Connection
+    closed", as at the end of the input (the one with a token was not answered)."""
+    import signal
+
+    server = Server(project, sdk=False)
+    try:
+        for line in init():
+            server.send(line)
+        server.send(call(1, "bash", {"command": "sleep 30"}))
+        server.send(call(2, "bash", {"command": "sleep 30"}, token=7))
+        server.wait_for(1)
+        time.sleep(1.0)  # both running
+        server.proc.send_signal(signal.SIGINT)
+        while server._read(10):
+            pass
+        assert server.proc.wait(30) == 130
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()
+        for pipe in (server.proc.stdin, server.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+    closed = {"code": -32000, "message": "Connection closed"}
+    answers = {m["id"]: m.get("error") for m in server.messages[1:] if "id" in m}
+    assert answers == {1: closed, 2: closed}

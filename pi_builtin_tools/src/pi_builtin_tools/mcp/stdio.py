@@ -397,7 +397,10 @@ class _Loop:
         self, rid: Any, tool_call: ToolCall, token: Any, scope: trio.CancelScope
     ) -> None:
         """A call with progress: the session runs it; cancelling ``scope`` stops waiting for
-        it (the session aborts and finalises it)."""
+        it (the session aborts and finalises it). Shielded, as :meth:`_call_here`: only
+        ``scope`` stops it (a cancelled request, the input's end, the server stopping: each
+        goes through :meth:`close` or :meth:`cancel`), so every stopped call is answered the
+        same way."""
 
         async def report(progress: float, message: str) -> None:
             params = {"progressToken": token, "progress": float(progress), "message": message}
@@ -407,7 +410,7 @@ class _Loop:
 
         result = None
         try:
-            with scope:
+            with trio.CancelScope(shield=True), scope:
                 result = await self.served.call(tool_call, report)
         finally:
             del self.running[rid]
