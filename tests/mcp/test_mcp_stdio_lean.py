@@ -107,6 +107,15 @@ class Server:
         while self._read(seconds):
             pass
 
+    def shut(self) -> None:
+        """Kill the server if it still runs, and close the pipes."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
     def close(self) -> list[Any]:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
@@ -132,12 +141,7 @@ def run(cwd: Path, steps: list[Any], sdk: bool) -> list[Any]:
                 server.send(step)
         return server.close()
     finally:
-        if server.proc.poll() is None:
-            server.proc.kill()
-            server.proc.wait()
-        for pipe in (server.proc.stdin, server.proc.stdout):
-            if pipe is not None:
-                pipe.close()
+        server.shut()
 
 
 @pytest.fixture
@@ -438,12 +442,7 @@ def test_stopping_the_server_answers_every_running_call_alike(project: Path) -> 
             pass
         assert server.proc.wait(30) == 130
     finally:
-        if server.proc.poll() is None:
-            server.proc.kill()
-            server.proc.wait()
-        for pipe in (server.proc.stdin, server.proc.stdout):
-            if pipe is not None:
-                pipe.close()
+        server.shut()
     closed = {"code": -32000, "message": "Connection closed"}
     answers = {m["id"]: m.get("error") for m in server.messages[1:] if "id" in m}
     assert answers == {1: closed, 2: closed}
