@@ -133,10 +133,12 @@ class _SandboxInit:
             self._read = -1
 
     async def kill(self, process: trio.Process) -> None:
-        """``SIGKILL`` the sandbox's init, then bwrap's process group. The init's pid is read
-        once bwrap wrote it (right after it cloned the init; at most :data:`INFO_WAIT` seconds,
-        end of file when bwrap failed before) and signalled through a pidfd only while it is
-        still bwrap's child (bwrap, not reaped, keeps it from being reaped)."""
+        """``SIGKILL`` the sandbox's init and wait until it has ended (so has every process of
+        the sandbox: at most :data:`INFO_WAIT` seconds), then bwrap's process group. The init's
+        pid is read once bwrap wrote it (right after it cloned the init; at most
+        :data:`INFO_WAIT` seconds, end of file when bwrap failed before) and signalled through a
+        pidfd only while it is still bwrap's child (bwrap, not reaped, keeps it from being
+        reaped)."""
         self.started()  # bwrap runs: only its copy of the writing end may hold the pipe open
         init = None
         if self._read >= 0:
@@ -148,6 +150,10 @@ class _SandboxInit:
                 try:
                     if _parent_of(init) == process.pid:
                         signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                        # an init ends only once every other process of its PID namespace has
+                        # (the kernel kills and reaps them first): the sandbox is empty then
+                        with trio.move_on_after(INFO_WAIT):
+                            await trio.lowlevel.wait_readable(pidfd)
                 finally:
                     os.close(pidfd)
         await kill_process_group(process)
