@@ -584,6 +584,15 @@ class ServedSession:
             return _error_result("Operation aborted")
         return self._with_output_link(outcome, mcp_result(outcome))
 
+    async def _past_end(self) -> dict[str, Any] | None:
+        """Once the session has started (no loop turn when it has: a cost per message):
+        ``None``, or the result a call made after the session ended gets."""
+        if not self._ready.is_set():
+            await self._ready.wait()
+        if self._calls is None:
+            return _error_result("the pi session of this MCP session has ended")
+        return None
+
     async def call(
         self,
         tool_call: ToolCall,
@@ -593,10 +602,9 @@ class ServedSession:
         call runs in
         the session's nursery: when this caller is cancelled (``notifications/cancelled``,
         the connection closing), the call is aborted and still finalised there."""
-        if not self._ready.is_set():  # set: no loop turn for it (a cost per message)
-            await self._ready.wait()
-        if self._calls is None:
-            return _error_result("the pi session of this MCP session has ended")
+        ended = await self._past_end()
+        if ended is not None:
+            return ended
         abort = Abort()
         updates = _LatestUpdate() if report_progress is not None else None
         outcomes: list[ToolCallOutcome] = []
@@ -609,6 +617,7 @@ class ServedSession:
                 self._running.discard(abort)
                 done.set()
 
+        assert self._calls is not None  # not past the end (no checkpoint since)
         self._running.add(abort)
         self._calls.start_soon(run_call)
         try:
@@ -631,10 +640,9 @@ class ServedSession:
         it only with ``abort``, and it is finalised before this returns. The caller's task
         must outlive the call as the session's nursery would (the lean loop's calls end
         before the session does)."""
-        if not self._ready.is_set():
-            await self._ready.wait()
-        if self._calls is None:
-            return _error_result("the pi session of this MCP session has ended")
+        ended = await self._past_end()
+        if ended is not None:
+            return ended
         self._running.add(abort)
         try:
             with trio.CancelScope(shield=True):

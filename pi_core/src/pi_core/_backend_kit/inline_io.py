@@ -87,7 +87,8 @@ def read_nowait(fd: int, length: int | None, size_hint: int) -> bytes:
     page cache only: :class:`WouldBlock` when any of them would have to be read from the
     device, or the file system cannot tell (the same bytes as a plain read otherwise)."""
     assert _NOWAIT_FLAG is not None
-    want = max(size_hint + 1, 65536) if length is None else length
+    # a whole file: its size and one byte more (the buffer is zeroed: no more than needed)
+    want = max(size_hint + 1, 4096) if length is None else length
     parts: list[bytes] = []
     offset = 0
     while want > 0:

@@ -98,8 +98,7 @@ def _read_range(
 ) -> bytes:
     # stat first, so a device is never opened; O_NONBLOCK, so a FIFO swapped in meanwhile
     # cannot block the open; fstat, so what was opened is the regular file that was checked
-    _refuse_special(os.stat(path).st_mode, path)
-    fd = _open_regular(path, check)
+    fd, _ = _stat_and_open(path, check)
     try:
         with open(fd, "rb", closefd=False) as handle:
             if offset:
@@ -132,15 +131,6 @@ def _file_stat(st: os.stat_result) -> FileStat:
     )
 
 
-def _check_same(fd: int, path: str, same_as: tuple[int, int] | None) -> os.stat_result:
-    """The ``fstat`` of ``fd``; ``OSError(ESTALE)`` when it is not the file ``same_as``
-    names (``(device, inode)``): the name now holds another file."""
-    st = os.fstat(fd)
-    if same_as is not None and (st.st_dev, st.st_ino) != same_as:
-        raise OSError(errno.ESTALE, "the file was replaced while it was read", path)
-    return st
-
-
 def _stat(path: str) -> FileStat:
     return _file_stat(os.stat(path))
 
@@ -166,24 +156,37 @@ def _list_dirs(paths: Sequence[str]) -> list[list[tuple[str, FileKind]] | None]:
     return out
 
 
-def _open_regular(path: str, check: OpenedCheck | None = None) -> int:
-    """An fd of the regular file ``path`` opened for reading (see :func:`_read_range`), its
-    type already checked by the caller's ``stat``: ``O_NONBLOCK`` so a FIFO swapped in since
-    cannot block the open, ``fstat`` so what was opened is a regular file (and what ``check``
-    is shown). It stays non-blocking: a read of a regular file's data never waits for
-    ``O_NONBLOCK``'s sake, and a "regular" file of the kernel that waits for news
-    (``/proc/kmsg``, tracing's ``trace_pipe``) fails with ``EAGAIN`` instead of holding a
-    worker thread, and the call, until news comes."""
+def _open_regular(
+    path: str, check: OpenedCheck | None = None, same_as: tuple[int, int] | None = None
+) -> tuple[int, os.stat_result]:
+    """An fd of the regular file ``path`` opened for reading and its ``fstat`` (see
+    :func:`_read_range`), its type already checked by the caller's ``stat``: ``O_NONBLOCK`` so
+    a FIFO swapped in since cannot block the open, ``fstat`` so what was opened is a regular
+    file (and what ``check`` is shown); with ``same_as`` (``(device, inode)``),
+    ``OSError(ESTALE)`` when the name now holds another file. It stays non-blocking: a read of
+    a regular file's data never waits for ``O_NONBLOCK``'s sake, and a "regular" file of the
+    kernel that waits for news (``/proc/kmsg``, tracing's ``trace_pipe``) fails with
+    ``EAGAIN`` instead of holding a worker thread, and the call, until news comes."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
         _refuse_special(st.st_mode, path)
+        if same_as is not None and (st.st_dev, st.st_ino) != same_as:
+            raise OSError(errno.ESTALE, os.strerror(errno.ESTALE), path)
         if check is not None:
             check(path, fd, st)
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st
+
+
+def _stat_and_open(
+    path: str, check: OpenedCheck | None = None, same_as: tuple[int, int] | None = None
+) -> tuple[int, os.stat_result]:
+    """:func:`_open_regular` after a ``stat`` of ``path``, so a device is never opened."""
+    _refuse_special(os.stat(path).st_mode, path)
+    return _open_regular(path, check, same_as)
 
 
 def _read_fd(fd: int, length: int | None, size_hint: int) -> bytes:
@@ -232,11 +235,10 @@ def _read_head(
     if info.kind in ("directory", "other"):
         return path, info, None
     try:
-        fd = _open_regular(path, check)
+        fd, opened = _open_regular(path, check)
         try:
-            opened = _file_stat(os.fstat(fd))
-            if opened.key != info.key:  # the name holds another file by now: the one read
-                info = opened
+            if (opened.st_dev, opened.st_ino) != info.key:  # the name holds another file now
+                info = _file_stat(opened)  # the one read
             whole = 0 < info.size <= whole_limit
             data = read(fd, None if whole else head_size, info.size)
         finally:
@@ -256,10 +258,8 @@ def _scan_file(
 ) -> None:
     """:meth:`LocalFileOperations.scan_bytes` in one worker-thread call: one buffer of
     ``chunk_size`` bytes, refilled with ``readv`` (no allocation per chunk)."""
-    _refuse_special(os.stat(path).st_mode, path)
-    fd = _open_regular(path, check)
+    fd, _ = _stat_and_open(path, check, same_as)
     try:
-        _check_same(fd, path, same_as)
         if offset:
             os.lseek(fd, offset, os.SEEK_SET)
         buffer = bytearray(chunk_size)
@@ -320,10 +320,9 @@ def _count_rest(
     same_as: tuple[int, int] | None = None,
 ) -> tuple[int, int, int | None]:
     """:meth:`LocalFileOperations.count_newlines` in one worker-thread call."""
-    _refuse_special(os.stat(path).st_mode, path)
-    fd = _open_regular(path, check)
+    fd, st = _stat_and_open(path, check, same_as)
     try:
-        size = _check_same(fd, path, same_as).st_size
+        size = st.st_size
         counted = None
         if size - offset >= WC_MIN_BYTES:
             os.lseek(fd, offset, os.SEEK_SET)
